@@ -1,0 +1,63 @@
+# LMPool build and test entry points. `make test` and `make serve` do all set-up on a fresh
+# machine with node, npm and gcc.
+BUN      := node_modules/.bin/bun
+DENO     := node_modules/.bin/deno
+BUILD    := build
+CC       ?= gcc
+CFLAGS   := -std=c11 -O3 -march=x86-64-v2 -fPIC -Wall -Wextra -Wno-unused-parameter -fopenmp
+CUDA_HOME ?= /usr/local/cuda
+NVCC     ?= $(CUDA_HOME)/bin/nvcc
+NVFLAGS  := -O3 -std=c++17 -arch=sm_90a -Xcompiler -fPIC --expt-relaxed-constexpr -lineinfo
+# NCCL lives inside python's nvidia packages on the GPU machine (see .gpu/env.sh).
+NCCL_HOME ?=
+NCCL_INC := $(if $(NCCL_HOME),-I$(NCCL_HOME)/include,)
+NCCL_LIB := $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -l:libnccl.so.2,)
+
+COMMON_SRC := $(wildcard csrc/common/*.c)
+CPU_SRC    := $(wildcard csrc/cpu/*.c)
+CUDA_SRC   := $(wildcard csrc/cuda/*.cu)
+HEADERS    := $(wildcard csrc/include/*.h csrc/common/*.h csrc/cpu/*.h csrc/cuda/*.h csrc/cuda/*.cuh)
+CPU_LIB    := $(BUILD)/liblmpool_cpu.so
+CUDA_LIB   := $(BUILD)/liblmpool_cuda.so
+HAVE_CUDA  := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
+
+.PHONY: all native native-cpu native-cuda deps test test-unit check serve bench clean
+
+all: native
+
+deps: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+# Always the CPU library; the CUDA one too where nvcc and cuBLAS are found.
+native: native-cpu $(if $(HAVE_CUDA),native-cuda,)
+native-cpu: $(CPU_LIB)
+native-cuda: $(CUDA_LIB)
+
+$(CPU_LIB): $(COMMON_SRC) $(CPU_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -shared -o $@ $(COMMON_SRC) $(CPU_SRC) -lm
+
+$(CUDA_LIB): $(COMMON_SRC) $(CUDA_SRC) $(HEADERS)
+	@mkdir -p $(BUILD)/cuda
+	$(NVCC) $(NVFLAGS) $(NCCL_INC) -shared -o $@ $(COMMON_SRC) $(CUDA_SRC) \
+	  -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB)
+
+test: deps native-cpu
+	$(BUN) test
+	$(DENO) check mod.ts
+	$(DENO) test --allow-ffi --allow-env --allow-read --allow-sys test/deno/
+
+check: deps
+	node_modules/.bin/tsc --noEmit -p .
+	$(DENO) check mod.ts
+
+serve: deps native
+	$(BUN) run examples/serve.ts $(ARGS)
+
+bench: deps native
+	$(BUN) run bench/main.ts $(ARGS)
+
+clean:
+	rm -rf $(BUILD)

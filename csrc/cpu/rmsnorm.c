@@ -1,0 +1,24 @@
+/* RMSNorm on bf16 rows, fp32 math: the reference for the CUDA kernel. */
+#include <math.h>
+
+#include "../common/bf16.h"
+#include "../common/lp_error.h"
+
+lp_status lp_rmsnorm_bf16(const uint16_t *x, const uint16_t *w, uint16_t *out, int64_t rows,
+                          int64_t dim, float eps) {
+  LP_REQUIRE(x && w && out, "null pointer (x=%p w=%p out=%p)", (const void *)x, (const void *)w,
+             (void *)out);
+  LP_REQUIRE(rows >= 0 && dim > 0, "bad shape rows=%lld dim=%lld", (long long)rows, (long long)dim);
+  for (int64_t r = 0; r < rows; r++) {
+    const uint16_t *xr = x + r * dim;
+    float ss = 0.f;
+    for (int64_t i = 0; i < dim; i++) {
+      float v = lp_bf16_to_f32(xr[i]);
+      ss += v * v;
+    }
+    float inv = 1.f / sqrtf(ss / (float)dim + eps);
+    for (int64_t i = 0; i < dim; i++)
+      out[r * dim + i] = lp_f32_to_bf16(lp_bf16_to_f32(xr[i]) * inv * lp_bf16_to_f32(w[i]));
+  }
+  return LP_OK;
+}

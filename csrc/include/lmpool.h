@@ -1,0 +1,176 @@
+/*
+ * lmpool.h — the one C ABI of LMPool's native library.
+ *
+ * Two builds implement it: liblmpool_cpu.so (plain C, fp32 arithmetic, the reference used by CI)
+ * and liblmpool_cuda.so (CUDA kernels, cuBLAS GEMMs, NCCL, CUDA graphs; bf16 storage, fp32
+ * accumulation).
+ *
+ * Conventions
+ * - Every call returns an lp_status: LP_OK (0) or a negative error code. On error the message
+ *   (with file:line and the CUDA/cuBLAS/NCCL error string where there is one) is kept per thread
+ *   and copied out by lp_last_error(). Nothing here exits or aborts the host process.
+ * - Handles (model, KV cache, communicator) are opaque pointers; the FFI layer passes them as
+ *   64-bit integers. Destroying NULL is a no-op.
+ * - Arrays passed in are host memory owned by the caller, valid for the duration of the call.
+ * - Weights are handed over once (lp_model_set_weight) and converted to the backend's storage
+ *   type: bf16 on CUDA, fp32 on CPU.
+ */
+#ifndef LMPOOL_H
+#define LMPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LP_ABI_VERSION 1
+
+typedef int32_t lp_status;
+enum {
+  LP_OK = 0,
+  LP_ERR_INVALID = -1,     /* bad argument: shape, index, null pointer */
+  LP_ERR_OOM = -2,         /* allocation failed */
+  LP_ERR_CUDA = -3,        /* CUDA runtime error */
+  LP_ERR_CUBLAS = -4,      /* cuBLAS error */
+  LP_ERR_NCCL = -5,        /* NCCL error */
+  LP_ERR_UNSUPPORTED = -6, /* not available in this build */
+  LP_ERR_STATE = -7,       /* call out of order (e.g. step before finalize) */
+};
+
+/* Element types of tensors handed in. */
+enum { LP_DTYPE_BF16 = 0, LP_DTYPE_F16 = 1, LP_DTYPE_F32 = 2 };
+
+/* ---------------------------------------------------------------------------------------------
+ * Library and device
+ * ------------------------------------------------------------------------------------------- */
+
+/* Copies the last error message of this thread into buf (NUL-terminated, truncated to cap).
+ * Returns the full message length. */
+int32_t lp_last_error(char *buf, int32_t cap);
+/* LP_ABI_VERSION of the build. */
+int32_t lp_abi_version(void);
+/* 0 = cpu, 1 = cuda. */
+int32_t lp_backend_kind(void);
+/* Number of usable devices (CPU build: 1). */
+lp_status lp_device_count(int32_t *out_count);
+/* Selects the device for this thread's following calls (CPU build: only 0). */
+lp_status lp_set_device(int32_t device);
+/* Free and total device memory in bytes (CPU build: physical memory). out is int64[2]. */
+lp_status lp_device_memory(int64_t *out_free_total);
+/* Waits for all work queued on the current device. */
+lp_status lp_device_synchronize(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels exposed for tests and benchmarks (host pointers in, host pointers out)
+ * ------------------------------------------------------------------------------------------- */
+
+/* out[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w ; bf16 in/out, fp32 math. */
+lp_status lp_rmsnorm_bf16(const uint16_t *x, const uint16_t *w, uint16_t *out, int64_t rows,
+                          int64_t dim, float eps);
+
+/* ---------------------------------------------------------------------------------------------
+ * Model
+ * ------------------------------------------------------------------------------------------- */
+
+enum { LP_ARCH_LLAMA = 0, LP_ARCH_QWEN3 = 1 };
+enum { LP_ROPE_DEFAULT = 0, LP_ROPE_LLAMA3 = 1 };
+
+/* Model shape; filled by the TypeScript config parser. Passed as int32/float fields laid out in
+ * this order (see ffi/layout.ts). */
+typedef struct lp_model_config {
+  int32_t arch;               /* LP_ARCH_* */
+  int32_t vocab_size;
+  int32_t hidden_size;
+  int32_t intermediate_size;
+  int32_t num_layers;
+  int32_t num_heads;
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t tie_word_embeddings; /* 1: lm_head shares embed_tokens */
+  int32_t rope_type;           /* LP_ROPE_* */
+  int32_t rope_original_max_position; /* llama3 scaling */
+  int32_t max_position;
+  float rms_norm_eps;
+  float rope_theta;
+  float rope_factor;           /* llama3 scaling */
+  float rope_low_freq_factor;
+  float rope_high_freq_factor;
+} lp_model_config;
+
+/* Weight kinds. Global ones take layer = -1. q/k norm exist only for Qwen3. lm_head is absent
+ * when tie_word_embeddings. Shapes are the Hugging Face ones ([out, in] for linear layers). */
+enum {
+  LP_W_EMBED = 0,       /* [vocab, hidden] */
+  LP_W_FINAL_NORM = 1,  /* [hidden] */
+  LP_W_LM_HEAD = 2,     /* [vocab, hidden] */
+  LP_W_INPUT_NORM = 10, /* [hidden] */
+  LP_W_Q = 11,          /* [heads*head_dim, hidden] */
+  LP_W_K = 12,          /* [kv_heads*head_dim, hidden] */
+  LP_W_V = 13,          /* [kv_heads*head_dim, hidden] */
+  LP_W_O = 14,          /* [hidden, heads*head_dim] */
+  LP_W_Q_NORM = 15,     /* [head_dim] */
+  LP_W_K_NORM = 16,     /* [head_dim] */
+  LP_W_POST_NORM = 17,  /* [hidden] (post_attention_layernorm) */
+  LP_W_GATE = 18,       /* [intermediate, hidden] */
+  LP_W_UP = 19,         /* [intermediate, hidden] */
+  LP_W_DOWN = 20,       /* [hidden, intermediate] */
+};
+
+/* Creates an empty model on the current device. cfg points to an lp_model_config. */
+lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model);
+/* Copies one weight in (converted to the storage type). numel must match the expected shape. */
+lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32_t dtype,
+                              const void *data, int64_t numel);
+/* Checks every required weight is present (error names the first missing one) and prepares
+ * execution (fused layouts, workspaces sized for max_num_tokens tokens and max_num_seqs rows). */
+lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_num_seqs);
+/* Bytes of device memory held by the weights. */
+lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes);
+lp_status lp_model_destroy(uint64_t model);
+
+/* ---------------------------------------------------------------------------------------------
+ * Paged KV cache: one tensor [L, 2, num_blocks, block_size, kv_heads, head_dim] per worker
+ * (fp32 on CPU, bf16 on CUDA). Slot s = block * block_size + offset.
+ * ------------------------------------------------------------------------------------------- */
+
+lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv);
+/* Bytes of one block across all layers, K and V (the transfer unit). */
+lp_status lp_kv_block_bytes(uint64_t kv, int64_t *out_bytes);
+lp_status lp_kv_destroy(uint64_t kv);
+
+/* Gathers n blocks (all layers, K and V) into one packed [L, 2, n, block_size, kv_heads,
+ * head_dim] host buffer of n * block_bytes, and the reverse. For tests and the CPU transfer path. */
+lp_status lp_kv_gather_host(uint64_t kv, const int32_t *block_ids, int32_t n, void *dst);
+lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, const void *src);
+
+/* ---------------------------------------------------------------------------------------------
+ * Forward step: one call runs every layer for a flattened batch of sequences.
+ *
+ * Sequence i owns tokens [query_start[i], query_start[i+1]) of this step. Its context after the
+ * step is context_lens[i] tokens (cached + this step's); the step's tokens are the last
+ * query_len of them, at the given positions. K/V of each step token is written at
+ * slot_mapping[t]; attention for sequence i reads its first context_lens[i] tokens through
+ * block_tables[i * max_blocks_per_seq + j] (causal within the step). Prefill, chunked prefill,
+ * prefix-cache hits and decode are all this one shape.
+ *
+ * The LM head runs only at the num_rows token indices in sample_index; row r samples with
+ * temperature[r] (0 = greedy), top_k[r] (<= 0: off), top_p[r] (1: off) and a counter-based
+ * generator keyed by (seed[r], positions[sample_index[r]]), so a seeded request is
+ * reproducible regardless of batching. Outputs: out_tokens[r], out_logprobs[r] (log-softmax of
+ * the raw logits at the chosen token); out_logits (NULL or [num_rows, vocab] fp32 raw logits)
+ * is for tests.
+ * ------------------------------------------------------------------------------------------- */
+lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
+                  const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                  const int32_t *query_start, const int32_t *context_lens,
+                  const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                  const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                  const float *top_p, const uint64_t *seed, int32_t *out_tokens,
+                  float *out_logprobs, float *out_logits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LMPOOL_H */

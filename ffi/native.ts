@@ -1,0 +1,253 @@
+/**
+ * Typed facade over the native library: the rest of LMPool calls these methods and never sees raw
+ * symbols. Every non-zero status becomes a NativeError carrying lp_last_error()'s message.
+ * @module
+ */
+import { DisposedError, NativeError } from "../lib/core/errors.ts";
+import type { OpenedLibrary } from "./dlopen.ts";
+import { type BackendKind, loadLibrary } from "./loader.ts";
+import type { SymbolName } from "./symbols.ts";
+import { encodeModelConfig, type NativeModelConfig } from "./model_config.ts";
+import type { StepBatch } from "./step_batch.ts";
+
+export type { NativeModelConfig } from "./model_config.ts";
+export type { StepBatch } from "./step_batch.ts";
+
+/** Element types of weights handed to the library. */
+export const DType = { bf16: 0, f16: 1, f32: 2 } as const;
+export type DTypeName = keyof typeof DType;
+
+/** Weight kinds of lmpool.h (LP_W_*). */
+export const WeightKind = {
+  embed: 0,
+  finalNorm: 1,
+  lmHead: 2,
+  inputNorm: 10,
+  q: 11,
+  k: 12,
+  v: 13,
+  o: 14,
+  qNorm: 15,
+  kNorm: 16,
+  postNorm: 17,
+  gate: 18,
+  up: 19,
+  down: 20,
+} as const;
+export type WeightKindName = keyof typeof WeightKind;
+
+/** The opened native library. */
+export class Native {
+  readonly backend: BackendKind;
+  readonly path: string;
+  readonly #lib: OpenedLibrary<SymbolName>;
+
+  constructor(options: { backend?: BackendKind; path?: string } = {}) {
+    const loaded = loadLibrary(options);
+    this.backend = loaded.backend;
+    this.path = loaded.path;
+    this.#lib = loaded.lib;
+  }
+
+  /** Raw symbols, for modules inside ffi/ only. */
+  get symbols(): OpenedLibrary<SymbolName>["symbols"] {
+    return this.#lib.symbols;
+  }
+
+  /** The last error message recorded by the library on this thread. */
+  lastError(): string {
+    const buf = new Uint8Array(1024);
+    this.#lib.symbols.lp_last_error(buf, buf.length);
+    const end = buf.indexOf(0);
+    return new TextDecoder().decode(buf.subarray(0, end < 0 ? buf.length : end));
+  }
+
+  /** Throws a NativeError for a non-zero status, naming the call. */
+  check(status: number | bigint, call: string): void {
+    if (Number(status) !== 0) throw new NativeError(`${call} failed: ${this.lastError()}`, Number(status));
+  }
+
+  abiVersion(): number {
+    return Number(this.#lib.symbols.lp_abi_version());
+  }
+
+  deviceCount(): number {
+    const out = new Int32Array(1);
+    this.check(this.#lib.symbols.lp_device_count(out), "lp_device_count");
+    return out[0] ?? 0;
+  }
+
+  setDevice(device: number): void {
+    this.check(this.#lib.symbols.lp_set_device(device), `lp_set_device(${device})`);
+  }
+
+  /** Free and total memory of the current device, in bytes. */
+  deviceMemory(): { free: number; total: number } {
+    const out = new BigInt64Array(2);
+    this.check(this.#lib.symbols.lp_device_memory(out), "lp_device_memory");
+    return { free: Number(out[0]), total: Number(out[1]) };
+  }
+
+  synchronize(): void {
+    this.check(this.#lib.symbols.lp_device_synchronize(), "lp_device_synchronize");
+  }
+
+  /** RMSNorm over `rows` rows of `dim` bf16 values (bit patterns in Uint16Array). */
+  rmsnormBf16(x: Uint16Array, w: Uint16Array, rows: number, dim: number, eps: number): Uint16Array {
+    if (x.length !== rows * dim) throw new RangeError(`x has ${x.length} values, expected rows*dim=${rows * dim}`);
+    if (w.length !== dim) throw new RangeError(`w has ${w.length} values, expected dim=${dim}`);
+    const out = new Uint16Array(rows * dim);
+    this.check(this.#lib.symbols.lp_rmsnorm_bf16(x, w, out, rows, dim, eps), "lp_rmsnorm_bf16");
+    return out;
+  }
+
+  /** Creates an empty model (weights to be set, then finalize()). */
+  createModel(config: NativeModelConfig): NativeModel {
+    const out = new BigUint64Array(1);
+    this.check(this.#lib.symbols.lp_model_create(encodeModelConfig(config), out), "lp_model_create");
+    return new NativeModel(this, out[0]!, config);
+  }
+
+  close(): void {
+    this.#lib.close();
+  }
+}
+
+/** A model on the current device. */
+export class NativeModel {
+  #handle: bigint | null;
+
+  constructor(
+    readonly native: Native,
+    handle: bigint,
+    readonly config: NativeModelConfig,
+  ) {
+    this.#handle = handle;
+  }
+
+  get handle(): bigint {
+    if (this.#handle === null) throw new DisposedError("NativeModel");
+    return this.#handle;
+  }
+
+  /** Hands one weight over; `data` holds `numel` elements of `dtype`. */
+  setWeight(layer: number, kind: WeightKindName, dtype: DTypeName, data: ArrayBufferView, numel: number): void {
+    this.native.check(
+      this.native.symbols.lp_model_set_weight(this.handle, layer, WeightKind[kind], DType[dtype], data, numel),
+      `lp_model_set_weight(layer=${layer}, kind=${kind})`,
+    );
+  }
+
+  /** Checks completeness and sizes workspaces for the largest step. */
+  finalize(maxNumTokens: number, maxNumSeqs: number): void {
+    this.native.check(
+      this.native.symbols.lp_model_finalize(this.handle, maxNumTokens, maxNumSeqs),
+      "lp_model_finalize",
+    );
+  }
+
+  weightBytes(): number {
+    const out = new BigInt64Array(1);
+    this.native.check(this.native.symbols.lp_model_weight_bytes(this.handle, out), "lp_model_weight_bytes");
+    return Number(out[0]);
+  }
+
+  /** Allocates a paged KV cache for this model. */
+  createKvCache(numBlocks: number, blockSize: number): KvCache {
+    const out = new BigUint64Array(1);
+    this.native.check(
+      this.native.symbols.lp_kv_create(this.handle, numBlocks, blockSize, out),
+      `lp_kv_create(num_blocks=${numBlocks}, block_size=${blockSize})`,
+    );
+    return new KvCache(this, out[0]!, numBlocks, blockSize);
+  }
+
+  /** Runs one forward step (all layers) and samples one token per row. */
+  step(kv: KvCache, b: StepBatch): void {
+    const s = this.native.symbols;
+    this.native.check(
+      s.lp_step(
+        this.handle, kv.handle, b.numSeqs, b.numTokens,
+        b.tokenIds, b.positions, b.slotMapping, b.queryStart, b.contextLens,
+        b.blockTables, b.maxBlocksPerSeq,
+        b.numRows, b.sampleIndex, b.temperature, b.topK, b.topP, b.seed,
+        b.outTokens, b.outLogprobs, b.outLogits ?? null,
+      ),
+      `lp_step(num_seqs=${b.numSeqs}, num_tokens=${b.numTokens})`,
+    );
+  }
+
+  dispose(): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.native.check(this.native.symbols.lp_model_destroy(h), "lp_model_destroy");
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** A paged KV cache [L, 2, numBlocks, blockSize, kvHeads, headDim]. */
+export class KvCache {
+  #handle: bigint | null;
+  readonly blockBytes: number;
+
+  constructor(
+    readonly model: NativeModel,
+    handle: bigint,
+    readonly numBlocks: number,
+    readonly blockSize: number,
+  ) {
+    this.#handle = handle;
+    const out = new BigInt64Array(1);
+    model.native.check(model.native.symbols.lp_kv_block_bytes(handle, out), "lp_kv_block_bytes");
+    this.blockBytes = Number(out[0]);
+  }
+
+  get handle(): bigint {
+    if (this.#handle === null) throw new DisposedError("KvCache");
+    return this.#handle;
+  }
+
+  /** Packs the given blocks (all layers, K and V) into one host buffer. */
+  gather(blockIds: Int32Array): Uint8Array {
+    const out = new Uint8Array(blockIds.length * this.blockBytes);
+    this.model.native.check(
+      this.model.native.symbols.lp_kv_gather_host(this.handle, blockIds, blockIds.length, out),
+      `lp_kv_gather_host(n=${blockIds.length})`,
+    );
+    return out;
+  }
+
+  /** Unpacks a buffer made by gather() into the given blocks. */
+  scatter(blockIds: Int32Array, packed: Uint8Array): void {
+    if (packed.length !== blockIds.length * this.blockBytes) {
+      throw new RangeError(`packed buffer has ${packed.length} bytes, expected ${blockIds.length * this.blockBytes}`);
+    }
+    this.model.native.check(
+      this.model.native.symbols.lp_kv_scatter_host(this.handle, blockIds, blockIds.length, packed),
+      `lp_kv_scatter_host(n=${blockIds.length})`,
+    );
+  }
+
+  dispose(): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.model.native.check(this.model.native.symbols.lp_kv_destroy(h), "lp_kv_destroy");
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+let shared: Native | null = null;
+
+/** The process-wide native library, opened on first use. */
+export function native(): Native {
+  shared ??= new Native();
+  return shared;
+}

@@ -1,0 +1,49 @@
+/**
+ * The one symbol table of the C ABI (csrc/include/lmpool.h), in a runtime-neutral form that
+ * ffi/dlopen.ts turns into bun:ffi or Deno.dlopen declarations.
+ * @module
+ */
+
+/** Argument/return kinds: integers and floats by value, `buf` a typed array (or null), `u64` handles. */
+export type NativeType = "i32" | "i64" | "u64" | "f32" | "buf" | "void";
+
+/** One C function: its argument kinds and its return kind. */
+export interface NativeSignature {
+  readonly args: readonly NativeType[];
+  readonly returns: NativeType;
+}
+
+export const SYMBOLS = {
+  lp_last_error: { args: ["buf", "i32"], returns: "i32" },
+  lp_abi_version: { args: [], returns: "i32" },
+  lp_backend_kind: { args: [], returns: "i32" },
+  lp_device_count: { args: ["buf"], returns: "i32" },
+  lp_set_device: { args: ["i32"], returns: "i32" },
+  lp_device_memory: { args: ["buf"], returns: "i32" },
+  lp_device_synchronize: { args: [], returns: "i32" },
+  lp_rmsnorm_bf16: { args: ["buf", "buf", "buf", "i64", "i64", "f32"], returns: "i32" },
+  lp_model_create: { args: ["buf", "buf"], returns: "i32" },
+  lp_model_set_weight: { args: ["u64", "i32", "i32", "i32", "buf", "i64"], returns: "i32" },
+  lp_model_finalize: { args: ["u64", "i32", "i32"], returns: "i32" },
+  lp_model_weight_bytes: { args: ["u64", "buf"], returns: "i32" },
+  lp_model_destroy: { args: ["u64"], returns: "i32" },
+  lp_kv_create: { args: ["u64", "i32", "i32", "buf"], returns: "i32" },
+  lp_kv_block_bytes: { args: ["u64", "buf"], returns: "i32" },
+  lp_kv_destroy: { args: ["u64"], returns: "i32" },
+  lp_kv_gather_host: { args: ["u64", "buf", "i32", "buf"], returns: "i32" },
+  lp_kv_scatter_host: { args: ["u64", "buf", "i32", "buf"], returns: "i32" },
+  lp_step: {
+    args: [
+      "u64", "u64", "i32", "i32", // model, kv, num_seqs, num_tokens
+      "buf", "buf", "buf", // token_ids, positions, slot_mapping
+      "buf", "buf", // query_start, context_lens
+      "buf", "i32", // block_tables, max_blocks_per_seq
+      "i32", "buf", "buf", "buf", "buf", "buf", // num_rows, sample_index, temperature, top_k, top_p, seed
+      "buf", "buf", "buf", // out_tokens, out_logprobs, out_logits
+    ],
+    returns: "i32",
+  },
+} as const satisfies Record<string, NativeSignature>;
+
+/** Names of every native function. */
+export type SymbolName = keyof typeof SYMBOLS;

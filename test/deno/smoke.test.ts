@@ -1,0 +1,13 @@
+// Deno smoke suite: mod.ts imports under Deno and one FFI call works through Deno.dlopen.
+import { Native } from "../../mod.ts";
+
+Deno.test("mod.ts loads the native library under Deno and runs RMSNorm", () => {
+  const n = new Native({ backend: "cpu" });
+  if (n.abiVersion() !== 1) throw new Error(`ABI version ${n.abiVersion()}, expected 1`);
+  // x = [1, -1, 1, -1] (bf16 0x3f80 / 0xbf80), w = 1: RMSNorm keeps the values.
+  const x = new Uint16Array([0x3f80, 0xbf80, 0x3f80, 0xbf80]);
+  const w = new Uint16Array([0x3f80, 0x3f80, 0x3f80, 0x3f80]);
+  const out = n.rmsnormBf16(x, w, 1, 4, 0);
+  if (out.join() !== x.join()) throw new Error(`RMSNorm under Deno gave ${out.join()}, expected ${x.join()}`);
+  n.close();
+});
