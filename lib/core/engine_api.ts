@@ -1,0 +1,74 @@
+/**
+ * The surface that both the single-GPU LLM and the multi-GPU LLMEngine offer, and that the HTTP
+ * server and the benchmarks program against.
+ * @module
+ */
+import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "./outputs.ts";
+import type { SamplingParams } from "./sampling_params.ts";
+
+/** Text <-> token ids and the chat template of the served model. */
+export interface TextTokenizer {
+  encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
+  /** Token ids that end generation unless ignoreEos. */
+  readonly eosTokenIds: readonly number[];
+  /** Renders chat messages with the model's template. */
+  applyChatTemplate(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): string;
+}
+
+/** One chat message. */
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+}
+
+/** Load and cache facts of one worker rank. */
+export interface RankStats {
+  rank: number;
+  numRunning: number;
+  numWaiting: number;
+  numBlocks: number;
+  blockSize: number;
+  numFreeBlocks: number;
+  numReclaimableBlocks: number;
+  /** Fraction of blocks held by live requests, 0..1. */
+  kvUsage: number;
+  /** Cumulative prompt tokens looked up in the prefix cache, and those found. */
+  prefixQueryTokens: number;
+  prefixHitTokens: number;
+  /** Cumulative finished requests and generated tokens. */
+  numFinished: number;
+  numGeneratedTokens: number;
+}
+
+/** Engine-wide stats: one entry per rank plus routing and transfer counters. */
+export interface EngineStats {
+  ranks: RankStats[];
+  routing: Record<string, number>;
+  transfers: { count: number; blocks: number; bytes: number };
+}
+
+/** Facts about the served model. */
+export interface ServedModelInfo {
+  name: string;
+  maxModelLen: number;
+  vocabSize: number;
+  blockSize: number;
+  backend: "cpu" | "cuda";
+  numRanks: number;
+}
+
+/** What LLM and LLMEngine both implement. */
+export interface GenerationEngine {
+  readonly model: ServedModelInfo;
+  readonly tokenizer: TextTokenizer;
+  /** Streams one request; aborting `options.signal` aborts it and frees its blocks. */
+  stream(input: PromptInput, params?: Partial<SamplingParams>, options?: RequestOptions): AsyncIterable<StreamDelta>;
+  /** Runs requests to completion; outputs in input order. */
+  generate(inputs: PromptInput | PromptInput[], params?: Partial<SamplingParams>, options?: RequestOptions): Promise<RequestOutput[]>;
+  abort(requestId: string): void;
+  stats(): EngineStats;
+  /** True while the engine accepts requests (false once dead or draining). */
+  readonly healthy: boolean;
+  shutdown(): Promise<void>;
+}
