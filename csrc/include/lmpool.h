@@ -161,6 +161,19 @@ lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, c
  * reproducible regardless of batching. Outputs: out_tokens[r], out_logprobs[r] (log-softmax of
  * the raw logits at the chosen token); out_logits (NULL or [num_rows, vocab] fp32 raw logits)
  * is for tests.
+ *
+ * Sampling (identical semantics in both builds, so a seeded request samples the same token on
+ * CPU and CUDA up to floating-point ties):
+ * - temperature == 0: argmax of the logits (lowest index on ties).
+ * - else z_i = logit_i / temperature. top_k > 0 keeps the tokens whose z is >= the k-th largest
+ *   z. top_p < 1 then keeps, of those, the smallest set of most likely tokens whose renormalized
+ *   softmax(z) mass reaches top_p (every token whose probability is >= the cutoff probability).
+ *   The sample is the argmax over kept tokens of z_i + g_i with Gumbel noise
+ *   g_i = -log(-log(u_i)), u_i = ((h_i >> 40) + 0.5) * 2^-24,
+ *   h_i = mix64(mix64(seed + 0x9E3779B97F4A7C15 * (position + 1)) ^ i), where position is
+ *   positions[sample_index[r]] and mix64 is the splitmix64 finalizer
+ *   (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31).
+ * - out_logprobs[r] = log_softmax(raw logits)[chosen], before temperature.
  * ------------------------------------------------------------------------------------------- */
 lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
                   const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
