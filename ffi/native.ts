@@ -101,6 +101,20 @@ export class Native {
     return out;
   }
 
+  /** Device copy bandwidth in bytes/s (read + write) over `iters` copies of `bytes`. */
+  benchCopyBandwidth(bytes: number, iters: number): number {
+    const out = new Float64Array(1);
+    this.check(this.#lib.symbols.lp_bench_copy_bandwidth(bytes, iters, out), `lp_bench_copy_bandwidth(${bytes})`);
+    return out[0]!;
+  }
+
+  /** bf16 GEMM rate in FLOP/s of an m x n x k product, over `iters` runs. */
+  benchGemmBf16(m: number, n: number, k: number, iters: number): number {
+    const out = new Float32Array(1);
+    this.check(this.#lib.symbols.lp_bench_gemm_bf16(m, n, k, iters, out), `lp_bench_gemm_bf16(${m}x${n}x${k})`);
+    return out[0]!;
+  }
+
   /** Creates an empty model (weights to be set, then finalize()). */
   createModel(config: NativeModelConfig): NativeModel {
     const out = new BigUint64Array(1);

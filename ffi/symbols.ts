@@ -32,6 +32,35 @@ export const SYMBOLS = {
   lp_kv_destroy: { args: ["u64"], returns: "i32" },
   lp_kv_gather_host: { args: ["u64", "buf", "i32", "buf"], returns: "i32" },
   lp_kv_scatter_host: { args: ["u64", "buf", "i32", "buf"], returns: "i32" },
+  // KV transfer (lmpool.h "KV transfer between GPUs"); facade: ffi/kv_transfer.ts.
+  lp_dev_buffer_alloc: { args: ["i32", "i64", "buf"], returns: "i32" },
+  lp_dev_buffer_free: { args: ["u64"], returns: "i32" },
+  lp_dev_buffer_bytes: { args: ["u64", "buf"], returns: "i32" },
+  lp_dev_buffer_write: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
+  lp_dev_buffer_read: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
+  lp_dev_buffer_copy: { args: ["u64", "u64", "i64", "buf"], returns: "i32" },
+  lp_kv_pack: { args: ["u64", "buf", "i32", "u64", "buf"], returns: "i32" },
+  lp_kv_unpack: { args: ["u64", "buf", "i32", "u64", "buf"], returns: "i32" },
+  lp_kv_segment_bytes: { args: ["u64", "i32", "i64", "buf"], returns: "i32" },
+  lp_kv_fill_pattern: { args: ["u64", "buf", "i32", "u64"], returns: "i32" },
+  lp_kv_check_pattern: { args: ["u64", "buf", "i32", "u64", "buf"], returns: "i32" },
+  lp_xfer_query: { args: ["u64", "buf"], returns: "i32" },
+  lp_xfer_wait: { args: ["u64", "i32"], returns: "i32" },
+  lp_xfer_release: { args: ["u64"], returns: "i32" },
+  lp_kv_peer_copy: { args: ["u64", "u64", "buf", "buf", "i32", "i32", "i64", "buf"], returns: "i32" },
+  lp_kv_ipc_handle: { args: ["u64", "buf"], returns: "i32" },
+  lp_kv_ipc_open: { args: ["buf", "u64", "i32", "buf"], returns: "i32" },
+  lp_kv_ipc_close: { args: ["u64"], returns: "i32" },
+  lp_nccl_version: { args: ["buf"], returns: "i32" },
+  lp_nccl_unique_id: { args: ["buf"], returns: "i32" },
+  lp_nccl_pair_create: { args: ["buf", "i32", "i32", "i32", "i32", "i64", "i32", "buf"], returns: "i32" },
+  lp_nccl_pair_create_local: { args: ["i32", "i32", "i32", "i64", "i32", "buf"], returns: "i32" },
+  lp_nccl_pair_abort: { args: ["u64"], returns: "i32" },
+  lp_nccl_pair_destroy: { args: ["u64"], returns: "i32" },
+  lp_kv_send: { args: ["u64", "u64", "buf", "i32", "i32", "i64", "buf"], returns: "i32" },
+  lp_kv_recv: { args: ["u64", "u64", "buf", "i32", "i32", "i64", "buf"], returns: "i32" },
+  lp_kv_transfer_local: { args: ["u64", "i32", "u64", "buf", "u64", "buf", "i32", "i64", "buf"], returns: "i32" },
+  lp_nccl_local_sendrecv: { args: ["u64", "i32", "u64", "u64", "i64", "buf"], returns: "i32" },
   lp_step: {
     args: [
       "u64", "u64", "i32", "i32", // model, kv, num_seqs, num_tokens
@@ -43,6 +72,8 @@ export const SYMBOLS = {
     ],
     returns: "i32",
   },
+  lp_bench_copy_bandwidth: { args: ["i64", "i32", "buf"], returns: "i32" },
+  lp_bench_gemm_bf16: { args: ["i32", "i32", "i32", "i32", "buf"], returns: "i32" },
 } as const satisfies Record<string, NativeSignature>;
 
 /** Names of every native function. */

@@ -37,6 +37,7 @@ enum {
   LP_ERR_NCCL = -5,        /* NCCL error */
   LP_ERR_UNSUPPORTED = -6, /* not available in this build */
   LP_ERR_STATE = -7,       /* call out of order (e.g. step before finalize) */
+  LP_ERR_TIMEOUT = -8,     /* a bounded wait ran out (e.g. a transfer whose peer never came) */
 };
 
 /* Element types of tensors handed in. */
@@ -146,6 +147,114 @@ lp_status lp_kv_gather_host(uint64_t kv, const int32_t *block_ids, int32_t n, vo
 lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, const void *src);
 
 /* ---------------------------------------------------------------------------------------------
+ * KV transfer between GPUs (csrc/cuda/kv_*.cu, nccl_*.cu, peer_copy.cu; CPU: csrc/cpu/kv_transfer.c)
+ *
+ * The wire format of a transfer of n blocks is the packed tensor [L, 2, n, block_size, kv_heads,
+ * head_dim] (chunk c = (layer * 2 + K/V) * n + i is block block_ids[i] of that layer and side).
+ * Large transfers move it as consecutive segments through a small ring of staging slots so that
+ * packing, the link and unpacking overlap; both ends derive the same segments from n, the block
+ * bytes and segment_bytes (0: the default rule, see lp_kv_segment_bytes).
+ *
+ * Transfers are asynchronous: each call enqueues device work and hands back a job (0 means
+ * nothing is pending). lp_xfer_wait takes a timeout, so a peer that never posts its half cannot
+ * hang the caller; after a timeout on an NCCL pair, lp_nccl_pair_abort unblocks the device.
+ * Ordering: a transfer reads and writes the blocks as they are when it is called; work the
+ * caller queued earlier on other streams must be complete (lp_step returns complete), and the
+ * destination blocks must not be read until the job is done.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Device buffers for packed payloads (CPU build: host memory). */
+lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, uint64_t *out_buf);
+lp_status lp_dev_buffer_free(uint64_t buf);
+lp_status lp_dev_buffer_bytes(uint64_t buf, int64_t *out_bytes);
+/* Host <-> device copies of a byte range; complete on return. For tests and validation. */
+lp_status lp_dev_buffer_write(uint64_t buf, int64_t offset, const void *src, int64_t bytes);
+lp_status lp_dev_buffer_read(uint64_t buf, int64_t offset, void *dst, int64_t bytes);
+/* Copies bytes from src to dst (same or different devices: cudaMemcpyPeerAsync on the copy
+ * engine). The raw-link baseline of the transfer benchmark. */
+lp_status lp_dev_buffer_copy(uint64_t dst_buf, uint64_t src_buf, int64_t bytes, uint64_t *out_job);
+
+/* Packs n blocks into buf (n * block_bytes bytes at offset 0) with one kernel per launch of up to
+ * LP_KV_MAX_TRANSFER_BLOCKS ids, and the reverse. out_job NULL: complete on return. */
+#define LP_KV_MAX_TRANSFER_BLOCKS 2048
+lp_status lp_kv_pack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job);
+lp_status lp_kv_unpack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job);
+/* Segment size (bytes) a transfer of n blocks uses; segment_bytes 0 = the default rule. */
+lp_status lp_kv_segment_bytes(uint64_t kv, int32_t n, int64_t segment_bytes, int64_t *out_bytes);
+
+/* Validation: fills the n blocks with a pattern keyed by (seed, i, layer, side, word) and counts
+ * the 4-byte words that differ from it. A pattern written through blocks a and read through
+ * blocks b matches exactly when every byte of a arrived at b. Complete on return. */
+lp_status lp_kv_fill_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed);
+lp_status lp_kv_check_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed,
+                              int64_t *out_mismatched_words);
+
+/* Jobs. query: out_done = 1 when complete. wait: LP_OK when complete, LP_ERR_TIMEOUT when
+ * timeout_ms (>= 0) passes first (the job stays pending), LP_ERR_NCCL when its pair failed or
+ * was aborted. release frees the handle (pending device work still completes). */
+lp_status lp_xfer_query(uint64_t job, int32_t *out_done);
+lp_status lp_xfer_wait(uint64_t job, int32_t timeout_ms);
+lp_status lp_xfer_release(uint64_t job);
+
+/* Same-process device-to-device copy of blocks src_ids of src_kv into dst_ids of dst_kv (both
+ * caches of one model shape; either may be a view from lp_kv_ipc_open). Modes:
+ *  LP_PEER_COPY_ENGINE: pack on the source device, cudaMemcpyPeerAsync of each packed segment,
+ *    unpack on the destination device (pipelined through staging rings);
+ *  LP_PEER_KERNEL: one kernel on the source device reads the source blocks and stores straight
+ *    into the destination blocks over NVLink (no staging);
+ *  LP_PEER_COPY_ENGINE_DIRECT: copy engine only, no kernels: one strided copy per block.
+ * CPU build: a host memcpy (same semantics, complete on return). */
+enum { LP_PEER_COPY_ENGINE = 0, LP_PEER_KERNEL = 1, LP_PEER_COPY_ENGINE_DIRECT = 2 };
+lp_status lp_kv_peer_copy(uint64_t src_kv, uint64_t dst_kv, const int32_t *src_ids,
+                          const int32_t *dst_ids, int32_t n, int32_t mode, int64_t segment_bytes,
+                          uint64_t *out_job);
+
+/* CUDA IPC: a 64-byte handle of a KV cache's tensor, and its mapping in another process as a
+ * KV view with the shape of like_kv (same model and block size) and num_blocks blocks. A view is
+ * a valid kv argument of the transfer calls; close it with lp_kv_ipc_close, never lp_kv_destroy.
+ * CPU build: LP_ERR_UNSUPPORTED. */
+lp_status lp_kv_ipc_handle(uint64_t kv, void *out_handle64);
+lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_kv, int32_t num_blocks, uint64_t *out_view);
+lp_status lp_kv_ipc_close(uint64_t view);
+
+/* NCCL (loaded at run time from libnccl.so.2; CPU build and builds without NCCL:
+ * LP_ERR_UNSUPPORTED). out_version: NCCL_VERSION_CODE of the loaded library. */
+lp_status lp_nccl_version(int32_t *out_version);
+/* 128 bytes; rank 0 makes it, the control plane relays it to rank 1. */
+lp_status lp_nccl_unique_id(void *out_id128);
+/* One direct pair, one rank per process: two communicators (one per direction, so transfers in
+ * both directions run concurrently), their streams and staging rings (4 slots of slot_bytes,
+ * 0 = 32 MiB, per direction) on `device`, warmed with one send each way. Both ranks call it;
+ * it fails with LP_ERR_TIMEOUT if the peer has not joined within timeout_ms. nchannels > 0 pins
+ * NCCL's CTA/channel count (ncclConfig_t minCTAs = maxCTAs); 0 keeps NCCL's choice (and its
+ * NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS environment). NVLink multicast is never enabled. */
+lp_status lp_nccl_pair_create(const void *unique_id128, int32_t nranks, int32_t rank, int32_t device,
+                              int32_t nchannels, int64_t slot_bytes, int32_t timeout_ms,
+                              uint64_t *out_pair);
+/* Both ranks of a pair in this process (ranks 0 and 1 on device0 and device1): benchmarks/tests. */
+lp_status lp_nccl_pair_create_local(int32_t device0, int32_t device1, int32_t nchannels,
+                                    int64_t slot_bytes, int32_t timeout_ms, uint64_t *out_pair);
+/* Aborts the communicators (device work of the pair stops; pending jobs fail). The pair can
+ * only be destroyed afterwards. */
+lp_status lp_nccl_pair_abort(uint64_t pair);
+/* Finalizes (bounded by the create timeout; aborts if the peer is gone) and frees the pair. */
+lp_status lp_nccl_pair_destroy(uint64_t pair);
+/* Sender and receiver halves of one transfer on a cross-process pair: pack -> ncclSend per
+ * segment, and ncclRecv -> unpack. peer must be the other rank. Per direction, both ranks must
+ * issue their halves in the same plan order. */
+lp_status lp_kv_send(uint64_t pair, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                     int64_t segment_bytes, uint64_t *out_job);
+lp_status lp_kv_recv(uint64_t pair, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                     int64_t segment_bytes, uint64_t *out_job);
+/* Both halves on a local pair, src_rank's device to the other's. */
+lp_status lp_kv_transfer_local(uint64_t pair, int32_t src_rank, uint64_t src_kv, const int32_t *src_ids,
+                               uint64_t dst_kv, const int32_t *dst_ids, int32_t n, int64_t segment_bytes,
+                               uint64_t *out_job);
+/* Raw link baseline on a local pair: one plain ncclSend/ncclRecv of `bytes` between buffers. */
+lp_status lp_nccl_local_sendrecv(uint64_t pair, int32_t src_rank, uint64_t src_buf, uint64_t dst_buf,
+                                 int64_t bytes, uint64_t *out_job);
+
+/* ---------------------------------------------------------------------------------------------
  * Forward step: one call runs every layer for a flattened batch of sequences.
  *
  * Sequence i owns tokens [query_start[i], query_start[i+1]) of this step. Its context after the
@@ -182,6 +291,17 @@ lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tok
                   const int32_t *sample_index, const float *temperature, const int32_t *top_k,
                   const float *top_p, const uint64_t *seed, int32_t *out_tokens,
                   float *out_logprobs, float *out_logits);
+
+/* ---------------------------------------------------------------------------------------------
+ * Benchmark ceilings: what bench/ reports measured step times against
+ * ------------------------------------------------------------------------------------------- */
+
+/* Copies `bytes` within device memory `iters` times (after a warm-up) and reports bytes read plus
+ * bytes written per second (2 * bytes per copy). CPU build: memcpy in host memory. */
+lp_status lp_bench_copy_bandwidth(int64_t bytes, int32_t iters, double *out_bytes_per_s);
+/* Runs a bf16 GEMM C[m,n] = A[m,k] B[k,n] (fp32 accumulation) on random data `iters` times after a
+ * warm-up and reports 2*m*n*k FLOPs per second. CUDA: cuBLAS; CPU: the reference's own loop. */
+lp_status lp_bench_gemm_bf16(int32_t m, int32_t n, int32_t k, int32_t iters, float *out_flops_per_s);
 
 #ifdef __cplusplus
 }

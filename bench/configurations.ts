@@ -1,0 +1,112 @@
+/**
+ * The system configurations the end-to-end benchmark compares, each a factory for a fresh engine:
+ * - single-gpu: the in-process LLM on one GPU (no global pool);
+ * - one per routing policy (round-robin, least-loaded, prefix-only, cache-aware, weighted-scorers,
+ *   session-affinity, and lmpool's cost model as "lmpool-routing"): LLMEngine on N GPUs with that
+ *   policy and every transfer path off;
+ * - transfer-rr: LLMEngine with KV transfer on and round-robin dispatch (transfer isolated from routing);
+ * - lmpool: the full system (cost-model routing plus foreground and background transfer).
+ * Every configuration gets the same model, backend, block size and per-GPU KV block budget.
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { GenerationEngine } from "../lib/core/engine_api.ts";
+import type { PolicyName } from "../lib/global/routing_config.ts";
+import { ConfigurationUnavailableError, type EngineConfiguration } from "./driver/configuration.ts";
+
+/** What every configuration shares. */
+export interface EngineContext {
+  modelDir: string;
+  backend?: "cpu" | "cuda";
+  /** GPUs (data-parallel ranks) of the multi-GPU configurations. */
+  gpus: number;
+  blockSize?: number;
+  kvBlocksPerGpu?: number;
+}
+
+/** Names of all configurations, in report order. */
+export const CONFIGURATION_NAMES = [
+  "single-gpu", "round-robin", "least-loaded", "prefix-only", "cache-aware", "weighted-scorers", "session-affinity", "lmpool-routing", "transfer-rr", "lmpool",
+] as const;
+
+/** One of CONFIGURATION_NAMES. */
+export type ConfigurationName = (typeof CONFIGURATION_NAMES)[number];
+
+const DESCRIPTIONS: Record<ConfigurationName, string> = {
+  "single-gpu": "one GPU, in-process LLM, local prefix cache only",
+  "round-robin": "N GPUs, round-robin dispatch, transfers off",
+  "least-loaded": "N GPUs, least-loaded routing, transfers off",
+  "prefix-only": "N GPUs, longest cached prefix wins, transfers off",
+  "cache-aware": "N GPUs, cache-aware routing with a load-balance fallback, transfers off",
+  "weighted-scorers": "N GPUs, weighted prefix/queue/KV-usage scorers, transfers off",
+  "session-affinity": "N GPUs, sticky sessions, transfers off",
+  "lmpool-routing": "N GPUs, LMPool's cost-model routing, transfers off",
+  "transfer-rr": "N GPUs, KV transfer on, round-robin dispatch",
+  lmpool: "N GPUs, cost-model routing with foreground and background KV transfer",
+};
+
+async function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
+  const url = new URL("../lib/engine/llm.ts", import.meta.url);
+  if (!existsSync(fileURLToPath(url))) throw new ConfigurationUnavailableError("single-gpu", "LLM not built yet (lib/engine/llm.ts)");
+  const { LLM } = (await import(url.href)) as typeof import("../lib/engine/llm.ts");
+  return LLM.create({
+    model: ctx.modelDir,
+    ...(ctx.backend ? { backend: ctx.backend } : {}),
+    ...(ctx.blockSize ? { blockSize: ctx.blockSize } : {}),
+    ...(ctx.kvBlocksPerGpu ? { numBlocks: ctx.kvBlocksPerGpu } : {}),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// HOOK: multi-GPU LLMEngine configurations. The routing-only ones map onto LLMEngine's
+// `routing.policy`. KV transfer has no LLMEngine option yet: the transfer configurations report
+// "not available" until lib/global/transfer_planner.ts exists; when transfer lands, map
+// `MULTI_GPU_SETTINGS[name].transfer` onto its real option below (and only here).
+// ---------------------------------------------------------------------------------------------
+const OFF = { foreground: false, background: false };
+const ON = { foreground: true, background: true };
+/** Routing policy (lib/global/routing_config.ts POLICY_NAMES) and transfer switches per configuration. */
+export const MULTI_GPU_SETTINGS: Readonly<Record<Exclude<ConfigurationName, "single-gpu">, { policy: PolicyName; transfer: { foreground: boolean; background: boolean } }>> = {
+  "round-robin": { policy: "round-robin", transfer: OFF },
+  "least-loaded": { policy: "least-loaded", transfer: OFF },
+  "prefix-only": { policy: "prefix-only", transfer: OFF },
+  "cache-aware": { policy: "cache-aware", transfer: OFF },
+  "weighted-scorers": { policy: "weighted-scorers", transfer: OFF },
+  "session-affinity": { policy: "session-affinity", transfer: OFF },
+  "lmpool-routing": { policy: "lmpool", transfer: OFF },
+  "transfer-rr": { policy: "round-robin", transfer: ON },
+  lmpool: { policy: "lmpool", transfer: ON },
+};
+
+async function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: EngineContext): Promise<GenerationEngine> {
+  const url = new URL("../lib/engine/llm_engine.ts", import.meta.url);
+  if (!existsSync(fileURLToPath(url))) throw new ConfigurationUnavailableError(name, "LLMEngine not built yet");
+  const s = MULTI_GPU_SETTINGS[name];
+  const wantsTransfer = s.transfer.foreground || s.transfer.background;
+  if (wantsTransfer && !existsSync(fileURLToPath(new URL("../lib/global/transfer_planner.ts", import.meta.url)))) {
+    throw new ConfigurationUnavailableError(name, "KV transfer not built yet");
+  }
+  const { LLMEngine } = (await import(url.href)) as typeof import("../lib/engine/llm_engine.ts");
+  return LLMEngine.create({
+    model: ctx.modelDir,
+    gpus: ctx.gpus,
+    ...(ctx.backend ? { backend: ctx.backend } : {}),
+    ...(ctx.blockSize ? { blockSize: ctx.blockSize } : {}),
+    ...(ctx.kvBlocksPerGpu ? { numBlocks: ctx.kvBlocksPerGpu } : {}),
+    routing: { policy: s.policy },
+    // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
+    log: null,
+    ...(wantsTransfer ? ({ transfer: s.transfer } as Record<string, unknown>) : {}),
+  });
+}
+
+/** The named configurations for `ctx`; throws a RangeError naming an unknown one. */
+export function buildConfigurations(names: readonly string[], ctx: EngineContext): EngineConfiguration[] {
+  return names.map((n) => {
+    if (!(CONFIGURATION_NAMES as readonly string[]).includes(n)) throw new RangeError(`unknown configuration ${JSON.stringify(n)}; known: ${CONFIGURATION_NAMES.join(", ")}`);
+    const name = n as ConfigurationName;
+    const description = name === "single-gpu" ? DESCRIPTIONS[name] : DESCRIPTIONS[name].replace("N GPUs", `${ctx.gpus} GPUs`);
+    return { name, description, create: () => (name === "single-gpu" ? createSingleGpu(ctx) : createMultiGpu(name, ctx)) };
+  });
+}

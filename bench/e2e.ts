@@ -1,0 +1,159 @@
+/**
+ * `bun bench e2e`: the policy comparison. Runs a workload (by default the locality sweep at
+ * 1x/3x/5x) on every configuration (single GPU; each routing policy with transfers off;
+ * transfer with round-robin; full LMPool), several repetitions each on a fresh engine, and
+ * writes results.json, summary.md and SVG charts under bench/results/<UTC timestamp>/.
+ * `--quick` runs the CPU backend with the tiny model on a scaled-down locality workload, two
+ * repetitions and the five reference configurations, and still writes every artifact.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
+import { parseArrival } from "./driver/arrival.ts";
+import { runConfiguration } from "./driver/repetitions.ts";
+import type { BenchEntry } from "./entry.ts";
+import { collectMetadata } from "./report/metadata.ts";
+import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult, type TransferLatencyPoint } from "./report/schema.ts";
+import { scenarioSection } from "./report/summary_md.ts";
+import { createResultsDir, writeArtifacts } from "./report/write_artifacts.ts";
+import { profileTrace, type TraceProfile } from "./trace_profile.ts";
+import { buildWorkload, WORKLOAD_NAMES, type WorkloadSpec } from "./workloads/registry.ts";
+import type { Workload } from "./workloads/types.ts";
+
+/** The scaled-down locality workload of --quick: same structure, CPU-sized. */
+export const QUICK_LOCALITY = {
+  numRequests: 8, groups: 2, unitTokens: 40, headerTokens: [4, 6], questionTokens: [2, 4],
+  outputTokens: 4, maxInFlight: 4, blockSize: 16, kvBlocksPerGpu: 64,
+};
+
+/** The configurations of --quick: the reference's five-way comparison (single GPU, round-robin,
+ * routing only, transfer only, full LMPool), to keep the CI form short. */
+export const QUICK_CONFIGURATIONS = ["single-gpu", "round-robin", "lmpool-routing", "transfer-rr", "lmpool"];
+
+const HELP = `usage: bun bench e2e [options]
+  --quick                 CPU backend, tiny model, scaled-down locality, 2 repetitions
+  --workload A,B          any of ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default locality)
+  --scales 1,3,5          locality prefix scales (default 1,3,5)
+  --workload-file PATH    JSONL trace for --workload jsonl
+  --configs a,b           subset of ${CONFIGURATION_NAMES.join(",")} (--quick: ${QUICK_CONFIGURATIONS.join(",")})
+  --model NAME|DIR        preset (tiny, qwen3-0.6b, qwen3-1.7b) or model directory (default qwen3-0.6b)
+  --backend cpu|cuda      native backend (default: the loader's choice)
+  --gpus N                GPUs of the multi-GPU configurations (default 2)
+  --repetitions N         complete repetitions per configuration (default 3)
+  --seed N                workload seed (default 0)
+  --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
+  --max-in-flight N       in-flight limit (default: the workload's)
+  --transfer-json PATH    transfer latency points [{pair, blocks, bytes, latencyMs}] to chart
+  --out DIR               results directory (default bench/results/<UTC timestamp>)`;
+
+async function resolveModelDir(model: string): Promise<string> {
+  const presets = (await import("../lib/model/presets.ts")) as { isPresetName(s: string): boolean };
+  if (!presets.isPresetName(model)) return model;
+  const { ensureModel } = (await import("../lib/model/demo_model.ts")) as { ensureModel(p: string): Promise<string> };
+  return ensureModel(model);
+}
+
+function readModelConfig(dir: string): Record<string, unknown> {
+  const c = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+  const keys = ["architectures", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings", "torch_dtype"];
+  return { dir, ...Object.fromEntries(keys.filter((k) => k in c).map((k) => [k, c[k]])) };
+}
+
+async function traceProfileOf(w: Workload, blockSize: number, modelDir: string): Promise<TraceProfile> {
+  if (w.requests.every((r) => r.promptTokenIds)) return profileTrace(w.requests, blockSize);
+  const { ModelTokenizer } = (await import("../lib/model/tokenizer.ts")) as { ModelTokenizer: { fromDir(d: string): { encode(t: string): number[] } } };
+  const tok = ModelTokenizer.fromDir(modelDir);
+  return profileTrace(w.requests, blockSize, (t) => tok.encode(t));
+}
+
+function positive(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const v = Number(text);
+  if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  return v;
+}
+
+/** Runs the e2e comparison with command-line `argv`; returns the results and where they went (null for --help). */
+export async function runE2E(argv: string[], log: (line: string) => void = console.log): Promise<{ results: BenchResults; dir: string } | null> {
+  const { values: a } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, workload: { type: "string" }, scales: { type: "string" },
+      "workload-file": { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
+      gpus: { type: "string" }, repetitions: { type: "string" }, seed: { type: "string" }, arrival: { type: "string" },
+      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, out: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (a.help) {
+    log(HELP);
+    return null;
+  }
+  const quick = a.quick ?? false;
+  const backend = a.backend ?? (quick ? "cpu" : undefined);
+  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  const seed = a.seed === undefined ? 0 : Number(a.seed);
+  if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
+  const repetitions = positive("repetitions", a.repetitions, quick ? 2 : 3);
+  const gpus = positive("gpus", a.gpus, 2);
+  const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => positive("scales", s.trim(), 1));
+  const specs: WorkloadSpec[] = (a.workload ?? "locality").split(",").map((s) => s.trim()).flatMap((name): WorkloadSpec[] =>
+    name === "locality"
+      ? scales.map((scale) => ({ name, scale, seed, ...(quick ? { overrides: QUICK_LOCALITY } : {}) }))
+      : [{ name, seed, ...(a["workload-file"] ? { path: a["workload-file"] } : {}) }]);
+  const workloads = specs.map(buildWorkload);
+  const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((s) => s.trim()).filter(Boolean);
+  const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
+  if (unknown.length) throw new RangeError(`unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`);
+  const arrival = parseArrival(a.arrival ?? "burst", seed);
+  const maxInFlight = a["max-in-flight"] === undefined ? undefined : positive("max-in-flight", a["max-in-flight"], 1);
+
+  const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
+  const model = readModelConfig(modelDir);
+  log(`e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${gpus} GPUs, ${repetitions} repetitions, configurations ${configNames.join(", ")}`);
+  const scenarios: ScenarioResult[] = [];
+  const transferLatency = a["transfer-json"] ? (JSON.parse(readFileSync(a["transfer-json"], "utf8")) as TransferLatencyPoint[]) : undefined;
+  const results: BenchResults = {
+    schema: RESULTS_SCHEMA,
+    entry: "e2e",
+    metadata: collectMetadata({ command: ["bun", "bench", "e2e", ...argv], model, seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) }, extra: { backend: backend ?? "auto", gpusUsed: gpus, quick } }),
+    scenarios,
+    ...(transferLatency ? { transferLatency } : {}),
+  };
+  const dir = a.out ?? createResultsDir();
+  let written: { files: string[] } | undefined;
+  for (const w of workloads) {
+    const blockSize = w.settings.blockSize ?? 256;
+    const ctx: EngineContext = { modelDir, gpus, blockSize, ...(backend ? { backend } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
+    const traceProfile = await traceProfileOf(w, blockSize, modelDir);
+    log(`\n${w.name}: ${w.requests.length} requests, trace request share ${(traceProfile.requestShare * 100).toFixed(2)}%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`);
+    const scenario: ScenarioResult = {
+      workload: { name: w.name, description: w.description, seed: w.seed, params: w.params, settings: w.settings, requests: w.requests.length, ...(w.reference ? { reference: w.reference } : {}) },
+      traceProfile,
+      arrival: arrival.kind === "poisson" ? `poisson ${arrival.rate} req/s` : arrival.kind,
+      maxInFlight: maxInFlight ?? w.settings.maxInFlight ?? null,
+      configurations: [],
+    };
+    scenarios.push(scenario);
+    for (const config of buildConfigurations(configNames, ctx)) {
+      scenario.configurations.push(await runConfiguration(config, w, { repetitions, run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) }, log }));
+      // Rewrite the artifacts after every configuration: an interrupted sweep keeps what it measured.
+      written = writeArtifacts(results, { dir });
+    }
+  }
+  for (const s of scenarios) log(`\n${scenarioSection(s)}`);
+  log(`\nwrote ${written?.files.length ?? 0} files to ${dir}`);
+  return { results, dir };
+}
+
+const entry: BenchEntry = {
+  name: "e2e",
+  description: "policy comparison (single GPU, routing policies, transfer, LMPool) on locality/skew workloads, 95% CIs, JSON+markdown+SVG",
+  async run(argv) {
+    await runE2E(argv);
+  },
+};
+export default entry;

@@ -1,0 +1,235 @@
+/**
+ * `bun bench native_step`: one forward step of the native library on the Qwen3-0.6B shape with
+ * random bf16 weights (built in memory, no files), against ceilings measured in the same run:
+ * decode step time at batch 1/16/64/256 (context 1024) vs the weights + KV read roofline at the
+ * measured copy bandwidth, and prefill tokens/s at 8 x 2048 vs the measured bf16 GEMM peak.
+ * `--quick` runs a tiny shape on the CPU backend in a couple of seconds; `--out <file>` writes
+ * the results as JSON (e.g. bench/results/native_step.json).
+ * @module
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import { Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
+import type { BenchEntry } from "./entry.ts";
+import { collectMetadata } from "./report/metadata.ts";
+import { percentile } from "./stats/percentile.ts";
+
+/** What one run measures. */
+interface Plan {
+  backend: "cpu" | "cuda" | undefined;
+  config: NativeModelConfig;
+  blockSize: number;
+  decodeBatches: number[];
+  context: number;
+  prefillSeqs: number;
+  prefillLen: number;
+  decodeIters: number;
+  copy: { bytes: number; iters: number };
+  gemm: { m: number; n: number; k: number; iters: number };
+}
+
+const QWEN3_06B: NativeModelConfig = {
+  arch: "qwen3", vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16,
+  numKvHeads: 8, headDim: 128, tieWordEmbeddings: true, ropeType: "default", ropeOriginalMaxPosition: 0,
+  maxPosition: 40960, rmsNormEps: 1e-6, ropeTheta: 1000000, ropeFactor: 1, ropeLowFreqFactor: 0, ropeHighFreqFactor: 0,
+};
+
+const FULL: Plan = {
+  backend: undefined, config: QWEN3_06B, blockSize: 256, decodeBatches: [1, 16, 64, 256], context: 1024,
+  prefillSeqs: 8, prefillLen: 2048, decodeIters: 20,
+  copy: { bytes: 2 ** 31, iters: 10 }, gemm: { m: 8192, n: 8192, k: 8192, iters: 20 },
+};
+
+const QUICK: Plan = {
+  backend: "cpu",
+  config: { ...QWEN3_06B, vocabSize: 2048, hiddenSize: 128, intermediateSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32 },
+  blockSize: 16, decodeBatches: [1, 4, 16], context: 64, prefillSeqs: 4, prefillLen: 128, decodeIters: 5,
+  copy: { bytes: 2 ** 25, iters: 5 }, gemm: { m: 256, n: 256, k: 256, iters: 3 },
+};
+
+/** Seeded uniform values in [-spread, spread] as bf16 bits. */
+function randomBf16(n: number, spread: number, seed: number): Uint16Array {
+  const out = new Uint16Array(n);
+  const f = new Float32Array(1), u = new Uint32Array(f.buffer);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    f[0] = (s / 2 ** 32 * 2 - 1) * spread;
+    out[i] = u[0]! >>> 16;
+  }
+  return out;
+}
+
+/** Builds the model with random weights: one random pool, tiled to each weight's size. */
+function buildModel(native: Native, c: NativeModelConfig, maxTokens: number, maxSeqs: number): NativeModel {
+  const model = native.createModel(c);
+  const pool = randomBf16(1 << 20, Math.sqrt(3 / c.hiddenSize), 12345);
+  let big = new Uint16Array(0);
+  const tensor = (numel: number): Uint16Array => {
+    if (numel <= pool.length) return pool.subarray(0, numel);
+    if (big.length < numel) {
+      big = new Uint16Array(numel);
+      for (let o = 0; o < numel; o += pool.length) big.set(pool.subarray(0, Math.min(pool.length, numel - o)), o);
+    }
+    return big.subarray(0, numel);
+  };
+  const norm = (n: number) => Float32Array.from({ length: n }, (_, i) => 1 + 0.1 * Math.sin(i));
+  const H = c.hiddenSize, I = c.intermediateSize, D = c.headDim, q = c.numHeads * D, kv = c.numKvHeads * D;
+  const matrix = (layer: number, kind: Parameters<NativeModel["setWeight"]>[1], numel: number) =>
+    model.setWeight(layer, kind, "bf16", tensor(numel), numel);
+  const vector = (layer: number, kind: Parameters<NativeModel["setWeight"]>[1], n: number) =>
+    model.setWeight(layer, kind, "f32", norm(n), n);
+  matrix(-1, "embed", c.vocabSize * H);
+  vector(-1, "finalNorm", H);
+  if (!c.tieWordEmbeddings) matrix(-1, "lmHead", c.vocabSize * H);
+  for (let l = 0; l < c.numLayers; l++) {
+    vector(l, "inputNorm", H);
+    matrix(l, "q", q * H);
+    matrix(l, "k", kv * H);
+    matrix(l, "v", kv * H);
+    matrix(l, "o", H * q);
+    if (c.arch === "qwen3") {
+      vector(l, "qNorm", D);
+      vector(l, "kNorm", D);
+    }
+    vector(l, "postNorm", H);
+    matrix(l, "gate", I * H);
+    matrix(l, "up", I * H);
+    matrix(l, "down", H * I);
+  }
+  model.finalize(maxTokens, maxSeqs);
+  return model;
+}
+
+/** A step of `seqs` sequences: seq s feeds `len` tokens after `cached` ones, in blocks from firstBlock + s * perSeq. */
+function makeStep(seqs: number, len: number, cached: number, firstBlock: number, perSeq: number, bs: number, vocab: number, seed: number): StepBatch {
+  const T = seqs * len;
+  const b: StepBatch = {
+    numSeqs: seqs, numTokens: T, tokenIds: new Int32Array(T), positions: new Int32Array(T), slotMapping: new Int32Array(T),
+    queryStart: new Int32Array(seqs + 1), contextLens: new Int32Array(seqs), blockTables: new Int32Array(seqs * perSeq),
+    maxBlocksPerSeq: perSeq, numRows: seqs, sampleIndex: new Int32Array(seqs), temperature: new Float32Array(seqs),
+    topK: new Int32Array(seqs), topP: new Float32Array(seqs).fill(1), seed: new BigUint64Array(seqs),
+    outTokens: new Int32Array(seqs), outLogprobs: new Float32Array(seqs),
+  };
+  let s32 = seed >>> 0;
+  for (let s = 0; s < seqs; s++) {
+    for (let j = 0; j < perSeq; j++) b.blockTables[s * perSeq + j] = firstBlock + s * perSeq + j;
+    b.queryStart[s + 1] = (s + 1) * len;
+    b.contextLens[s] = cached + len;
+    b.sampleIndex[s] = (s + 1) * len - 1;
+    for (let j = 0; j < len; j++) {
+      const t = s * len + j, pos = cached + j;
+      s32 = (Math.imul(s32, 1664525) + 1013904223) >>> 0;
+      b.tokenIds[t] = s32 % vocab;
+      b.positions[t] = pos;
+      b.slotMapping[t] = (firstBlock + s * perSeq + Math.floor(pos / bs)) * bs + (pos % bs);
+    }
+  }
+  return b;
+}
+
+function timeMs(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+const fmt = (x: number, d = 2) => x.toFixed(d);
+
+/** A rate with an SI prefix: si(4.3e12, "B/s") is "4.30 TB/s". */
+function si(x: number, unit: string): string {
+  const prefixes: [number, string][] = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  const [scale, p] = prefixes.find(([v]) => Math.abs(x) >= v) ?? [1, ""];
+  return `${(x / scale).toFixed(2)} ${p}${unit}`;
+}
+
+async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, out: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    console.log("usage: bun bench native_step [--quick] [--out results.json]");
+    return;
+  }
+  const plan = values.quick ? QUICK : FULL;
+  const native = new Native(plan.backend ? { backend: plan.backend } : {});
+  const c = plan.config, bs = plan.blockSize;
+  console.log(`native_step on the ${native.backend} backend (${native.path})`);
+
+  const copyBw = native.benchCopyBandwidth(plan.copy.bytes, plan.copy.iters);
+  const gemmPeak = native.benchGemmBf16(plan.gemm.m, plan.gemm.n, plan.gemm.k, plan.gemm.iters);
+  console.log(`ceilings: copy ${si(copyBw, "B/s")} (read + write), bf16 GEMM ${si(gemmPeak, "FLOP/s")} (${plan.gemm.m}^3)`);
+
+  const maxBatch = Math.max(...plan.decodeBatches);
+  const prefillTokens = plan.prefillSeqs * plan.prefillLen;
+  const model = buildModel(native, c, Math.max(prefillTokens, maxBatch), Math.max(maxBatch, plan.prefillSeqs));
+  const ctxBlocks = plan.context / bs, prefillBlocks = plan.prefillLen / bs, perStep = plan.prefillSeqs * prefillBlocks;
+  const numBlocks = Math.ceil(Math.max(maxBatch * ctxBlocks, perStep) / perStep) * perStep;
+  const kv = model.createKvCache(numBlocks, bs);
+
+  // Prefill: fresh sequences over consecutive block ranges; these also fill the KV the decode reads.
+  const H = c.hiddenSize, I = c.intermediateSize, D = c.headDim, L = c.numLayers;
+  const qkvDim = (c.numHeads + 2 * c.numKvHeads) * D;
+  const layerParams = H * qkvDim + c.numHeads * D * H + 3 * I * H;
+  const prefillFlops = 2 * L * layerParams * prefillTokens
+    + 4 * L * c.numHeads * D * plan.prefillSeqs * (plan.prefillLen * (plan.prefillLen + 1)) / 2
+    + 2 * c.vocabSize * H * plan.prefillSeqs;
+  const prefillMs: number[] = [];
+  const prefillSteps = Math.max(4, numBlocks / perStep);
+  for (let i = 0; i < prefillSteps; i++) {
+    const b = makeStep(plan.prefillSeqs, plan.prefillLen, 0, (i * perStep) % numBlocks, prefillBlocks, bs, c.vocabSize, i + 1);
+    const ms = timeMs(() => model.step(kv, b));
+    if (i > 0) prefillMs.push(ms);
+  }
+  const prefillMedian = percentile(prefillMs, 50);
+  const prefillTokS = prefillTokens / (prefillMedian / 1e3);
+  const prefillFlopS = prefillFlops / (prefillMedian / 1e3);
+
+  // Decode: one token per sequence at position context - 1, over the prefilled blocks.
+  const elem = native.backend === "cpu" ? 4 : 2;
+  const weightBytes = elem * (L * (layerParams + 2 * H + (c.arch === "qwen3" ? 2 * D : 0)) + H + c.vocabSize * H);
+  const kvBytesPerToken = L * 2 * c.numKvHeads * D * elem;
+  const decode = plan.decodeBatches.map((batch) => {
+    const times: number[] = [];
+    for (let i = 0; i < plan.decodeIters + 3; i++) {
+      const b = makeStep(batch, 1, plan.context - 1, 0, ctxBlocks, bs, c.vocabSize, 1000 + i);
+      const ms = timeMs(() => model.step(kv, b));
+      if (i >= 3) times.push(ms);
+    }
+    const ms = percentile(times, 50);
+    const bytes = weightBytes + batch * plan.context * kvBytesPerToken;
+    const ceilingMs = (bytes / copyBw) * 1e3;
+    return { batch, context: plan.context, medianMs: ms, bytes, ceilingMs, fractionOfRoofline: ceilingMs / ms, achievedBytesPerS: bytes / (ms / 1e3) };
+  });
+
+  console.log(`\ndecode, context ${plan.context}, block ${bs} (ceiling: (weights ${fmt(weightBytes / 1e9, 3)} GB + KV) / copy bandwidth)`);
+  console.log("  batch   step ms   ceiling ms   of roofline   achieved");
+  for (const d of decode) {
+    console.log(`  ${String(d.batch).padStart(5)}   ${fmt(d.medianMs, 3).padStart(7)}   ${fmt(d.ceilingMs, 3).padStart(10)}   ${(fmt(100 * d.fractionOfRoofline, 1) + "%").padStart(11)}   ${si(d.achievedBytesPerS, "B/s").padStart(11)}`);
+  }
+  console.log(`\nprefill ${plan.prefillSeqs} x ${plan.prefillLen}: ${fmt(prefillMedian, 2)} ms/step, ${fmt(prefillTokS, 0)} tokens/s; ` +
+    `${si(prefillFlopS, "FLOP/s")} of model FLOPs = ${fmt((100 * prefillFlopS) / gemmPeak, 1)}% of the GEMM peak ` +
+    `(ceiling ${fmt(gemmPeak / (prefillFlops / prefillTokens), 0)} tokens/s)`);
+
+  if (values.out) {
+    const result = {
+      metadata: collectMetadata({ command: ["bench", "native_step", ...argv], model: { ...c, blockSize: bs } }),
+      backend: native.backend,
+      ceilings: { copyBytesPerS: copyBw, gemmBf16FlopsPerS: gemmPeak, gemmShape: plan.gemm },
+      decode,
+      prefill: { seqs: plan.prefillSeqs, len: plan.prefillLen, medianMs: prefillMedian, tokensPerS: prefillTokS, flopsPerStep: prefillFlops, modelFlopsPerS: prefillFlopS, fractionOfGemmPeak: prefillFlopS / gemmPeak, samplesMs: prefillMs },
+    };
+    mkdirSync(dirname(values.out), { recursive: true });
+    writeFileSync(values.out, JSON.stringify(result, null, 2));
+    console.log(`\nwrote ${values.out}`);
+  }
+  kv.dispose();
+  model.dispose();
+}
+
+/** The native step benchmark entry. */
+const entry: BenchEntry = {
+  name: "native_step",
+  description: "forward step, Qwen3-0.6B shape: decode ms vs weights+KV roofline, prefill tokens/s vs bf16 GEMM peak",
+  run,
+};
+export default entry;

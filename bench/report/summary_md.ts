@@ -1,0 +1,83 @@
+/**
+ * The markdown summary: one table per scenario, one row per configuration, means across complete
+ * repetitions with their 95% Student-t half-widths.
+ * @module
+ */
+import type { ConfigurationResult } from "../driver/repetitions.ts";
+import type { ConfidenceInterval } from "../stats/interval.ts";
+import type { BenchResults, ScenarioResult } from "./schema.ts";
+
+/** Renders rows as a GitHub-flavoured markdown table (pipes in cells are escaped). */
+export function markdownTable(headers: string[], rows: string[][]): string {
+  const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+  const lines = [`| ${headers.map(cell).join(" | ")} |`, `|${headers.map(() => "---").join("|")}|`];
+  for (const r of rows) {
+    if (r.length !== headers.length) throw new RangeError(`markdown row has ${r.length} cells for ${headers.length} headers: ${JSON.stringify(r)}`);
+    lines.push(`| ${r.map(cell).join(" | ")} |`);
+  }
+  return lines.join("\n");
+}
+
+/** "12.3 ± 0.4" (or just the mean with one repetition, "—" without data). */
+export function formatInterval(ci: ConfidenceInterval | undefined, digits: number, scale = 1): string {
+  if (!ci || !Number.isFinite(ci.mean)) return "—";
+  const m = (ci.mean * scale).toFixed(digits);
+  return ci.halfWidth === null ? m : `${m} ± ${(ci.halfWidth * scale).toFixed(digits)}`;
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(2)}%`;
+}
+
+function configurationRow(c: ConfigurationResult): string[] {
+  const i = c.intervals;
+  const last = [...c.repetitions].reverse().find((r) => r.complete)?.metrics;
+  const ranks = last ? Object.entries(last.perRankRequests).map(([r, n]) => `${r}:${n}`).join(" ") : "—";
+  const status = c.status === "ok" ? "ok" : `${c.status}${c.reason ? `: ${c.reason}` : ""}`;
+  return [
+    c.name,
+    status,
+    `${c.completeRepetitions}/${c.repetitions.length}`,
+    formatInterval(i.outputThroughput, 1),
+    formatInterval(i.requestThroughput, 2),
+    formatInterval(i.ttftMean, 1),
+    formatInterval(i.ttftP99, 1),
+    formatInterval(i.tpotMean, 2),
+    formatInterval(i.e2eMean, 1),
+    formatInterval(i.prefixHitRate, 1, 100),
+    formatInterval(i.tokenReuse, 1, 100),
+    i.transferCount ? `${+i.transferCount.mean.toFixed(1)} / ${+(i.transferBlocks?.mean ?? 0).toFixed(1)}` : "—",
+    ranks,
+  ];
+}
+
+/** The section of one scenario. */
+export function scenarioSection(s: ScenarioResult): string {
+  const w = s.workload;
+  const lines = [`## ${w.name}`, "", `${w.description}. ${w.requests} requests; arrival ${s.arrival}; max in flight ${s.maxInFlight ?? "unlimited"}; seed ${w.seed ?? "—"}.`];
+  if (s.traceProfile) {
+    const ref = w.reference;
+    const refTok = ref ? (Array.isArray(ref.tokenShare) ? `${pct(ref.tokenShare[0])}-${pct(ref.tokenShare[1])}` : pct(ref.tokenShare)) : "";
+    lines.push(`Trace profile (block ${s.traceProfile.blockSize}): request share ${pct(s.traceProfile.requestShare)}, token share ${pct(s.traceProfile.tokenShare)}${ref ? ` (reference ${pct(ref.requestShare)} / ${refTok})` : ""}.`);
+  }
+  lines.push("");
+  lines.push(markdownTable(
+    ["configuration", "status", "reps", "output tok/s", "req/s", "mean TTFT ms", "p99 TTFT ms", "mean TPOT ms", "mean E2E ms", "hit %", "token reuse %", "transfers n / blocks", "requests per rank"],
+    s.configurations.map(configurationRow),
+  ));
+  return lines.join("\n");
+}
+
+/** The whole summary.md. */
+export function renderSummary(r: BenchResults): string {
+  const md = r.metadata;
+  const gpus = md.gpus.length ? md.gpus.map((g) => `${g.index}: ${g.name}`).join(", ") : "none";
+  const head = [
+    `# ${r.entry} benchmark`,
+    "",
+    `Created ${md.createdAt}; git ${md.gitRevision ?? "unknown"}${md.gitDirty ? " (dirty)" : ""}; ${md.runtime.name} ${md.runtime.version}; GPUs: ${gpus}.`,
+    md.model ? `Model: ${JSON.stringify(md.model)}.` : "",
+    "Values are means across complete repetitions ± the half-width of the two-sided 95% Student-t interval; TPOT = (finish - first token) / (N - 1) over requests with N > 1.",
+  ].filter(Boolean);
+  return `${[...head, "", ...r.scenarios.map(scenarioSection)].join("\n\n").replace(/\n{3,}/g, "\n\n")}\n`;
+}

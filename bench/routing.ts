@@ -1,0 +1,213 @@
+/**
+ * Control-plane routing benchmark (CPU only): route decisions per second and p50/p99 latency of
+ * the Global Scheduler with 8 ranks and ~100k published blocks laid out as realistic prefix trees
+ * (shared system prompts/documents branching into conversations, replicated on 1-3 ranks).
+ * Target: >= 20k routes/s and p99 <= 200 us. `--quick` runs fewer routes; `--policy NAME` picks
+ * one policy (default: every policy, lmpool first).
+ * Run: `bun bench routing` or `bun run bench/routing.ts [--quick]`.
+ * @module
+ */
+import type { BenchEntry } from "./entry.ts";
+import { blockHash, rootHash, type BlockHash } from "../lib/core/block_hash.ts";
+import type { BlockEntry, BlockSnapshot } from "../lib/core/block_snapshot.ts";
+import { GlobalScheduler } from "../lib/global/global_scheduler.ts";
+import { POLICY_NAMES, type PolicyName } from "../lib/global/routing_config.ts";
+import type { RouteQuery } from "../lib/global/routing_context.ts";
+import { NvlinkTopology } from "../lib/global/topology.ts";
+
+const RANKS = 8;
+const BLOCK_SIZE = 16;
+const TARGET_BLOCKS = 100_000;
+const TARGET_ROUTES_PER_S = 20_000;
+const TARGET_P99_US = 200;
+
+/** Deterministic PRNG (mulberry32) so runs are comparable. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One prefix tree: a shared trunk and branches (conversations) hanging off it. */
+interface PrefixTree {
+  trunk: BlockHash[];
+  branches: BlockHash[][];
+}
+
+function chain(parent: BlockHash, n: number, rand: () => number): BlockHash[] {
+  const out: BlockHash[] = [];
+  let p = parent;
+  for (let i = 0; i < n; i++) {
+    const toks = Array.from({ length: BLOCK_SIZE }, () => Math.floor(rand() * 150_000));
+    p = blockHash(p, toks);
+    out.push(p);
+  }
+  return out;
+}
+
+function buildWorld(rand: () => number): { trees: PrefixTree[]; snapshots: BlockSnapshot[] } {
+  const perRank: BlockEntry[][] = Array.from({ length: RANKS }, () => []);
+  const present: Set<BlockHash>[] = Array.from({ length: RANKS }, () => new Set());
+  const trees: PrefixTree[] = [];
+  let total = 0;
+  let clock = 0;
+  const publish = (rank: number, hashes: BlockHash[], parent: BlockHash) => {
+    let p = parent;
+    for (const h of hashes) {
+      if (!present[rank]!.has(h)) {
+        present[rank]!.add(h);
+        perRank[rank]!.push({ hash: h, parent: p, block: perRank[rank]!.length, generation: 1, refCount: rand() < 0.1 ? 1 : 0, lastAccess: clock++, accessCount: 1 + Math.floor(rand() * 20) });
+        total++;
+      }
+      p = h;
+    }
+  };
+  while (total < TARGET_BLOCKS) {
+    // Trunk: a system prompt or document of 8..256 blocks (128..4096 tokens).
+    const trunk = chain(rootHash(), 8 + Math.floor(rand() * 248), rand);
+    const branches = Array.from({ length: 2 + Math.floor(rand() * 10) }, () => chain(trunk[trunk.length - 1]!, 2 + Math.floor(rand() * 40), rand));
+    trees.push({ trunk, branches });
+    const replicas = 1 + Math.floor(rand() * 3);
+    const home = Math.floor(rand() * RANKS);
+    for (let k = 0; k < replicas; k++) {
+      const rank = (home + k) % RANKS;
+      // Replicas hold the trunk (sometimes only a part of it) and some of the branches.
+      const depth = k === 0 ? trunk.length : Math.max(1, Math.floor(trunk.length * (0.3 + 0.7 * rand())));
+      publish(rank, trunk.slice(0, depth), "");
+      if (depth === trunk.length) for (const b of branches) if (k === 0 || rand() < 0.3) publish(rank, b, trunk[trunk.length - 1]!);
+    }
+  }
+  const snapshots = perRank.map((entries, rank) => {
+    const numBlocks = entries.length + 4000;
+    const referenced = entries.filter((e) => e.refCount > 0).length;
+    return {
+      rank,
+      epoch: 1,
+      version: 1,
+      capacity: { numBlocks, blockSize: BLOCK_SIZE, numFree: 4000 - 200 * (rank % 3), numReclaimable: entries.length - referenced },
+      load: { numRunning: 8 + rank, numWaiting: rank % 4, runningTokens: (8 + rank) * 1500, waitingTokens: (rank % 4) * 2000 },
+      entries,
+    } satisfies BlockSnapshot;
+  });
+  return { trees, snapshots };
+}
+
+/** Queries: mostly a tree's trunk (full or partial) + a branch prefix + fresh blocks; some cold. */
+function buildQueries(trees: PrefixTree[], n: number, rand: () => number): RouteQuery[] {
+  const out: RouteQuery[] = [];
+  for (let i = 0; i < n; i++) {
+    let hashes: BlockHash[];
+    if (rand() < 0.1) {
+      hashes = chain(rootHash(), 4 + Math.floor(rand() * 100), rand);
+    } else {
+      const t = trees[Math.floor(rand() * trees.length)]!;
+      const b = t.branches[Math.floor(rand() * t.branches.length)]!;
+      const partial = rand() < 0.2;
+      const trunk = partial ? t.trunk.slice(0, 1 + Math.floor(rand() * t.trunk.length)) : t.trunk;
+      const branch = partial ? [] : b.slice(0, Math.floor(rand() * (b.length + 1)));
+      const last = (branch.length ? branch[branch.length - 1] : trunk[trunk.length - 1])!;
+      hashes = [...trunk, ...branch, ...chain(last, 1 + Math.floor(rand() * 8), rand)];
+    }
+    const promptTokens = hashes.length * BLOCK_SIZE + Math.floor(rand() * BLOCK_SIZE);
+    out.push({ requestId: `b${i}`, blockHashes: hashes, promptTokens, maxTokens: 256, sessionId: `s${i % 512}`, ingressRank: rand() < 0.5 ? Math.floor(rand() * RANKS) : undefined });
+  }
+  return out;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Measured {
+  policy: PolicyName;
+  routesPerS: number;
+  p50Us: number;
+  p99Us: number;
+  /** Mean and max include GC pauses and scheduler noise that the percentiles hide. */
+  meanUs: number;
+  maxUs: number;
+  hitRate: number;
+}
+
+function measure(policy: PolicyName, snapshots: BlockSnapshot[], queries: RouteQuery[], warmup: number): Measured {
+  const topology = new NvlinkTopology(RANKS, Array.from({ length: RANKS * (RANKS - 1) / 2 }, (_, k) => k).map((k) => pairAt(k)));
+  const s = new GlobalScheduler({ config: { policy }, topology });
+  for (const snap of snapshots) s.applySnapshot(snap);
+  // Keep a window of outstanding reservations, as a live system would have.
+  const window: string[] = [];
+  const run = (q: RouteQuery, tag: string) => {
+    const d = s.route({ ...q, requestId: tag });
+    window.push(tag);
+    if (window.length > 256) s.release(window.shift()!);
+    return d;
+  };
+  for (let i = 0; i < warmup; i++) run(queries[i % queries.length]!, `w${i}`);
+  const lat = new Float64Array(queries.length);
+  let hits = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < queries.length; i++) {
+    const a = performance.now();
+    const d = run(queries[i]!, queries[i]!.requestId);
+    lat[i] = performance.now() - a;
+    if (d.matchedBlocks > 0) hits++;
+  }
+  const elapsed = performance.now() - t0;
+  const sum = lat.reduce((a, b) => a + b, 0);
+  lat.sort();
+  return {
+    policy,
+    routesPerS: queries.length / (elapsed / 1000),
+    p50Us: percentile(lat, 50) * 1000,
+    p99Us: percentile(lat, 99) * 1000,
+    meanUs: (sum / lat.length) * 1000,
+    maxUs: lat[lat.length - 1]! * 1000,
+    hitRate: hits / queries.length,
+  };
+}
+
+function pairAt(k: number): [number, number] {
+  for (let a = 0, i = 0; a < RANKS; a++) for (let b = a + 1; b < RANKS; b++, i++) if (i === k) return [a, b];
+  throw new RangeError(`pair index ${k} out of range`);
+}
+
+const entry: BenchEntry = {
+  name: "routing",
+  description: "Global Scheduler route decisions/s and p50/p99 latency, 8 ranks x ~100k cached blocks (target >= 20k routes/s, p99 <= 200 us)",
+  async run(argv: string[]): Promise<void> {
+    if (argv.includes("--help")) {
+      console.log(`usage: bun bench routing [--quick] [--policy ${POLICY_NAMES.join("|")}]\n  --quick   10k measured routes instead of 50k (same 100k-block world)\n  --policy  measure one policy (default: all, lmpool first)`);
+      return;
+    }
+    const quick = argv.includes("--quick");
+    const pIdx = argv.indexOf("--policy");
+    const only = pIdx >= 0 ? argv[pIdx + 1] : undefined;
+    if (only !== undefined && !(POLICY_NAMES as readonly string[]).includes(only)) throw new RangeError(`unknown --policy ${JSON.stringify(only)}; valid: ${POLICY_NAMES.join(", ")}`);
+    const rand = rng(42);
+    const tBuild = performance.now();
+    const { trees, snapshots } = buildWorld(rand);
+    const queries = buildQueries(trees, quick ? 10_000 : 50_000, rand);
+    const blocks = snapshots.reduce((n, s) => n + s.entries.length, 0);
+    const avgLen = queries.reduce((n, q) => n + q.blockHashes.length, 0) / queries.length;
+    console.log(`routing bench: ${RANKS} ranks, ${blocks} published blocks in ${trees.length} prefix trees, ${queries.length} queries (mean ${avgLen.toFixed(0)} blocks), built in ${((performance.now() - tBuild) / 1000).toFixed(1)} s`);
+    const policies = only ? [only as PolicyName] : [...POLICY_NAMES];
+    let ok = true;
+    for (const p of policies) {
+      const m = measure(p, snapshots, queries, quick ? 1000 : 5000);
+      const pass = m.routesPerS >= TARGET_ROUTES_PER_S && m.p99Us <= TARGET_P99_US;
+      if (p === "lmpool") ok = pass;
+      console.log(
+        `  ${p.padEnd(17)} ${Math.round(m.routesPerS).toString().padStart(8)} routes/s (target >= ${TARGET_ROUTES_PER_S})  p50 ${m.p50Us.toFixed(1).padStart(6)} us  p99 ${m.p99Us.toFixed(1).padStart(6)} us (target <= ${TARGET_P99_US})  mean ${m.meanUs.toFixed(1)} us  max ${(m.maxUs / 1000).toFixed(1)} ms  prefix-hit ${(m.hitRate * 100).toFixed(1)}%  ${pass ? "PASS" : "FAIL"}`,
+      );
+    }
+    if (policies.includes("lmpool")) console.log(`lmpool routing ${ok ? "meets" : "MISSES"} the target`);
+  },
+};
+
+export default entry;
+
+if (import.meta.main) await entry.run((globalThis as { process?: { argv: string[] } }).process?.argv.slice(2) ?? []);

@@ -1,0 +1,113 @@
+/**
+ * `bun bench serving`: a serving benchmark client for the OpenAI-compatible HTTP server. Sends a
+ * workload as streaming /v1/completions requests (token-id or text prompts) at a Poisson request
+ * rate or all at once, optionally under a max concurrency, and prints TTFT/TPOT/ITL/E2E and
+ * throughput in vLLM's benchmark_serving layout. Plain fetch and SSE parsing, no client package.
+ * `--quick` without --base-url starts an in-process server (tiny model, CPU) and sends 8 requests.
+ * @module
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { aggregateRun } from "./driver/aggregate.ts";
+import type { ArrivalMode } from "./driver/arrival.ts";
+import { sendCompletion } from "./driver/http_completions.ts";
+import { runSchedule } from "./driver/schedule.ts";
+import type { BenchEntry } from "./entry.ts";
+import { collectMetadata } from "./report/metadata.ts";
+import { formatServingResult } from "./report/serving_report.ts";
+import { toJson } from "./report/write_artifacts.ts";
+import { buildWorkload, WORKLOAD_NAMES } from "./workloads/registry.ts";
+
+const HELP = `usage: bun bench serving [options]
+  --base-url URL          server to benchmark (default http://127.0.0.1:8000; --quick starts its own)
+  --model NAME            model name to send (default: the first of GET /v1/models)
+  --workload NAME         ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default random)
+  --workload-file PATH    JSONL trace for --workload jsonl
+  --num-prompts N         send only the first N requests of the workload
+  --request-rate R|inf    Poisson arrival rate in requests/s (default inf: all at once)
+  --max-concurrency N     at most N requests in flight
+  --seed N                workload and arrival seed (default 0)
+  --temperature T         temperature of requests that do not set one (default 0)
+  --api-key KEY           bearer token
+  --out DIR               also write serving.json there
+  --quick                 in-process tiny-model server on the CPU backend, 8 short requests`;
+
+async function modelName(baseUrl: string, apiKey?: string): Promise<string> {
+  const res = await fetch(`${baseUrl.replace(/\/$/, "")}/v1/models`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+  if (!res.ok) throw new Error(`GET ${baseUrl}/v1/models answered HTTP ${res.status}`);
+  const id = ((await res.json()) as { data?: { id?: string }[] }).data?.[0]?.id;
+  if (!id) throw new Error(`GET ${baseUrl}/v1/models listed no model`);
+  return id;
+}
+
+async function startQuickServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const { ensureModel } = (await import("../lib/model/demo_model.ts")) as { ensureModel(p: string): Promise<string> };
+  const { LLM } = await import("../lib/engine/llm.ts");
+  const { serve } = await import("../lib/server/serve.ts");
+  const engine = await LLM.create({ model: await ensureModel("tiny"), backend: "cpu" });
+  return serve({ engine, port: 0 });
+}
+
+/** Runs the serving benchmark with command-line `argv`; returns the printed result block. */
+export async function runServing(argv: string[], log: (line: string) => void = console.log): Promise<string> {
+  const { values: a } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, "base-url": { type: "string" }, model: { type: "string" },
+      workload: { type: "string" }, "workload-file": { type: "string" }, "num-prompts": { type: "string" }, "request-rate": { type: "string" },
+      "max-concurrency": { type: "string" }, seed: { type: "string" }, temperature: { type: "string" }, "api-key": { type: "string" }, out: { type: "string" },
+    },
+    strict: true,
+  });
+  if (a.help) {
+    log(HELP);
+    return "";
+  }
+  const seed = Number(a.seed ?? 0);
+  if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
+  const rate = a["request-rate"] === undefined || a["request-rate"] === "inf" ? Infinity : Number(a["request-rate"]);
+  if (!(rate > 0)) throw new RangeError(`--request-rate must be a number > 0 or inf, got ${JSON.stringify(a["request-rate"])}`);
+  const maxConcurrency = a["max-concurrency"] === undefined ? undefined : Number(a["max-concurrency"]);
+  if (maxConcurrency !== undefined && !(Number.isSafeInteger(maxConcurrency) && maxConcurrency >= 1)) throw new RangeError(`--max-concurrency must be a positive integer, got ${JSON.stringify(a["max-concurrency"])}`);
+  const temperature = Number(a.temperature ?? 0);
+  if (!(temperature >= 0)) throw new RangeError(`--temperature must be a number >= 0, got ${JSON.stringify(a.temperature)}`);
+
+  const quickOverrides = { numRequests: 8, inputTokens: [16, 48], outputTokens: [4, 8] };
+  const workload = buildWorkload({ name: a.workload ?? "random", seed, ...(a["workload-file"] ? { path: a["workload-file"] } : {}), ...(a.quick ? { overrides: quickOverrides } : {}) });
+  if (a["num-prompts"] !== undefined) {
+    const n = Number(a["num-prompts"]);
+    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`--num-prompts must be a positive integer, got ${JSON.stringify(a["num-prompts"])}`);
+    workload.requests = workload.requests.slice(0, n);
+  }
+  const server = a.quick && !a["base-url"] ? await startQuickServer() : undefined;
+  try {
+    const baseUrl = server?.url ?? a["base-url"] ?? "http://127.0.0.1:8000";
+    const model = a.model ?? (await modelName(baseUrl, a["api-key"]));
+    const arrival: ArrivalMode = rate === Infinity ? { kind: "burst" } : { kind: "poisson", rate, seed };
+    log(`serving: ${workload.requests.length} requests of ${workload.name} to ${baseUrl} (model ${model}), rate ${rate}, max concurrency ${maxConcurrency ?? "unlimited"}`);
+    const target = { baseUrl, model, temperature, ...(a["api-key"] ? { apiKey: a["api-key"] } : {}) };
+    const run = await runSchedule(workload, { arrival, maxInFlight: maxConcurrency ?? Infinity, phaseBarrier: false }, (r, now, due) => sendCompletion(target, r, now, due));
+    const metrics = aggregateRun({ ...run, statsBefore: null, statsAfter: null });
+    const text = formatServingResult(metrics, { ...(maxConcurrency !== undefined ? { maxConcurrency } : {}), ...(rate !== Infinity ? { requestRate: rate } : {}) });
+    log(text);
+    if (metrics.failed > 0) log(`first errors: ${metrics.errors.slice(0, 3).join(" | ")}`);
+    if (a.out) {
+      mkdirSync(a.out, { recursive: true });
+      const metadata = collectMetadata({ command: ["bun", "bench", "serving", ...argv], seeds: { workload: seed }, extra: { baseUrl, servedModel: model } });
+      writeFileSync(join(a.out, "serving.json"), toJson({ schema: "lmpool-serving/1", metadata, workload: { name: workload.name, params: workload.params, requests: workload.requests.length }, metrics, records: run.records }));
+    }
+    return text;
+  } finally {
+    await server?.close();
+  }
+}
+
+const entry: BenchEntry = {
+  name: "serving",
+  description: "HTTP serving client (OpenAI /v1/completions, streaming): TTFT/TPOT/ITL/E2E at a rate or concurrency, vLLM layout",
+  async run(argv) {
+    await runServing(argv);
+  },
+};
+export default entry;

@@ -1,0 +1,63 @@
+/**
+ * Workloads by name, for command lines and result metadata: `buildWorkload({ name: "locality",
+ * scale: 5, seed: 1 })`. Options not named here pass through to the generator as `overrides`.
+ * @module
+ */
+import { readJsonlWorkload } from "./jsonl.ts";
+import { loadSkewWorkload } from "./load_skew.ts";
+import { localityWorkload } from "./locality.ts";
+import { memorySkewWorkload } from "./memory_skew.ts";
+import { multiTurnWorkload } from "./multi_turn.ts";
+import { randomLengthsWorkload, readRandom256 } from "./random_lengths.ts";
+import { sharedPrefixWorkload } from "./shared_prefix.ts";
+import type { Workload } from "./types.ts";
+
+/** Which workload to build and with what. */
+export interface WorkloadSpec {
+  name: string;
+  seed?: number;
+  /** Prefix-length multiplier of the locality workload. */
+  scale?: number;
+  /** File of the jsonl workload. */
+  path?: string;
+  /** Generator options beyond seed/scale (e.g. numRequests for a scaled-down run). */
+  overrides?: Record<string, unknown>;
+}
+
+/** Names buildWorkload() accepts, with one line each. */
+export const WORKLOAD_NAMES: Readonly<Record<string, string>> = {
+  locality: "192 requests, 16 recurring prefix groups, --scale 1|3|5",
+  "load-skew": "3 hot-prefix warm-ups, then 189 revisits",
+  "memory-skew": "6 session warm-ups, 30 anchor/cold pressure requests, 36 session reuses",
+  "shared-prefix": "SGLang generated-shared-prefix (64 groups x 16 prompts)",
+  random: "256 random-length prompts (compact-engine throughput workload)",
+  "random-256": "the published random-256.jsonl",
+  "multi-turn": "sessions whose turns extend the previous prompt and answer",
+  jsonl: "a custom trace: --workload-file path.jsonl",
+};
+
+/** Builds the named workload; throws a RangeError naming an unknown workload. */
+export function buildWorkload(spec: WorkloadSpec): Workload {
+  const o = { ...(spec.overrides ?? {}), ...(spec.seed !== undefined ? { seed: spec.seed } : {}) };
+  switch (spec.name) {
+    case "locality":
+      return localityWorkload({ ...o, ...(spec.scale !== undefined ? { scale: spec.scale } : {}) });
+    case "load-skew":
+      return loadSkewWorkload(o);
+    case "memory-skew":
+      return memorySkewWorkload(o);
+    case "shared-prefix":
+      return sharedPrefixWorkload(o);
+    case "random":
+      return randomLengthsWorkload(o);
+    case "random-256":
+      return readRandom256();
+    case "multi-turn":
+      return multiTurnWorkload(o);
+    case "jsonl":
+      if (!spec.path) throw new RangeError("the jsonl workload needs a file path");
+      return readJsonlWorkload(spec.path);
+    default:
+      throw new RangeError(`unknown workload ${JSON.stringify(spec.name)}; known: ${Object.keys(WORKLOAD_NAMES).join(", ")}`);
+  }
+}

@@ -1,0 +1,127 @@
+/*
+ * Private structures and internal entry points of the CPU backend (fp32 storage and arithmetic).
+ */
+#ifndef LP_CPU_MODEL_H
+#define LP_CPU_MODEL_H
+#include <stdint.h>
+
+#include "../common/lp_error.h"
+
+/* A loop runs on several threads only with at least this much work (multiply-adds or the like,
+ * about half a millisecond on one core): below that, waking threads costs more than it saves, and
+ * far more when several worker processes share the cores. */
+#define LP_PARALLEL_MIN_WORK ((int64_t)1 << 21)
+
+/* Keys per attention chunk: fixed, independent of the block size, so results do not depend on
+ * how the cache is paged. */
+#define LP_ATTN_CHUNK 32
+
+/* Sampling bounds the Gumbel noise per bucket of its top LP_GUMBEL_BITS bits (sampling.c). */
+#define LP_GUMBEL_BITS 12
+#define LP_GUMBEL_BUCKETS (1 << LP_GUMBEL_BITS)
+
+/* Handle tags: a handle of the wrong kind (or a freed one) is an error, not a crash. */
+#define LP_CPU_MODEL_MAGIC 0x4c50434d4f44454cULL /* "LPCMODEL" */
+#define LP_CPU_KV_MAGIC 0x4c5043504b564348ULL    /* "LPCPKVCH" */
+
+/* One decoder layer. q/k/v and gate/up are stored fused so one matmul produces them together;
+ * lp_model_set_weight writes each part straight into its rows. */
+typedef struct cpu_layer {
+  float *input_norm; /* [hidden] */
+  float *qkv;        /* [q_dim + 2 * kv_dim, hidden]: q rows, k rows, v rows */
+  float *o;          /* [hidden, q_dim] */
+  float *q_norm;     /* [head_dim] (Qwen3) */
+  float *k_norm;     /* [head_dim] (Qwen3) */
+  float *post_norm;  /* [hidden] */
+  float *gate_up;    /* [2 * intermediate, hidden]: gate rows, then up rows */
+  float *down;       /* [hidden, intermediate] */
+  uint32_t present;  /* bit (kind - LP_W_INPUT_NORM) for each per-layer weight set */
+} cpu_layer;
+
+/* Buffers of one step, sized in finalize() for max_tokens tokens and max_rows sampled rows. */
+typedef struct cpu_workspace {
+  int32_t max_tokens, max_rows, threads;
+  float *h;              /* [max_tokens, hidden] residual stream */
+  float *x;              /* [max_tokens, hidden] normed input of a sub-layer */
+  float *qkv;            /* [max_tokens, qkv_dim] */
+  float *attn;           /* [max_tokens, q_dim] */
+  float *gate_up;        /* [max_tokens, 2 * intermediate] */
+  float *act;            /* [max_tokens, intermediate] */
+  float *rope_cos;       /* [max_tokens, head_dim / 2] */
+  float *rope_sin;       /* [max_tokens, head_dim / 2] */
+  int32_t *token_seq;    /* [max_tokens] sequence index of each token */
+  float *row_x;          /* [max_rows, hidden] final-normed rows that sample */
+  float *logits;         /* [max_rows, vocab] */
+  float *attn_scratch;   /* [threads, attn_scratch_floats] */
+  int64_t attn_scratch_floats;
+  float *sample_scratch; /* [threads, 3 * vocab] */
+  float *gumbel_bounds;  /* [2 * LP_GUMBEL_BUCKETS] */
+} cpu_workspace;
+
+typedef struct cpu_model {
+  uint64_t magic;
+  lp_model_config cfg;
+  int64_t q_dim, kv_dim, qkv_dim;
+  float *embed, *final_norm, *lm_head;
+  uint32_t global_present; /* bit kind for LP_W_EMBED / FINAL_NORM / LM_HEAD */
+  cpu_layer *layers;
+  float *inv_freq; /* [head_dim / 2] RoPE inverse frequencies (llama3 scaling applied) */
+  int finalized;
+  cpu_workspace ws;
+} cpu_model;
+
+typedef struct cpu_kv {
+  uint64_t magic;
+  int32_t num_layers, num_blocks, block_size, kv_heads, head_dim;
+  int64_t block_floats; /* one block of K (or V) of one layer: block_size * kv_heads * head_dim */
+  float *data;          /* [L, 2, num_blocks, block_size, kv_heads, head_dim] */
+} cpu_kv;
+
+/* Batch metadata of one lp_step, as passed in. */
+typedef struct cpu_step {
+  int32_t num_seqs, num_tokens, max_blocks_per_seq;
+  const int32_t *token_ids, *positions, *slot_mapping, *query_start, *context_lens, *block_tables;
+} cpu_step;
+
+/* Handle lookups: LP_ERR_INVALID for NULL or a handle of another kind. */
+lp_status cpu_model_from_handle(uint64_t handle, cpu_model **out);
+lp_status cpu_kv_from_handle(uint64_t handle, cpu_kv **out);
+
+/* Weights (weights.c): allocation of the fused buffers and the completeness check. */
+lp_status cpu_weights_alloc(cpu_model *m);
+void cpu_weights_free(cpu_model *m);
+lp_status cpu_weights_check_complete(const cpu_model *m);
+
+/* Workspaces (workspace.c). */
+lp_status cpu_workspace_alloc(cpu_model *m, int32_t max_tokens, int32_t max_rows);
+void cpu_workspace_free(cpu_workspace *ws);
+
+/* Kernels. The step runs one at a time per model: its workspaces are shared. */
+void cpu_rmsnorm_row(const float *x, const float *w, float *out, int64_t dim, float eps);
+void cpu_rmsnorm_rows(const float *x, int64_t ldx, const float *w, float *out, int64_t ldo,
+                      int64_t rows, int64_t dim, float eps);
+void cpu_linear(const float *x, int64_t ldx, int64_t tokens, int64_t in, const float *w,
+                int64_t out, float *y, int64_t ldy, int accumulate);
+/* The 2 x 4 dot-product block of cpu_math.h on AVX2 (dot_avx2.c), bit-identical to lp_dot_2x4. */
+int cpu_has_avx2(void);
+void cpu_dot_2x4_avx2(const float *w0, const float *w1, const float *x, int64_t ldx, int64_t n,
+                      float out[2][4]);
+lp_status cpu_rope_inv_freq(const lp_model_config *cfg, float *inv_freq);
+void cpu_rope_table(const cpu_model *m, const int32_t *positions, int64_t tokens);
+void cpu_rope_apply(const cpu_model *m, float *qkv, int64_t tokens);
+void cpu_kv_write(const cpu_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
+                  int64_t k_offset, int64_t v_offset, const int32_t *slot_mapping, int64_t tokens);
+void cpu_attention(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cpu_step *s);
+lp_status cpu_step_validate(const cpu_model *m, const cpu_kv *kv, const cpu_step *s,
+                            int32_t num_rows, const int32_t *sample_index,
+                            const float *temperature, const int32_t *top_k, const float *top_p,
+                            const uint64_t *seed, const int32_t *out_tokens,
+                            const float *out_logprobs);
+/* Fills bounds[0, B) with lower and bounds[B, 2B) with upper bounds of g per bucket. */
+void cpu_gumbel_bounds(float *bounds);
+/* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. */
+void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32_t top_k,
+                    float top_p, uint64_t seed, int32_t position, const float *gumbel_bounds,
+                    float *scratch, int32_t *out_token, float *out_logprob);
+
+#endif

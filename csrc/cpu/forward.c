@@ -1,0 +1,108 @@
+/* lp_step on the CPU: one forward pass over all layers for a flattened batch of sequences, the
+ * LM head at the sampled rows only, then sampling. Semantics follow transformers'
+ * LlamaForCausalLM / Qwen3ForCausalLM in fp32. */
+#include <omp.h>
+#include <string.h>
+
+#include "cpu_math.h"
+#include "cpu_model.h"
+
+static void embed_tokens(const cpu_model *m, const cpu_step *s) {
+  const int64_t H = m->cfg.hidden_size;
+  for (int32_t t = 0; t < s->num_tokens; t++)
+    memcpy(m->ws.h + t * H, m->embed + (int64_t)s->token_ids[t] * H, (size_t)H * sizeof(float));
+  for (int32_t i = 0; i < s->num_seqs; i++)
+    for (int32_t t = s->query_start[i]; t < s->query_start[i + 1]; t++) m->ws.token_seq[t] = i;
+}
+
+/* Qwen3: RMSNorm over head_dim of every q and k head, before RoPE. */
+static void qk_norm(const cpu_model *m, const cpu_layer *L, int64_t tokens) {
+  const int64_t hd = m->cfg.head_dim, nh = m->cfg.num_heads, kvh = m->cfg.num_kv_heads;
+  const float eps = m->cfg.rms_norm_eps;
+#pragma omp parallel for schedule(static) if (tokens * m->qkv_dim * 4 >= LP_PARALLEL_MIN_WORK)
+  for (int64_t t = 0; t < tokens; t++) {
+    float *row = m->ws.qkv + t * m->qkv_dim;
+    for (int64_t h = 0; h < nh; h++) cpu_rmsnorm_row(row + h * hd, L->q_norm, row + h * hd, hd, eps);
+    for (int64_t h = 0; h < kvh; h++)
+      cpu_rmsnorm_row(row + m->q_dim + h * hd, L->k_norm, row + m->q_dim + h * hd, hd, eps);
+  }
+}
+
+static void swiglu(const cpu_model *m, int64_t tokens) {
+  const int64_t I = m->cfg.intermediate_size;
+#pragma omp parallel for schedule(static) if (tokens * I * 16 >= LP_PARALLEL_MIN_WORK)
+  for (int64_t t = 0; t < tokens; t++) {
+    const float *gate = m->ws.gate_up + t * 2 * I, *up = gate + I;
+    float *out = m->ws.act + t * I;
+    for (int64_t i = 0; i < I; i++) out[i] = lp_silu(gate[i]) * up[i];
+  }
+}
+
+static void decoder_layer(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cpu_step *s) {
+  const cpu_layer *L = &m->layers[layer];
+  const cpu_workspace *ws = &m->ws;
+  const int64_t T = s->num_tokens, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+  const float eps = m->cfg.rms_norm_eps;
+
+  cpu_rmsnorm_rows(ws->h, H, L->input_norm, ws->x, H, T, H, eps);
+  cpu_linear(ws->x, H, T, H, L->qkv, m->qkv_dim, ws->qkv, m->qkv_dim, 0);
+  if (m->cfg.arch == LP_ARCH_QWEN3) qk_norm(m, L, T);
+  cpu_rope_apply(m, ws->qkv, T);
+  cpu_kv_write(kv, layer, ws->qkv, m->qkv_dim, m->q_dim, m->q_dim + m->kv_dim, s->slot_mapping, T);
+  cpu_attention(m, kv, layer, s);
+  cpu_linear(ws->attn, m->q_dim, T, m->q_dim, L->o, H, ws->h, H, 1);
+
+  cpu_rmsnorm_rows(ws->h, H, L->post_norm, ws->x, H, T, H, eps);
+  cpu_linear(ws->x, H, T, H, L->gate_up, 2 * I, ws->gate_up, 2 * I, 0);
+  swiglu(m, T);
+  cpu_linear(ws->act, I, T, I, L->down, H, ws->h, H, 1);
+}
+
+static void sample_rows(const cpu_model *m, const cpu_step *s, int32_t num_rows,
+                        const int32_t *sample_index, const float *temperature,
+                        const int32_t *top_k, const float *top_p, const uint64_t *seed,
+                        int32_t *out_tokens, float *out_logprobs) {
+  const int64_t V = m->cfg.vocab_size;
+  const cpu_workspace *ws = &m->ws;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ws->threads) \
+    if (num_rows > 1 && num_rows * V * 8 >= LP_PARALLEL_MIN_WORK)
+  for (int32_t r = 0; r < num_rows; r++) {
+    float *scratch = ws->sample_scratch + (int64_t)omp_get_thread_num() * 3 * V;
+    cpu_sample_row(ws->logits + r * V, V, temperature[r], top_k[r], top_p[r], seed[r],
+                   s->positions[sample_index[r]], ws->gumbel_bounds, scratch, &out_tokens[r], &out_logprobs[r]);
+  }
+}
+
+lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
+                  const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                  const int32_t *query_start, const int32_t *context_lens,
+                  const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                  const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                  const float *top_p, const uint64_t *seed, int32_t *out_tokens,
+                  float *out_logprobs, float *out_logits) {
+  cpu_model *m;
+  cpu_kv *kv;
+  LP_TRY(cpu_model_from_handle(model, &m));
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  const cpu_step s = {num_seqs,     num_tokens,   max_blocks_per_seq, token_ids, positions,
+                      slot_mapping, query_start, context_lens,       block_tables};
+  LP_TRY(cpu_step_validate(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed,
+                           out_tokens, out_logprobs));
+  if (num_tokens == 0) return LP_OK;
+
+  const int64_t H = m->cfg.hidden_size, V = m->cfg.vocab_size;
+  embed_tokens(m, &s);
+  cpu_rope_table(m, positions, num_tokens);
+  for (int32_t l = 0; l < m->cfg.num_layers; l++) decoder_layer(m, kv, l, &s);
+  if (num_rows == 0) return LP_OK;
+
+  for (int32_t r = 0; r < num_rows; r++)
+    cpu_rmsnorm_row(m->ws.h + (int64_t)sample_index[r] * H, m->final_norm, m->ws.row_x + r * H, H,
+                    m->cfg.rms_norm_eps);
+  const float *head = m->cfg.tie_word_embeddings ? m->embed : m->lm_head;
+  cpu_linear(m->ws.row_x, H, num_rows, H, head, V, m->ws.logits, V, 0);
+  if (out_logits) memcpy(out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
+  sample_rows(m, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens,
+              out_logprobs);
+  return LP_OK;
+}

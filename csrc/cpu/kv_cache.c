@@ -1,0 +1,114 @@
+/* Paged KV cache of the CPU backend: one fp32 tensor [L, 2, num_blocks, block_size, kv_heads,
+ * head_dim], the step's K/V writes through slot_mapping, and block gather/scatter for transfers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_model.h"
+
+lp_status cpu_kv_from_handle(uint64_t handle, cpu_kv **out) {
+  cpu_kv *kv = (cpu_kv *)(uintptr_t)handle;
+  LP_REQUIRE(kv, "kv cache handle is 0");
+  LP_REQUIRE(kv->magic == LP_CPU_KV_MAGIC, "handle 0x%llx is not a live CPU KV cache",
+             (unsigned long long)handle);
+  *out = kv;
+  return LP_OK;
+}
+
+/* First float of block b's K (kv = 0) or V (kv = 1) in layer l. */
+static float *block_ptr(const cpu_kv *kv, int64_t l, int64_t which, int64_t b) {
+  return kv->data + ((l * 2 + which) * kv->num_blocks + b) * kv->block_floats;
+}
+
+lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv) {
+  cpu_model *m;
+  LP_TRY(cpu_model_from_handle(model, &m));
+  LP_REQUIRE(out_kv, "out_kv is NULL");
+  LP_REQUIRE(num_blocks > 0 && block_size > 0, "num_blocks=%d and block_size=%d must be positive",
+             num_blocks, block_size);
+  cpu_kv *kv = calloc(1, sizeof *kv);
+  if (!kv) return LP_FAIL(LP_ERR_OOM, "out of memory allocating the KV cache handle");
+  kv->num_layers = m->cfg.num_layers;
+  kv->num_blocks = num_blocks;
+  kv->block_size = block_size;
+  kv->kv_heads = m->cfg.num_kv_heads;
+  kv->head_dim = m->cfg.head_dim;
+  kv->block_floats = (int64_t)block_size * kv->kv_heads * kv->head_dim;
+  const size_t total = (size_t)kv->num_layers * 2 * (size_t)num_blocks * (size_t)kv->block_floats;
+  kv->data = calloc(total, sizeof(float));
+  if (!kv->data) {
+    free(kv);
+    return LP_FAIL(LP_ERR_OOM, "out of memory allocating a KV cache of %d blocks x %d tokens (%zu bytes)",
+                   num_blocks, block_size, total * sizeof(float));
+  }
+  kv->magic = LP_CPU_KV_MAGIC;
+  *out_kv = (uint64_t)(uintptr_t)kv;
+  return LP_OK;
+}
+
+lp_status lp_kv_block_bytes(uint64_t handle, int64_t *out_bytes) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(handle, &kv));
+  LP_REQUIRE(out_bytes, "out_bytes is NULL");
+  *out_bytes = (int64_t)kv->num_layers * 2 * kv->block_floats * (int64_t)sizeof(float);
+  return LP_OK;
+}
+
+lp_status lp_kv_destroy(uint64_t handle) {
+  if (handle == 0) return LP_OK;
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(handle, &kv));
+  kv->magic = 0;
+  free(kv->data);
+  free(kv);
+  return LP_OK;
+}
+
+static lp_status check_block_ids(const cpu_kv *kv, const int32_t *block_ids, int32_t n,
+                                 const void *buf) {
+  LP_REQUIRE(n >= 0, "n=%d must be >= 0", n);
+  LP_REQUIRE(n == 0 || (block_ids && buf), "null pointer (block_ids=%p buffer=%p)",
+             (const void *)block_ids, buf);
+  for (int32_t i = 0; i < n; i++)
+    LP_REQUIRE(block_ids[i] >= 0 && block_ids[i] < kv->num_blocks,
+               "block id %d (index %d) out of range [0, %d)", block_ids[i], i, kv->num_blocks);
+  return LP_OK;
+}
+
+/* Packed layout [L, 2, n, block_size, kv_heads, head_dim]: block i of (layer, K/V) is chunk
+ * (l * 2 + which) * n + i. */
+lp_status lp_kv_gather_host(uint64_t handle, const int32_t *block_ids, int32_t n, void *dst) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(handle, &kv));
+  LP_TRY(check_block_ids(kv, block_ids, n, dst));
+  const size_t bytes = (size_t)kv->block_floats * sizeof(float);
+  for (int64_t lw = 0; lw < (int64_t)kv->num_layers * 2; lw++)
+    for (int32_t i = 0; i < n; i++)
+      memcpy((char *)dst + (size_t)(lw * n + i) * bytes, block_ptr(kv, lw / 2, lw % 2, block_ids[i]),
+             bytes);
+  return LP_OK;
+}
+
+lp_status lp_kv_scatter_host(uint64_t handle, const int32_t *block_ids, int32_t n, const void *src) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(handle, &kv));
+  LP_TRY(check_block_ids(kv, block_ids, n, src));
+  const size_t bytes = (size_t)kv->block_floats * sizeof(float);
+  for (int64_t lw = 0; lw < (int64_t)kv->num_layers * 2; lw++)
+    for (int32_t i = 0; i < n; i++)
+      memcpy(block_ptr(kv, lw / 2, lw % 2, block_ids[i]),
+             (const char *)src + (size_t)(lw * n + i) * bytes, bytes);
+  return LP_OK;
+}
+
+/* Stores each token's K and V (columns k_offset and v_offset of its qkv row) at its slot. Slots
+ * were range-checked by cpu_step_validate. */
+void cpu_kv_write(const cpu_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
+                  int64_t k_offset, int64_t v_offset, const int32_t *slot_mapping, int64_t tokens) {
+  const int64_t row = (int64_t)kv->kv_heads * kv->head_dim;
+  float *k_cache = block_ptr(kv, layer, 0, 0), *v_cache = block_ptr(kv, layer, 1, 0);
+  for (int64_t t = 0; t < tokens; t++) {
+    const int64_t slot = slot_mapping[t];
+    memcpy(k_cache + slot * row, qkv + t * ld_qkv + k_offset, (size_t)row * sizeof(float));
+    memcpy(v_cache + slot * row, qkv + t * ld_qkv + v_offset, (size_t)row * sizeof(float));
+  }
+}

@@ -1,0 +1,90 @@
+/* Packing of the CPU build: blocks to and from a device buffer (host memory) in the packed
+ * [L, 2, n, block_size, kv_heads, head_dim] layout, the segment rule, and the validation
+ * pattern. Everything completes on return, so jobs are always 0. */
+#include <string.h>
+
+#include "../common/kv_transfer_rules.h"
+#include "cpu_transfer.h"
+
+static int64_t chunk_bytes(const cpu_kv *kv) { return kv->block_floats * (int64_t)sizeof(float); }
+
+static lp_status check_pack_args(const cpu_kv *kv, const cpu_buffer *b, int32_t n) {
+  LP_REQUIRE(n >= 1 && n <= LP_KV_MAX_TRANSFER_BLOCKS, "n=%d must be in [1, %d]", n, LP_KV_MAX_TRANSFER_BLOCKS);
+  const int64_t need = (int64_t)n * 2 * kv->num_layers * chunk_bytes(kv);
+  LP_REQUIRE(need <= b->bytes, "%d blocks need %lld bytes; the buffer has %lld", n, (long long)need,
+             (long long)b->bytes);
+  return LP_OK;
+}
+
+lp_status lp_kv_pack(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+  cpu_kv *kv;
+  cpu_buffer *b;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_TRY(cpu_buffer_from_handle(buf, &b));
+  LP_TRY(check_pack_args(kv, b, n));
+  if (out_job) *out_job = 0;
+  return lp_kv_gather_host(kv_handle, block_ids, n, b->data);
+}
+
+lp_status lp_kv_unpack(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+  cpu_kv *kv;
+  cpu_buffer *b;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_TRY(cpu_buffer_from_handle(buf, &b));
+  LP_TRY(check_pack_args(kv, b, n));
+  if (out_job) *out_job = 0;
+  return lp_kv_scatter_host(kv_handle, block_ids, n, b->data);
+}
+
+lp_status lp_kv_segment_bytes(uint64_t kv_handle, int32_t n, int64_t segment_bytes, int64_t *out_bytes) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_REQUIRE(out_bytes && n > 0, "out_bytes is NULL or n=%d is not positive", n);
+  const int64_t total = (int64_t)n * 2 * kv->num_layers;
+  *out_bytes = lp_kv_segment_chunks(total, chunk_bytes(kv), segment_bytes) * chunk_bytes(kv);
+  return LP_OK;
+}
+
+static lp_status check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n) {
+  LP_REQUIRE(n >= 1 && n <= LP_KV_MAX_TRANSFER_BLOCKS, "n=%d must be in [1, %d]", n, LP_KV_MAX_TRANSFER_BLOCKS);
+  LP_REQUIRE(ids, "block ids are NULL");
+  for (int32_t i = 0; i < n; i++)
+    LP_REQUIRE(ids[i] >= 0 && ids[i] < kv->num_blocks, "block id %d (index %d) out of range [0, %d)", ids[i], i,
+               kv->num_blocks);
+  return LP_OK;
+}
+
+/* Words of chunk (ls, i): the float storage read as raw 4-byte words. */
+static uint32_t *chunk_words(const cpu_kv *kv, int64_t ls, int32_t id) {
+  return (uint32_t *)(kv->data + (ls * kv->num_blocks + id) * kv->block_floats);
+}
+
+lp_status lp_kv_fill_pattern(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t seed) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_TRY(check_ids(kv, block_ids, n));
+  for (int32_t i = 0; i < n; i++)
+    for (int64_t ls = 0; ls < 2 * (int64_t)kv->num_layers; ls++) {
+      uint32_t *w = chunk_words(kv, ls, block_ids[i]);
+      const uint64_t key = lp_kv_pattern_chunk_key(seed, i, ls);
+      for (int64_t j = 0; j < kv->block_floats; j++) w[j] = lp_kv_pattern_word(key, (uint64_t)j);
+    }
+  return LP_OK;
+}
+
+lp_status lp_kv_check_pattern(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t seed,
+                              int64_t *out_mismatched_words) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_TRY(check_ids(kv, block_ids, n));
+  LP_REQUIRE(out_mismatched_words, "out_mismatched_words is NULL");
+  int64_t bad = 0;
+  for (int32_t i = 0; i < n; i++)
+    for (int64_t ls = 0; ls < 2 * (int64_t)kv->num_layers; ls++) {
+      const uint32_t *w = chunk_words(kv, ls, block_ids[i]);
+      const uint64_t key = lp_kv_pattern_chunk_key(seed, i, ls);
+      for (int64_t j = 0; j < kv->block_floats; j++) bad += w[j] != lp_kv_pattern_word(key, (uint64_t)j);
+    }
+  *out_mismatched_words = bad;
+  return LP_OK;
+}

@@ -1,0 +1,190 @@
+// Paged decode attention (one query token per sequence), flash-decoding style: the grid is
+// (sequence, kv head, split); each CTA reads its slice of the context once for all query heads of
+// its GQA group and leaves an unnormalized partial (or the final output when there is one split).
+// A second kernel merges the splits. The split count depends only on the batch size, so a graph
+// captured for a batch size serves every context length.
+#include "device_util.cuh"
+#include "ops.cuh"
+
+namespace {
+
+const int kWarps = 4;
+const int kUnroll = 4;           // tokens in flight per lane group
+const float kLog2e = 1.4426950408889634f;
+const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences never yields NaN
+
+template <int D, int MAXG>
+__global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits,
+                                                             float *split_o, float *split_ml) {
+  constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
+  constexpr int GROUPS = kWarps * (32 / LANES);   // token rows processed side by side
+  __shared__ float s_acc[GROUPS][MAXG][D];
+  __shared__ float s_ml[GROUPS][MAXG][2];
+
+  const int di = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const int seq = m.decode_seqs[di];
+  const int G = a.num_heads / a.num_kv_heads;
+  const int cl = m.context_lens[seq], tok = m.query_start[seq];
+  const int *bt = m.block_tables + (size_t)seq * m.header[META_BT_STRIDE];
+  const int chunk = (cl + splits - 1) / splits;
+  const int lo = split * chunk, hi = min(cl, lo + chunk);
+  const int lane = threadIdx.x & 31, li = lane % LANES;
+  const int grp = (threadIdx.x >> 5) * (32 / LANES) + lane / LANES;
+  const size_t slot_elems = (size_t)a.num_kv_heads * D;
+  const int bs_mask = (1 << a.block_size_log2) - 1;
+
+  float q[MAXG][8], acc[MAXG][8], mx[MAXG], l[MAXG];
+#pragma unroll
+  for (int h = 0; h < MAXG; h++) {
+    mx[h] = kNoScore, l[h] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) q[h][e] = 0.f, acc[h][e] = 0.f;
+    if (h < G) {
+      const bf16 *qp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(kvh * G + h) * D + li * 8;
+      bf16x8_to_f32(*reinterpret_cast<const uint4 *>(qp), q[h]);
+#pragma unroll
+      for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
+    }
+  }
+
+  // Warp-uniform trip count (the shuffles below need every lane), per-group validity.
+  for (int base = lo; base < hi; base += GROUPS * kUnroll) {
+    uint4 kr[kUnroll], vr[kUnroll];
+    bool valid[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      const int j = base + u * GROUPS + grp;
+      valid[u] = j < hi;
+      if (valid[u]) {
+        const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
+        const size_t off = slot * slot_elems + (size_t)kvh * D + li * 8;
+        kr[u] = *reinterpret_cast<const uint4 *>(a.k_cache + off);
+        vr[u] = *reinterpret_cast<const uint4 *>(a.v_cache + off);
+      } else {
+        kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    float s[MAXG][kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      float kf[8];
+      bf16x8_to_f32(kr[u], kf);
+#pragma unroll
+      for (int h = 0; h < MAXG; h++) {
+        float d = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) d = fmaf(q[h][e], kf[e], d);
+#pragma unroll
+        for (int o = LANES / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        s[h][u] = valid[u] ? d : kNoScore;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < MAXG; h++) {
+      if (h >= G) break;
+      float mnew = mx[h];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) mnew = fmaxf(mnew, s[h][u]);
+      const float alpha = exp2f(mx[h] - mnew);
+      mx[h] = mnew;
+      l[h] *= alpha;
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[h][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const float p = valid[u] ? exp2f(s[h][u] - mnew) : 0.f;
+        l[h] += p;
+        float vf[8];
+        bf16x8_to_f32(vr[u], vf);
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[h][e] = fmaf(p, vf[e], acc[h][e]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int h = 0; h < MAXG; h++) {
+    if (h >= G) break;
+#pragma unroll
+    for (int e = 0; e < 8; e++) s_acc[grp][h][li * 8 + e] = acc[h][e];
+    if (li == 0) s_ml[grp][h][0] = mx[h], s_ml[grp][h][1] = l[h];
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int h = idx / D, d = idx % D;
+    float M = kNoScore;
+    for (int g = 0; g < GROUPS; g++) M = fmaxf(M, s_ml[g][h][0]);
+    float L = 0.f, O = 0.f;
+    for (int g = 0; g < GROUPS; g++) {
+      const float w = exp2f(s_ml[g][h][0] - M);
+      L += s_ml[g][h][1] * w;
+      O += s_acc[g][h][d] * w;
+    }
+    const int head = kvh * G + h;
+    if (splits == 1) {
+      a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+    } else {
+      const size_t entry = ((size_t)di * a.num_heads + head) * splits + split;
+      split_o[entry * D + d] = O;
+      if (d == 0) split_ml[entry * 2] = M, split_ml[entry * 2 + 1] = L;
+    }
+  }
+}
+
+// Merges the splits of one (sequence, head): blockDim.x == head_dim.
+__global__ void decode_combine_kernel(AttnArgs a, StepMeta m, int splits, const float *split_o,
+                                      const float *split_ml) {
+  const int di = blockIdx.x, head = blockIdx.y, d = threadIdx.x, D = a.head_dim;
+  const int tok = m.query_start[m.decode_seqs[di]];
+  const size_t first = ((size_t)di * a.num_heads + head) * splits;
+  float M = kNoScore;
+  for (int p = 0; p < splits; p++) M = fmaxf(M, split_ml[(first + p) * 2]);
+  float L = 0.f, O = 0.f;
+  for (int p = 0; p < splits; p++) {
+    const float w = exp2f(split_ml[(first + p) * 2] - M);
+    L += split_ml[(first + p) * 2 + 1] * w;
+    O += split_o[(first + p) * D + d] * w;
+  }
+  a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+}
+
+typedef void (*DecodeKernel)(AttnArgs, StepMeta, int, float *, float *);
+
+template <int D>
+DecodeKernel pick_group(int group) {
+  if (group <= 1) return decode_kernel<D, 1>;
+  if (group <= 2) return decode_kernel<D, 2>;
+  if (group <= 4) return decode_kernel<D, 4>;
+  return decode_kernel<D, 8>;
+}
+
+}  // namespace
+
+bool attention_decode_supported(int head_dim, int group) {
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= 8;
+}
+
+int attention_decode_splits(int num_decode, int kv_heads, int num_sms) {
+  const int ctas = num_decode * kv_heads;
+  int splits = (2 * num_sms + ctas - 1) / ctas;
+  return splits < 1 ? 1 : splits > LP_MAX_DECODE_SPLITS ? LP_MAX_DECODE_SPLITS : splits;
+}
+
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
+                                  float *split_o, float *split_ml, cudaStream_t stream) {
+  const int group = a.num_heads / a.num_kv_heads;
+  LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
+             "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
+  LP_REQUIRE(splits >= 1 && splits <= LP_MAX_DECODE_SPLITS, "decode attention: splits=%d", splits);
+  DecodeKernel kernel = a.head_dim == 64 ? pick_group<64>(group)
+                        : a.head_dim == 128 ? pick_group<128>(group)
+                                            : pick_group<256>(group);
+  kernel<<<dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, 0, stream>>>(a, m, splits, split_o, split_ml);
+  CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    decode_combine_kernel<<<dim3(num_decode, a.num_heads), a.head_dim, 0, stream>>>(a, m, splits, split_o,
+                                                                                     split_ml);
+    CUDA_CHECK_LAUNCH();
+  }
+  return LP_OK;
+}

@@ -1,0 +1,151 @@
+// lp_step on CUDA: check and pack the metadata on the host, one copy in, the layers on one
+// stream (through a decode graph when the batch is a pure decode), one copy of the sampled
+// tokens and logprobs out.
+#include <math.h>
+#include <string.h>
+
+#include "forward.cuh"
+#include "graphs.cuh"
+#include "ops.cuh"
+#include "step_pack.cuh"
+
+namespace {
+
+lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, const StepMeta &dm) {
+  const lp_model_config &cfg = m->cfg;
+  AttnArgs a;
+  a.qkv = m->buf.qkv;
+  a.qkv_stride = m->qkv_dim;
+  a.k_cache = kv_layer_base(kv, layer, 0);
+  a.v_cache = kv_layer_base(kv, layer, 1);
+  a.block_size_log2 = kv->block_size_log2;
+  a.num_heads = cfg.num_heads;
+  a.num_kv_heads = cfg.num_kv_heads;
+  a.head_dim = cfg.head_dim;
+  a.scale = 1.f / sqrtf((float)cfg.head_dim);
+  a.out = m->buf.attn;
+  const int group = cfg.num_heads / cfg.num_kv_heads;
+  if (!attention_decode_supported(cfg.head_dim, group) || !attention_prefill_supported(cfg.head_dim))
+    return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
+  if (c.decode_seqs > 0) {
+    const int splits = attention_decode_splits(c.decode_seqs, cfg.num_kv_heads, m->num_sms);
+    LP_TRY(launch_attention_decode(a, dm, c.decode_seqs, splits, m->buf.split_o, m->buf.split_ml, m->stream));
+  }
+  if (c.prefill_tiles > 0) LP_TRY(launch_attention_prefill(a, dm, c.prefill_tiles, m->stream));
+  return LP_OK;
+}
+
+GemvArgs gemv_args(const bf16 *w, int n_out, int k, int tokens, const void *x, const bf16 *norm_w, float eps,
+                   void *y, int ldy) {
+  GemvArgs g;
+  g.w = w, g.n_out = n_out, g.k = k, g.tokens = tokens, g.x = x, g.row_map = nullptr;
+  g.norm_w = norm_w, g.eps = eps, g.y = y, g.ldy = ldy;
+  return g;
+}
+
+}  // namespace
+
+lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta &dm) {
+  const lp_model_config &cfg = m->cfg;
+  StepBuffers &b = m->buf;
+  const int T = c.tokens, h = cfg.hidden_size, inter = cfg.intermediate_size, L = cfg.num_layers;
+  const float eps = cfg.rms_norm_eps;
+  cudaStream_t st = m->stream;
+  // Small batches: fused GEMVs (norm in the prologue, residual add / SiLU*mul in the epilogue).
+  const bool gemv = gemv_fits(T, h) && gemv_fits(T, m->q_dim) && gemv_fits(T, inter);
+  LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, gemv ? nullptr : m->layers[0].input_norm, eps,
+                      b.xnorm, st));
+  for (int l = 0; l < L; l++) {
+    const LayerWeights &w = m->layers[l];
+    if (gemv) {
+      LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_BF16,
+                         gemv_args(w.qkv, m->qkv_dim, h, T, b.residual, w.input_norm, eps, b.qkv, m->qkv_dim),
+                         m->num_sms, st));
+    } else {
+      LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, T, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
+    }
+    RopeArgs r;
+    r.qkv = b.qkv, r.tokens = T, r.positions = dm.positions, r.slots = dm.slots, r.inv_freq = b.rope_inv_freq;
+    r.q_norm = w.q_norm, r.k_norm = w.k_norm, r.eps = eps;
+    r.num_heads = cfg.num_heads, r.num_kv_heads = cfg.num_kv_heads, r.head_dim = cfg.head_dim;
+    r.k_cache = kv_layer_base(kv, l, 0), r.v_cache = kv_layer_base(kv, l, 1);
+    LP_TRY(launch_qk_norm_rope_kv(r, st));
+    LP_TRY(attention(m, kv, l, c, dm));
+    if (gemv) {
+      LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
+                         gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h), m->num_sms, st));
+      LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
+                         gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter), m->num_sms,
+                         st));
+      LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
+                         gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h), m->num_sms, st));
+    } else {
+      LP_TRY(gemm_bf16(m->cublas, h, T, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
+      LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));
+      LP_TRY(gemm_bf16(m->cublas, 2 * inter, T, h, w.gate_up, b.xnorm, b.gate_up, false, 0.f));
+      LP_TRY(launch_silu_mul(b.gate_up, T, inter, b.act, st));
+      LP_TRY(gemm_bf16(m->cublas, h, T, inter, w.down, b.act, b.residual, true, 1.f));
+      if (l + 1 < L) LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, m->layers[l + 1].input_norm, eps, b.xnorm, st));
+    }
+  }
+  if (c.rows == 0) return LP_OK;
+  const int V = cfg.vocab_size, R = c.rows;
+  if (gemv_fits(R, h)) {
+    GemvArgs g = gemv_args(m->lm_head, V, h, R, b.residual, m->final_norm, eps, b.logits, V);
+    g.row_map = dm.sample_index;
+    LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_F32, g, m->num_sms, st));
+  } else {
+    LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
+    LP_TRY(gemm_bf16(m->cublas, V, R, h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
+  }
+  return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R), st);
+}
+
+extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
+                             const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                             const int32_t *query_start, const int32_t *context_lens,
+                             const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                             const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                             const float *top_p, const uint64_t *seed, int32_t *out_tokens, float *out_logprobs,
+                             float *out_logits) {
+  LpModel *m = (LpModel *)(uintptr_t)model;
+  LpKvCache *kv = (LpKvCache *)(uintptr_t)kv_handle;
+  LP_REQUIRE(m && kv, "null model or kv");
+  if (!m->finalized) return LP_FAIL(LP_ERR_STATE, "lp_step before lp_model_finalize");
+  LP_REQUIRE(kv->num_layers == m->cfg.num_layers && kv->kv_heads == m->cfg.num_kv_heads &&
+                 kv->head_dim == m->cfg.head_dim,
+             "KV cache shape (layers %d, kv_heads %d, head_dim %d) does not match the model (%d, %d, %d)",
+             kv->num_layers, kv->kv_heads, kv->head_dim, m->cfg.num_layers, m->cfg.num_kv_heads, m->cfg.head_dim);
+  const StepInput in = {num_seqs, num_tokens, num_rows, max_blocks_per_seq, token_ids, positions, slot_mapping,
+                        query_start, context_lens, block_tables, sample_index, top_k, temperature, top_p, seed};
+  StepCounts c;
+  bool pure_decode = false;
+  LP_TRY(step_validate(m, kv, in, &c, &pure_decode));
+  LP_REQUIRE(num_rows == 0 || (out_tokens && out_logprobs), "null output array");
+  if (num_tokens == 0) return LP_OK;  // an empty step (no rows can sample from it)
+  CUDA_CHECK(cudaSetDevice(m->device));
+
+  const int graph_batch = pure_decode ? decode_graph_batch(m->graphs, num_seqs) : 0;
+  if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
+  const size_t bytes = step_pack(m, kv, in, c);
+  CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
+  const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
+  if (graph_batch > 0) {
+    LP_TRY(decode_graph_run(m, kv, c, dm));
+  } else {
+    LP_TRY(forward_enqueue(m, kv, c, dm));
+  }
+  if (num_rows > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
+                               m->stream));
+    if (out_logits)
+      CUDA_CHECK(cudaMemcpyAsync(out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
+                                 cudaMemcpyDeviceToHost, m->stream));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(m->stream));
+  if (num_rows > 0) {
+    memcpy(out_tokens, m->buf.out_host, (size_t)num_rows * 4);
+    memcpy(out_logprobs, m->buf.out_host + c.rows, (size_t)num_rows * 4);
+  }
+  return LP_OK;
+}

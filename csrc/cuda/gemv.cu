@@ -1,0 +1,164 @@
+// Fused matrix-vector products for decode batches of up to 8 tokens. At this size a linear layer
+// only streams its weight once, so each kernel does its neighbours' work too and saves launches:
+// the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul (epilogue).
+// Each warp computes two output rows for every token; 16-byte streaming loads of the weights.
+#include "device_util.cuh"
+#include "ops.cuh"
+
+namespace {
+
+const int kThreads = 256;
+const int kUnroll = 4;                 // 16-byte loads in flight per row per lane
+const int kMaxSmemBytes = 96 * 1024;   // inputs staged in shared memory as bf16
+
+template <int NT, int IN, int OUT>
+__global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
+  extern __shared__ uint4 smem_x[];
+  __shared__ float scratch[33];
+  bf16 *xs = reinterpret_cast<bf16 *>(smem_x);
+  const int k = a.k;
+  // Prologue: stage (normalized) input rows in shared memory; rows past `tokens` are zero.
+  for (int t = 0; t < NT; t++) {
+    bf16 *dst = xs + (size_t)t * k;
+    if (t >= a.tokens) {
+      for (int i = threadIdx.x; i < k; i += blockDim.x) dst[i] = __float2bfloat16(0.f);
+    } else if (IN == GEMV_IN_NORM) {
+      const int row = a.row_map ? a.row_map[t] : t;
+      const float *src = static_cast<const float *>(a.x) + (size_t)row * k;
+      float ss = 0.f;
+      for (int i = threadIdx.x; i < k; i += blockDim.x) ss += src[i] * src[i];
+      const float inv = rsqrtf(block_sum(ss, scratch) / (float)k + a.eps);
+      for (int i = threadIdx.x; i < k; i += blockDim.x)
+        dst[i] = __float2bfloat16(src[i] * inv * __bfloat162float(a.norm_w[i]));
+    } else {
+      const uint4 *src = reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)t * k);
+      for (int i = threadIdx.x; i < k / 8; i += blockDim.x) reinterpret_cast<uint4 *>(dst)[i] = src[i];
+    }
+  }
+  __syncthreads();
+
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const int tasks = OUT == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
+  for (int task = blockIdx.x * warps + (threadIdx.x >> 5); task < tasks; task += gridDim.x * warps) {
+    int rows[2];
+    if (OUT == GEMV_OUT_SILU_MUL) {
+      rows[0] = task, rows[1] = task + a.n_out;  // gate row and up row of output `task`
+    } else {
+      rows[0] = 2 * task, rows[1] = 2 * task + 1 < a.n_out ? 2 * task + 1 : -1;
+    }
+    float acc[2][NT];
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+      for (int t = 0; t < NT; t++) acc[r][t] = 0.f;
+    for (int kb = lane * 8; kb < k; kb += 32 * 8 * kUnroll) {
+      uint4 wv[2][kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const int kk = kb + u * 256;
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+          wv[r][u] = (kk < k && rows[r] >= 0) ? ld_stream_16(a.w + (size_t)rows[r] * k + kk)
+                                               : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        const int kk = kb + u * 256;
+        if (kk >= k) break;
+        float w0[8], w1[8];
+        bf16x8_to_f32(wv[0][u], w0);
+        bf16x8_to_f32(wv[1][u], w1);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+          float xf[8];
+          bf16x8_to_f32(*reinterpret_cast<const uint4 *>(xs + (size_t)t * k + kk), xf);
+#pragma unroll
+          for (int j = 0; j < 8; j++) {
+            acc[0][t] = fmaf(w0[j], xf[j], acc[0][t]);
+            acc[1][t] = fmaf(w1[j], xf[j], acc[1][t]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+      for (int t = 0; t < NT; t++) acc[r][t] = warp_sum(acc[r][t]);
+    // Epilogue: lane t writes token t (lane NT + t the second row).
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+      if (t >= a.tokens) break;
+      if constexpr (OUT == GEMV_OUT_SILU_MUL) {
+        if (lane == t) {
+          const float g = round_bf16(acc[0][t]), u = round_bf16(acc[1][t]);
+          static_cast<bf16 *>(a.y)[(size_t)t * a.ldy + task] = __float2bfloat16(g / (1.f + __expf(-g)) * u);
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+          if (lane != r * NT + t || rows[r] < 0) continue;
+          const size_t at = (size_t)t * a.ldy + rows[r];
+          if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(acc[r][t]);
+          if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = acc[r][t];
+          if (OUT == GEMV_OUT_ADD_F32) static_cast<float *>(a.y)[at] += acc[r][t];
+        }
+      }
+    }
+  }
+}
+
+typedef void (*GemvKernel)(GemvArgs);
+
+// The (input, output) pairs the forward step uses.
+template <int NT>
+GemvKernel pick(GemvInput in, GemvOutput out) {
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_BF16>;
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_F32>;
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
+  if (in == GEMV_IN_BF16 && out == GEMV_OUT_ADD_F32) return gemv_kernel<NT, GEMV_IN_BF16, GEMV_OUT_ADD_F32>;
+  return nullptr;
+}
+
+int padded_tokens(int tokens) { return tokens <= 1 ? 1 : tokens <= 2 ? 2 : tokens <= 4 ? 4 : 8; }
+
+GemvKernel pick_kernel(GemvInput in, GemvOutput out, int nt) {
+  switch (nt) {
+    case 1: return pick<1>(in, out);
+    case 2: return pick<2>(in, out);
+    case 4: return pick<4>(in, out);
+    default: return pick<8>(in, out);
+  }
+}
+
+}  // namespace
+
+bool gemv_fits(int tokens, int k) {
+  return tokens >= 1 && tokens <= LP_GEMV_MAX_TOKENS && k % 8 == 0 &&
+         (size_t)padded_tokens(tokens) * k * 2 <= (size_t)kMaxSmemBytes;
+}
+
+lp_status gemv_configure(void) {
+  const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16};
+  const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32};
+  for (int nt = 1; nt <= 8; nt *= 2)
+    for (int i = 0; i < 4; i++)
+      CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+  return LP_OK;
+}
+
+lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms, cudaStream_t stream) {
+  LP_REQUIRE(a.n_out > 0 && gemv_fits(a.tokens, a.k), "gemv: bad shape n_out=%d k=%d tokens=%d", a.n_out, a.k,
+             a.tokens);
+  LP_REQUIRE(in != GEMV_IN_NORM || a.norm_w, "gemv: normalized input needs a norm weight");
+  const int nt = padded_tokens(a.tokens);
+  GemvKernel kernel = pick_kernel(in, out, nt);
+  LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
+  const int tasks = out == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
+  const int warps = kThreads / 32;
+  int blocks = (tasks + warps - 1) / warps;
+  if (blocks > num_sms * 4) blocks = num_sms * 4;
+  kernel<<<blocks, kThreads, (size_t)nt * a.k * 2, stream>>>(a);
+  CUDA_CHECK_LAUNCH();
+  return LP_OK;
+}

@@ -1,0 +1,76 @@
+// CUDA IPC of KV caches: a worker exports its KV tensor as a 64-byte handle, and a peer worker
+// maps it as a KV view, so one process can move blocks between the two caches with the copy
+// engine or a kernel (lp_kv_peer_copy) without the other process taking part. The exporter must
+// keep its cache alive until every view of it is closed.
+#include <string.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
+#include "transfer_context.cuh"
+#include "model.cuh"
+
+namespace {
+
+std::mutex views_mu;
+std::unordered_set<LpKvCache *> views;
+// Views get ids from the top half of the range, so no CUDA graph captured for a real cache
+// (kv_cache.cu numbers those from 1) ever matches one.
+std::atomic<uint64_t> next_view_id{1ull << 63};
+
+}  // namespace
+
+extern "C" lp_status lp_kv_ipc_handle(uint64_t kv_handle, void *out_handle64) {
+  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
+  LP_REQUIRE(kv && out_handle64, "null kv or out_handle64");
+  static_assert(sizeof(cudaIpcMemHandle_t) == 64, "CUDA IPC handles are 64 bytes");
+  {
+    std::lock_guard<std::mutex> lock(views_mu);
+    LP_REQUIRE(!views.count((LpKvCache *)kv), "a KV view cannot be exported again; export the owner's cache");
+  }
+  CUDA_CHECK(cudaSetDevice(kv->device));
+  cudaIpcMemHandle_t h;
+  CUDA_CHECK(cudaIpcGetMemHandle(&h, kv->data));
+  memcpy(out_handle64, &h, sizeof h);
+  return LP_OK;
+}
+
+extern "C" lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_handle, int32_t num_blocks,
+                                    uint64_t *out_view) {
+  const LpKvCache *like = (const LpKvCache *)(uintptr_t)like_handle;
+  LP_REQUIRE(handle64 && like && out_view, "null handle, like_kv or out_view");
+  LP_REQUIRE(num_blocks > 0, "num_blocks=%d must be positive", num_blocks);
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle64, sizeof h);
+  CUDA_CHECK(cudaSetDevice(like->device));
+  void *ptr = nullptr;
+  CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, h, cudaIpcMemLazyEnablePeerAccess));
+  LpKvCache *view = new LpKvCache(*like);
+  view->data = (bf16 *)ptr;
+  view->num_blocks = num_blocks;
+  view->id = next_view_id++;
+  {
+    std::lock_guard<std::mutex> lock(views_mu);
+    views.insert(view);
+  }
+  *out_view = (uint64_t)(uintptr_t)view;
+  return LP_OK;
+}
+
+extern "C" lp_status lp_kv_ipc_close(uint64_t view_handle) {
+  if (view_handle == 0) return LP_OK;
+  LpKvCache *view = (LpKvCache *)(uintptr_t)view_handle;
+  {
+    std::lock_guard<std::mutex> lock(views_mu);
+    LP_REQUIRE(views.erase(view) == 1, "handle 0x%llx is not an open KV view", (unsigned long long)view_handle);
+  }
+  cudaSetDevice(view->device);
+  // Work still using the mapping must finish first: the caller waits for its jobs; this makes a
+  // forgotten one an ordering error rather than a fault.
+  cudaDeviceSynchronize();
+  const cudaError_t e = cudaIpcCloseMemHandle(view->data);
+  delete view;
+  if (e != cudaSuccess) return LP_FAIL(LP_ERR_CUDA, "cudaIpcCloseMemHandle: %s", cudaGetErrorString(e));
+  return LP_OK;
+}

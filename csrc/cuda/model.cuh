@@ -1,0 +1,80 @@
+// Internal state of the CUDA build: the model (weights, workspaces, stream, cuBLAS handle) and the
+// paged KV cache. Opaque handles of lmpool.h point at these structs.
+#ifndef LP_CUDA_MODEL_CUH
+#define LP_CUDA_MODEL_CUH
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+
+#include "cuda_check.h"
+
+typedef __nv_bfloat16 bf16;
+
+// Largest number of key splits of one decode sequence (flash-decoding partitions).
+#define LP_MAX_DECODE_SPLITS 32
+// Decode batches up to this many tokens use the fused GEMV kernels instead of cuBLAS.
+#define LP_GEMV_MAX_TOKENS 8
+
+// Device pointers of one layer's weights (bf16). qkv is Q;K;V stacked along the output dim and
+// gate_up is gate;up, so each projection is one GEMM.
+struct LayerWeights {
+  bf16 *input_norm, *qkv, *o, *q_norm, *k_norm, *post_norm, *gate_up, *down;
+};
+
+// Step workspaces, sized once at finalize for max_tokens tokens and max_seqs rows.
+struct StepBuffers {
+  float *residual;          // [max_tokens, hidden] fp32 residual stream
+  bf16 *xnorm;              // [max_tokens, hidden] normalized GEMM input
+  bf16 *qkv;                // [max_tokens, qkv_dim]
+  bf16 *attn;               // [max_tokens, q_dim]
+  bf16 *gate_up;            // [max_tokens, 2 * intermediate]
+  bf16 *act;                // [max_tokens, intermediate]
+  bf16 *rows_norm;          // [max_seqs, hidden] final-normed sample rows
+  float *logits;            // [max_seqs, vocab]
+  float *split_o;           // decode partial outputs [entries, D]
+  float *split_ml;          // decode partial (max, sum) [entries, 2]
+  int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
+  uint8_t *meta;            // device copy of the step metadata
+  uint8_t *meta_host;       // pinned staging of the step metadata
+  size_t meta_cap;          // bytes of each
+  int32_t *out_host;        // pinned [2 * max_seqs]
+  void *cublas_ws;          // cuBLAS workspace (fixed so graph capture allocates nothing)
+  size_t cublas_ws_bytes;
+  float *rope_inv_freq;     // [head_dim / 2]
+};
+
+struct DecodeGraphs;  // graphs.cu
+
+struct LpModel {
+  lp_model_config cfg;
+  int device;
+  int q_dim, kv_dim, qkv_dim;
+  uint8_t *weights_base;  // one allocation holding every weight
+  size_t weight_bytes;    // bytes the weights occupy (without alignment padding)
+  bf16 *embed, *final_norm, *lm_head;
+  LayerWeights *layers;   // host array [num_layers]
+  uint8_t *present;       // host flags [(num_layers + 1) * 32]: weight handed over
+  bool finalized;
+  int max_tokens, max_seqs;
+  int block_table_cap;    // int32 entries of the compacted block tables
+  int prefill_tile_cap;
+  int num_sms;
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  StepBuffers buf;
+  DecodeGraphs *graphs;
+};
+
+struct LpKvCache {
+  int device, num_layers, kv_heads, head_dim;  // shape of the model it was made for
+  bf16 *data;             // [L, 2, num_blocks, block_size, kv_heads, head_dim]
+  int num_blocks, block_size, block_size_log2;
+  size_t chunk_elems;     // block_size * kv_heads * head_dim: one block of one layer's K or V
+  uint64_t id;            // unique per cache; graphs captured for another cache are stale
+};
+
+// K (side 0) or V (side 1) base of one layer.
+static inline bf16 *kv_layer_base(const LpKvCache *kv, int layer, int side) {
+  return kv->data + ((size_t)(layer * 2 + side) * kv->num_blocks) * kv->chunk_elems;
+}
+
+#endif

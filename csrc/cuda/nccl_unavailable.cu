@@ -1,0 +1,36 @@
+// NCCL entry points of a CUDA build made without NCCL headers (NCCL_HOME unset at build time).
+#ifndef LP_HAVE_NCCL
+#include "cuda_check.h"
+
+#define NO_NCCL(what)                                                                              \
+  LP_FAIL(LP_ERR_UNSUPPORTED, "%s: this CUDA library was built without NCCL (source .gpu/env.sh " \
+          "so NCCL_HOME is set, then make native-cuda)", what)
+
+extern "C" {
+
+lp_status lp_nccl_version(int32_t *) { return NO_NCCL("lp_nccl_version"); }
+lp_status lp_nccl_unique_id(void *) { return NO_NCCL("lp_nccl_unique_id"); }
+lp_status lp_nccl_pair_create(const void *, int32_t, int32_t, int32_t, int32_t, int64_t, int32_t, uint64_t *) {
+  return NO_NCCL("lp_nccl_pair_create");
+}
+lp_status lp_nccl_pair_create_local(int32_t, int32_t, int32_t, int64_t, int32_t, uint64_t *) {
+  return NO_NCCL("lp_nccl_pair_create_local");
+}
+lp_status lp_nccl_pair_abort(uint64_t) { return NO_NCCL("lp_nccl_pair_abort"); }
+lp_status lp_nccl_pair_destroy(uint64_t pair) { return pair == 0 ? LP_OK : NO_NCCL("lp_nccl_pair_destroy"); }
+lp_status lp_kv_send(uint64_t, uint64_t, const int32_t *, int32_t, int32_t, int64_t, uint64_t *) {
+  return NO_NCCL("lp_kv_send");
+}
+lp_status lp_kv_recv(uint64_t, uint64_t, const int32_t *, int32_t, int32_t, int64_t, uint64_t *) {
+  return NO_NCCL("lp_kv_recv");
+}
+lp_status lp_kv_transfer_local(uint64_t, int32_t, uint64_t, const int32_t *, uint64_t, const int32_t *, int32_t,
+                               int64_t, uint64_t *) {
+  return NO_NCCL("lp_kv_transfer_local");
+}
+lp_status lp_nccl_local_sendrecv(uint64_t, int32_t, uint64_t, uint64_t, int64_t, uint64_t *) {
+  return NO_NCCL("lp_nccl_local_sendrecv");
+}
+
+}  // extern "C"
+#endif

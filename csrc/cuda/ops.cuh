@@ -1,0 +1,99 @@
+// Launchers of the forward-step kernels, one section per op family (one .cu file each). Every
+// launcher takes its stream, checks its shapes and checks the launch.
+#ifndef LP_CUDA_OPS_CUH
+#define LP_CUDA_OPS_CUH
+#include "model.cuh"
+#include "step_meta.cuh"
+
+// ---- norm.cu: embedding lookup and RMSNorm over the fp32 residual stream ----------------------
+// residual[t] = embed[tokens[t]]; when norm_w is given also xnorm[t] = rmsnorm(residual[t]) * w.
+lp_status launch_embed(const bf16 *embed, const int32_t *tokens, int tokens_n, int hidden,
+                       float *residual, const bf16 *norm_w, float eps, bf16 *xnorm,
+                       cudaStream_t stream);
+// out[r] = rmsnorm(residual[row_map ? row_map[r] : r]) * w, as bf16.
+lp_status launch_rmsnorm_rows(const float *residual, const int32_t *row_map, int rows, int hidden,
+                              const bf16 *w, float eps, bf16 *out, cudaStream_t stream);
+
+// ---- gemm.cu: cuBLAS, bf16 in, fp32 accumulate -------------------------------------------------
+// Y[tokens, n_out] = X[tokens, k] . W[n_out, k]^T (+ beta * Y). Y is fp32 when y_f32, else bf16.
+// The handle's stream is the model's stream.
+lp_status gemm_bf16(cublasHandle_t handle, int n_out, int tokens, int k, const bf16 *w,
+                    const bf16 *x, void *y, bool y_f32, float beta);
+
+// ---- gemv.cu: fused small-batch matrix-vector products (decode) --------------------------------
+enum GemvInput {
+  GEMV_IN_BF16 = 0,  // x is bf16 [tokens, k]
+  GEMV_IN_NORM = 1,  // x is the fp32 residual; rows are RMS-normalized (times norm_w) first
+};
+enum GemvOutput {
+  GEMV_OUT_BF16 = 0,      // y bf16 [tokens, ldy]
+  GEMV_OUT_F32 = 1,       // y fp32 [tokens, ldy]
+  GEMV_OUT_ADD_F32 = 2,   // y fp32 += (the residual add)
+  GEMV_OUT_SILU_MUL = 3,  // W holds gate;up (2 * n_out rows); y bf16 = silu(gate) * up
+};
+struct GemvArgs {
+  const bf16 *w;          // [n_out (x2 for SILU_MUL), k]
+  int n_out, k, tokens;
+  const void *x;
+  const int32_t *row_map; // GEMV_IN_NORM: residual row of token t (NULL: t)
+  const bf16 *norm_w;
+  float eps;
+  void *y;
+  int ldy;
+};
+// Whether the fused GEMV handles this many tokens of width k.
+bool gemv_fits(int tokens, int k);
+lp_status gemv_configure(void);
+lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms,
+                      cudaStream_t stream);
+
+// ---- activation.cu -----------------------------------------------------------------------------
+// out[t, i] = silu(gate_up[t, i]) * gate_up[t, inter + i]
+lp_status launch_silu_mul(const bf16 *gate_up, int tokens, int inter, bf16 *out,
+                          cudaStream_t stream);
+
+// ---- rope.cu: q/k head norm, RoPE and the K/V cache write --------------------------------------
+// inv_freq[i] for i < head_dim / 2, including llama3 scaling (host computation).
+void rope_inv_freq(const lp_model_config *cfg, float *out);
+struct RopeArgs {
+  bf16 *qkv;               // [tokens, (H + 2 KV) * D]; q heads rotated in place
+  int tokens;
+  const int32_t *positions, *slots;
+  const float *inv_freq;
+  const bf16 *q_norm, *k_norm;  // NULL: no head norm (Llama)
+  float eps;
+  int num_heads, num_kv_heads, head_dim;
+  bf16 *k_cache, *v_cache;      // layer bases; slot s at s * KV * D
+};
+lp_status launch_qk_norm_rope_kv(const RopeArgs &a, cudaStream_t stream);
+
+// ---- attention_*.cu ----------------------------------------------------------------------------
+struct AttnArgs {
+  const bf16 *qkv;         // q of token t at qkv + t * qkv_stride
+  int qkv_stride;
+  const bf16 *k_cache, *v_cache;  // layer bases
+  int block_size_log2;
+  int num_heads, num_kv_heads, head_dim;
+  float scale;
+  bf16 *out;               // [tokens, H * D]
+};
+// Decode: one query token per sequence; split-K over the context, then a combine.
+bool attention_decode_supported(int head_dim, int group);
+int attention_decode_splits(int num_decode, int kv_heads, int num_sms);
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
+                                  float *split_o, float *split_ml, cudaStream_t stream);
+// Prefill: causal, variable length, tensor cores; keys/values read from the paged cache.
+bool attention_prefill_supported(int head_dim);
+lp_status attention_prefill_configure(void);
+lp_status launch_attention_prefill(const AttnArgs &a, const StepMeta &m, int num_tiles,
+                                   cudaStream_t stream);
+// Any head size: one warp per (token, head). Fallback for shapes the fast kernels do not cover.
+lp_status launch_attention_simple(const AttnArgs &a, const StepMeta &m, int tokens, int seqs,
+                                  cudaStream_t stream);
+
+// ---- sampling.cu -------------------------------------------------------------------------------
+// One token and its logprob per row of logits [rows, vocab], as lmpool.h's lp_step specifies.
+lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m,
+                          int32_t *out_tokens, float *out_logprobs, cudaStream_t stream);
+
+#endif

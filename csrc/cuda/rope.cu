@@ -1,0 +1,98 @@
+// Per-token attention prologue in one kernel: Qwen3's per-head q/k RMSNorm, rotary embedding in
+// Hugging Face's rotate_half layout (element i pairs with i + head_dim/2), and the write of this
+// step's K and V into the paged cache at slot_mapping[t].
+#include <math.h>
+
+#include "device_util.cuh"
+#include "launch.cuh"
+#include "ops.cuh"
+
+void rope_inv_freq(const lp_model_config *cfg, float *out) {
+  const int half = cfg->head_dim / 2;
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < half; i++) {
+    double inv = 1.0 / pow((double)cfg->rope_theta, (2.0 * i) / cfg->head_dim);
+    if (cfg->rope_type == LP_ROPE_LLAMA3) {
+      // transformers' _compute_llama3_parameters: long wavelengths scaled by 1/factor, short ones
+      // kept, the band between interpolated.
+      const double orig = cfg->rope_original_max_position, factor = cfg->rope_factor;
+      const double low = cfg->rope_low_freq_factor, high = cfg->rope_high_freq_factor;
+      const double wavelen = 2.0 * pi / inv;
+      if (wavelen > orig / low) {
+        inv = inv / factor;
+      } else if (wavelen >= orig / high) {
+        const double smooth = (orig / wavelen - low) / (high - low);
+        inv = (1.0 - smooth) * inv / factor + smooth * inv;
+      }
+    }
+    out[i] = (float)inv;
+  }
+}
+
+namespace {
+
+const int kWarps = 4;  // one warp per head; grid (token, head group)
+const int kMaxPairsPerLane = 4;  // head_dim <= 256
+
+__global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
+  pdl_trigger();
+  pdl_wait();
+  const int t = blockIdx.x, lane = threadIdx.x & 31;
+  const int D = a.head_dim, half = D / 2, H = a.num_heads, KV = a.num_kv_heads;
+  const int q_dim = H * D, kv_dim = KV * D;
+  bf16 *row = a.qkv + (size_t)t * (q_dim + 2 * kv_dim);
+  const int slot = a.slots[t];
+  const float pos = (float)a.positions[t];
+  for (int u = blockIdx.y * kWarps + (threadIdx.x >> 5); u < H + 2 * KV; u += gridDim.y * kWarps) {
+    if (u >= H + KV) {  // V head: copy into the cache
+      if (slot < 0) continue;
+      const int g = u - H - KV;
+      const bf16 *src = row + q_dim + kv_dim + g * D;
+      bf16 *dst = a.v_cache + (size_t)slot * kv_dim + g * D;
+      for (int i = lane; i < D; i += 32) dst[i] = src[i];
+      continue;
+    }
+    const bool is_q = u < H;
+    if (!is_q && slot < 0) continue;
+    bf16 *src = is_q ? row + u * D : row + q_dim + (u - H) * D;
+    const bf16 *norm_w = is_q ? a.q_norm : a.k_norm;
+    float x1[kMaxPairsPerLane], x2[kMaxPairsPerLane];
+    float ss = 0.f;
+#pragma unroll
+    for (int p = 0; p < kMaxPairsPerLane; p++) {
+      const int j = lane + 32 * p;
+      x1[p] = j < half ? __bfloat162float(src[j]) : 0.f;
+      x2[p] = j < half ? __bfloat162float(src[j + half]) : 0.f;
+      ss += x1[p] * x1[p] + x2[p] * x2[p];
+    }
+    float inv = 1.f;
+    if (norm_w) inv = rsqrtf(warp_sum(ss) / (float)D + a.eps);
+    bf16 *dst = is_q ? src : a.k_cache + (size_t)slot * kv_dim + (u - H) * D;
+#pragma unroll
+    for (int p = 0; p < kMaxPairsPerLane; p++) {
+      const int j = lane + 32 * p;
+      if (j >= half) break;
+      float v1 = x1[p], v2 = x2[p];
+      if (norm_w) {
+        v1 = round_bf16(v1 * inv * __bfloat162float(norm_w[j]));
+        v2 = round_bf16(v2 * inv * __bfloat162float(norm_w[j + half]));
+      }
+      float s, c;
+      sincosf(pos * a.inv_freq[j], &s, &c);
+      dst[j] = __float2bfloat16(v1 * c - v2 * s);
+      dst[j + half] = __float2bfloat16(v2 * c + v1 * s);
+    }
+  }
+}
+
+}  // namespace
+
+lp_status launch_qk_norm_rope_kv(const RopeArgs &a, cudaStream_t stream) {
+  LP_REQUIRE(a.tokens > 0 && a.num_heads > 0 && a.num_kv_heads > 0, "rope: bad shape tokens=%d heads=%d/%d",
+             a.tokens, a.num_heads, a.num_kv_heads);
+  LP_REQUIRE(a.head_dim % 2 == 0 && a.head_dim <= 64 * kMaxPairsPerLane, "rope: head_dim=%d unsupported",
+             a.head_dim);
+  LP_REQUIRE((a.q_norm == nullptr) == (a.k_norm == nullptr), "rope: q_norm and k_norm go together");
+  const dim3 grid(a.tokens, (a.num_heads + 2 * a.num_kv_heads + kWarps - 1) / kWarps);
+  return launch_kernel(qk_norm_rope_kv_kernel, grid, kWarps * 32, 0, stream, a);
+}

@@ -1,0 +1,228 @@
+// On-device sampling, exactly lmpool.h's lp_step specification: greedy argmax; otherwise
+// z = logit / temperature, top-k and top-p as thresholds on z found by radix selection over the
+// order-preserving integer key of z (8-bit digits, four passes each, no sort), then the argmax of
+// z + Gumbel noise from the counter-based splitmix64 hash. One CTA per row. Probability mass is
+// summed in 40-bit fixed point with integer atomics, so results do not depend on thread order.
+#include <math.h>
+
+#include "device_util.cuh"
+#include "launch.cuh"
+#include "ops.cuh"
+
+namespace {
+
+const int kThreads = 512;
+const float kFixedOne = 1099511627776.f;  // 2^40: fixed-point unit of probability mass
+
+__device__ __forceinline__ uint32_t order_key(float f) {
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return z;
+}
+
+struct SampleShared {
+  unsigned int count[256];
+  unsigned long long mass[256];
+  unsigned long long total;
+  unsigned int sel, remaining;
+  unsigned long long above;
+  float f[32];
+  int idx[32];
+};
+
+// Block-wide (max value, lowest index) over per-thread candidates; every thread gets the result.
+__device__ void block_argmax(float &v, int &i, SampleShared &sh) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (ov > v || (ov == v && oi < i)) v = ov, i = oi;
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();
+  if (lane == 0) sh.f[warp] = v, sh.idx[warp] = i;
+  __syncthreads();
+  v = sh.f[0], i = sh.idx[0];
+  for (int w = 1; w < (int)(blockDim.x >> 5); w++)
+    if (sh.f[w] > v || (sh.f[w] == v && sh.idx[w] < i)) v = sh.f[w], i = sh.idx[w];
+  __syncthreads();
+}
+
+// Adds `w` (< 2^40) to mass[bin] once per group of lanes sharing the bin (bin < 0: nothing).
+__device__ __forceinline__ void add_mass(int bin, unsigned long long w, SampleShared &sh) {
+  const unsigned peers = __match_any_sync(0xffffffffu, bin);
+  const unsigned hi = __reduce_add_sync(peers, (unsigned)(w >> 20));
+  const unsigned lo = __reduce_add_sync(peers, (unsigned)(w & 0xFFFFFu));
+  if (bin >= 0 && (threadIdx.x & 31) == __ffs(peers) - 1)
+    atomicAdd(&sh.mass[bin], ((unsigned long long)hi << 20) + lo);
+}
+
+__device__ __forceinline__ void add_count(int bin, SampleShared &sh) {
+  const unsigned peers = __match_any_sync(0xffffffffu, bin);
+  if (bin >= 0 && (threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.count[bin], __popc(peers));
+}
+
+// Key of the k-th largest z (ties share a key).
+__device__ uint32_t select_kth(const float *row, int vocab, float temp, int k, SampleShared &sh) {
+  uint32_t prefix = 0, mask = 0;
+  if (threadIdx.x == 0) sh.remaining = (unsigned)k;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.count[b] = 0;
+    __syncthreads();
+    for (int base = 0; base < vocab; base += blockDim.x) {
+      const int i = base + threadIdx.x;
+      int bin = -1;
+      if (i < vocab) {
+        const uint32_t key = order_key(row[i] / temp);
+        if ((key & mask) == prefix) bin = (int)((key >> shift) & 255u);
+      }
+      add_count(bin, sh);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned cum = 0, sel = 0;
+      for (int b = 255; b >= 0; b--) {
+        if (cum + sh.count[b] >= sh.remaining) { sel = (unsigned)b; break; }
+        cum += sh.count[b];
+      }
+      sh.sel = sel;
+      sh.remaining -= cum;
+    }
+    __syncthreads();
+    prefix |= sh.sel << shift;
+    mask |= 255u << shift;
+  }
+  return prefix;
+}
+
+__device__ __forceinline__ unsigned long long fixed_mass(float z, float zmax) {
+  return __float2ull_rz(expf(z - zmax) * kFixedOne);
+}
+
+// Key of the top-p cutoff among tokens with key >= floor_key: the largest key whose "z >= key"
+// mass reaches target.
+__device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32_t floor_key, float zmax,
+                                 unsigned long long target, SampleShared &sh) {
+  uint32_t prefix = 0, mask = 0;
+  if (threadIdx.x == 0) sh.above = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.mass[b] = 0;
+    __syncthreads();
+    for (int base = 0; base < vocab; base += blockDim.x) {
+      const int i = base + threadIdx.x;
+      int bin = -1;
+      unsigned long long w = 0;
+      if (i < vocab) {
+        const float z = row[i] / temp;
+        const uint32_t key = order_key(z);
+        if (key >= floor_key && (key & mask) == prefix) bin = (int)((key >> shift) & 255u), w = fixed_mass(z, zmax);
+      }
+      add_mass(bin, w, sh);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long cum = 0;
+      int sel = -1, lowest = 0;
+      for (int b = 255; b >= 0; b--) {
+        if (sh.mass[b] == 0) continue;
+        lowest = b;
+        if (sh.above + cum + sh.mass[b] >= target) { sel = b; break; }
+        cum += sh.mass[b];
+      }
+      if (sel < 0) sel = lowest;  // only reachable through rounding: keep the smallest non-empty bin
+      sh.sel = (unsigned)sel;
+      sh.above += cum;
+    }
+    __syncthreads();
+    prefix |= sh.sel << shift;
+    mask |= 255u << shift;
+  }
+  return prefix;
+}
+
+__global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
+                                                            int32_t *out_tokens, float *out_logprobs) {
+  __shared__ SampleShared sh;
+  pdl_trigger();
+  pdl_wait();
+  const int r = blockIdx.x;
+  const float *row = logits + (size_t)r * vocab;
+
+  // Raw max (lowest index) and sum of exp, online, for greedy and the logprob.
+  float mx = -INFINITY, se = 0.f;
+  int arg = 0x7fffffff;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float v = row[i];
+    if (v > mx) se = (mx == -INFINITY ? 0.f : se * expf(mx - v)) + 1.f, mx = v, arg = i;
+    else if (mx != -INFINITY) se += expf(v - mx);
+  }
+  float gmax = mx;
+  int garg = arg;
+  block_argmax(gmax, garg, sh);
+  float part = mx == -INFINITY ? 0.f : se * expf(mx - gmax);
+  part = warp_sum(part);
+  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = part;
+  __syncthreads();
+  float total = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) total += sh.f[w];
+  __syncthreads();
+  const float lse = gmax + logf(total);
+
+  const float temp = m.temperature[r];
+  int token = garg;
+  if (temp > 0.f) {
+    const int k = m.top_k[r];
+    const float top_p = m.top_p[r];
+    uint32_t floor_key = 0;
+    if (k > 0 && k < vocab) floor_key = select_kth(row, vocab, temp, k, sh);
+    if (top_p < 1.f) {
+      const float zmax = gmax / temp;
+      if (threadIdx.x == 0) sh.total = 0;
+      __syncthreads();
+      unsigned long long mine = 0;
+      for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+        const float z = row[i] / temp;
+        if (order_key(z) >= floor_key) mine += fixed_mass(z, zmax);
+      }
+      atomicAdd(&sh.total, mine);
+      __syncthreads();
+      unsigned long long target = (unsigned long long)ceil((double)top_p * (double)sh.total);
+      if (target < 1) target = 1;
+      floor_key = select_top_p(row, vocab, temp, floor_key, zmax, target, sh);
+    }
+    const int pos = m.positions[m.sample_index[r]];
+    const unsigned long long base =
+        mix64(m.seed[r] + 0x9E3779B97F4A7C15ull * (unsigned long long)((long long)pos + 1));
+    float best = -INFINITY;
+    int best_i = 0x7fffffff;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+      const float z = row[i] / temp;
+      if (order_key(z) < floor_key) continue;
+      const unsigned long long h = mix64(base ^ (unsigned long long)i);
+      const float u = (float)(((double)(h >> 40) + 0.5) * (1.0 / 16777216.0));
+      const float v = z - logf(-logf(u));
+      if (v > best) best = v, best_i = i;
+    }
+    block_argmax(best, best_i, sh);
+    token = best_i;
+  }
+  if (threadIdx.x == 0) {
+    out_tokens[r] = token;
+    out_logprobs[r] = row[token] - lse;
+  }
+}
+
+}  // namespace
+
+lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, int32_t *out_tokens,
+                          float *out_logprobs, cudaStream_t stream) {
+  LP_REQUIRE(rows > 0 && vocab > 0, "sampling: bad shape rows=%d vocab=%d", rows, vocab);
+  return launch_kernel(sampling_kernel, rows, kThreads, 0, stream, logits, vocab, m, out_tokens, out_logprobs);
+}

@@ -1,0 +1,28 @@
+// Host side of a step: argument checks and packing of the metadata into the pinned staging
+// buffer (see step_meta.cuh for the layout).
+#ifndef LP_CUDA_STEP_PACK_CUH
+#define LP_CUDA_STEP_PACK_CUH
+#include "model.cuh"
+#include "step_meta.cuh"
+
+// lp_step's arguments.
+struct StepInput {
+  int num_seqs, num_tokens, num_rows, max_blocks_per_seq;
+  const int32_t *token_ids, *positions, *slot_mapping, *query_start, *context_lens, *block_tables;
+  const int32_t *sample_index, *top_k;
+  const float *temperature, *top_p;
+  const uint64_t *seed;
+};
+
+// Checks the step against the model's limits and the cache; fills the eager layout's counts.
+// *pure_decode says whether it is the shape decode graphs serve (one token per sequence, each
+// sampled in order).
+lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &in, StepCounts *counts,
+                        bool *pure_decode);
+
+// Packs the step into m->buf.meta_host for `counts`. When counts.seqs exceeds in.num_seqs (a
+// padded graph batch) the extra sequences are inert: no K/V write, no context, greedy rows.
+// Returns the number of bytes to copy.
+size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &counts);
+
+#endif

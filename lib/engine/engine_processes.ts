@@ -1,0 +1,335 @@
+/**
+ * The launcher's side of the process tree: the socket workers connect to, the control-plane and
+ * worker children, their connections, and supervision (control-plane restart, worker death).
+ * LLMEngine sees ranks and messages; this file sees processes and sockets.
+ * @module
+ */
+import type { RankPair } from "../global/topology.ts";
+import { GlobalBlockManager } from "../global/global_block_manager.ts";
+import { diffPageTable, type PageTableDiff } from "../global/page_table_diff.ts";
+import type { RoutingConfigInput } from "../global/routing_config.ts";
+import type { TransferConfigInput } from "../global/transfer_config.ts";
+import type { WorkerMainConfig } from "../local/worker_main.ts";
+import { Connection, type Outgoing } from "../protocol/connection.ts";
+import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
+import type { Message, MessageOf } from "../protocol/messages.ts";
+import { ConnectionClosedError } from "../protocol/protocol_errors.ts";
+import { pid } from "../runtime/env.ts";
+import type { ChildProcessHandle } from "../runtime/subprocess.ts";
+import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../runtime/unix_socket.ts";
+import { makeRunDir, spawnControlPlane, spawnWorker } from "./process_launch.ts";
+
+/** What EngineProcesses.start needs. */
+export interface EngineProcessesOptions {
+  worldSize: number;
+  gpus: number[];
+  engine: WorkerMainConfig["engine"];
+  pairs: RankPair[];
+  routing?: RoutingConfigInput;
+  /** KV transfer mode and knobs for the control plane; workers open their KV peer sockets unless off. */
+  transfers?: TransferConfigInput;
+  heartbeat?: HeartbeatOptions;
+  restartControlPlane: boolean;
+  startTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+interface WorkerSlot {
+  rank: number;
+  epoch: number;
+  proc: ChildProcessHandle;
+  conn: Connection | undefined;
+  ready: MessageOf<"ready"> | undefined;
+  alive: boolean;
+  onReady?: () => void;
+}
+
+/** True when the transfer setting turns transfers off entirely. */
+function transfersOff(t: TransferConfigInput | undefined): boolean {
+  return (typeof t === "string" ? t : t?.mode) === "off";
+}
+
+/** Restarts allowed within a minute before the control plane is given up on. */
+const MAX_CONTROL_RESTARTS_PER_MINUTE = 10;
+
+/** The launcher's children and their connections. */
+export class EngineProcesses {
+  /** Worker messages other than hello/ready. */
+  onWorkerMessage: (rank: number, m: Message) => void = () => {};
+  /** A worker died (process exit or connection loss); called once per worker. */
+  onWorkerDied: (rank: number, why: string) => void = () => {};
+  /** Control-plane restarts so far. */
+  controlRestarts = 0;
+  readonly #o: EngineProcessesOptions;
+  readonly #run: { dir: string; remove(): void };
+  readonly #workers = new Map<number, WorkerSlot>();
+  readonly #restartTimes: number[] = [];
+  #server: UnixServer | undefined;
+  #control: Connection | undefined;
+  #controlProc: ChildProcessHandle | undefined;
+  #controlEpoch = 0;
+  #nextWorkerEpoch = 1;
+  #stopping = false;
+
+  private constructor(o: EngineProcessesOptions) {
+    this.#o = o;
+    this.#run = makeRunDir();
+  }
+
+  /** Starts the control plane and every worker, and waits until all are ready. */
+  static async start(o: EngineProcessesOptions): Promise<EngineProcesses> {
+    const p = new EngineProcesses(o);
+    try {
+      p.#server = await listenUnix(p.launcherSocket, (s) => p.#acceptWorker(s));
+      await p.#startControl();
+      o.log(`[lmpool] starting ${o.worldSize} worker${o.worldSize > 1 ? "s" : ""}...`);
+      await Promise.all(Array.from({ length: o.worldSize }, (_, r) => p.#startWorker(r)));
+      await p.#waitForPageTable(o.worldSize, 30_000);
+      return p;
+    } catch (e) {
+      await p.stop();
+      throw e;
+    }
+  }
+
+  get launcherSocket(): string {
+    return `${this.#run.dir}/launcher.sock`;
+  }
+
+  get controlSocket(): string {
+    return `${this.#run.dir}/control.sock`;
+  }
+
+  /** Pid of the control-plane process (undefined while restarting). */
+  get controlPid(): number | undefined {
+    return this.#controlProc?.pid;
+  }
+
+  /** True while the launcher is connected to a control plane. */
+  get controlConnected(): boolean {
+    return this.#control !== undefined && !this.#control.closed;
+  }
+
+  /** Pid of a worker process. */
+  workerPid(rank: number): number | undefined {
+    return this.#workers.get(rank)?.proc.pid;
+  }
+
+  /** What a worker reported when ready. */
+  readyInfo(rank: number): MessageOf<"ready"> {
+    const r = this.#workers.get(rank)?.ready;
+    if (!r) throw new RangeError(`worker ${rank} is not ready`);
+    return r;
+  }
+
+  /** Ranks whose worker is alive and ready. */
+  liveRanks(): number[] {
+    return [...this.#workers.values()].filter((w) => w.alive && w.ready && w.conn).map((w) => w.rank).sort((a, b) => a - b);
+  }
+
+  /** Sends to a live worker; false when it is gone. */
+  sendWorker(rank: number, m: Outgoing): boolean {
+    const w = this.#workers.get(rank);
+    return !!w?.alive && !!w.conn && w.conn.send(m);
+  }
+
+  /** Sends to the control plane; false while it is down. */
+  sendControl(m: Outgoing): boolean {
+    return this.#control?.send(m) ?? false;
+  }
+
+  /** Asks the control plane for a route; rejects at once while it is down. */
+  routeQuery(m: Outgoing & { type: "route_query" }, timeoutMs: number): Promise<MessageOf<"route_result">> {
+    if (!this.#control) return Promise.reject(new ConnectionClosedError("control plane is restarting"));
+    return this.#control.request(m, { expect: ["route_result"], timeoutMs });
+  }
+
+  /** Routing counters of the control plane. */
+  async controlStats(): Promise<Record<string, number>> {
+    if (!this.#control) throw new ConnectionClosedError("control plane is restarting");
+    return (await this.#control.request({ type: "stats_request" }, { expect: ["stats"], timeoutMs: 2000 })).counters;
+  }
+
+  /** Sends a signal to the control-plane process (tests: SIGKILL it mid-run). */
+  killControl(signal: "SIGKILL" | "SIGTERM" = "SIGKILL"): void {
+    this.#controlProc?.kill(signal);
+  }
+
+  /** Sends a signal to a worker process. */
+  killWorker(rank: number, signal: "SIGKILL" | "SIGTERM" = "SIGKILL"): void {
+    this.#workers.get(rank)?.proc.kill(signal);
+  }
+
+  /** Resolves once a control plane is connected again (after a kill, say). */
+  async waitForControl(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.controlConnected) {
+      if (Date.now() > deadline) throw new Error(`control plane not back within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /**
+   * Compares the control plane's page table with fresh full snapshots of every live worker (the
+   * workers send the same snapshots to the control plane). Meaningful when no request runs.
+   */
+  async checkPageTable(timeoutMs = 5000): Promise<PageTableDiff> {
+    const live = this.liveRanks();
+    const snaps = await Promise.all(
+      live.map(async (r) => (await this.#workers.get(r)!.conn!.request({ type: "snapshot_request", reason: "consistency check" }, { expect: ["block_snapshot"], timeoutMs })).snapshot),
+    );
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await this.waitForControl(timeoutMs);
+      const dump = await this.#control!.request({ type: "page_table_request" }, { expect: ["page_table"], timeoutMs });
+      const table = new GlobalBlockManager();
+      for (const s of dump.snapshots) table.applySnapshot(s);
+      const diff = diffPageTable(table, snaps);
+      // The control plane applies the workers' snapshots asynchronously: wait until it has them.
+      const caughtUp = snaps.every((s) => (table.table(s.rank)?.version ?? -1) >= s.version && table.table(s.rank)?.epoch === s.epoch);
+      if (diff.equal || caughtUp || Date.now() > deadline) return diff;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Stops every child (shutdown, then SIGKILL after 5 s) and removes the sockets. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    const procs = [...this.#workers.values()].map((w) => w.proc);
+    if (this.#controlProc) procs.push(this.#controlProc);
+    for (const w of this.#workers.values()) w.conn?.send({ type: "shutdown", reason: "engine shutdown" });
+    this.#control?.send({ type: "shutdown", reason: "engine shutdown" });
+    const all = Promise.all(procs.map((p) => p.exited));
+    const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 5000));
+    if ((await Promise.race([all, timeout])) === "timeout") {
+      this.#o.log("[lmpool] children did not exit within 5 s of shutdown; killing them");
+      for (const p of procs) p.kill("SIGKILL");
+      await all;
+    }
+    for (const w of this.#workers.values()) w.conn?.close("engine shutdown");
+    this.#control?.close("engine shutdown");
+    await this.#server?.close();
+    this.#run.remove();
+  }
+
+  /** Waits until the control plane holds a snapshot of `n` ranks (routing is KV-aware from then on). */
+  async #waitForPageTable(n: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await this.controlStats().catch(() => undefined))?.healthy_ranks !== n) {
+      if (Date.now() > deadline) throw new Error(`the control plane did not receive snapshots of all ${n} workers within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  async #startControl(): Promise<void> {
+    const epoch = ++this.#controlEpoch;
+    const proc = spawnControlPlane({
+      socketPath: this.controlSocket,
+      epoch,
+      worldSize: this.#o.worldSize,
+      pairs: this.#o.pairs,
+      routing: this.#o.routing,
+      transfers: this.#o.transfers,
+      heartbeat: this.#o.heartbeat,
+    });
+    this.#controlProc = proc;
+    void proc.exited.then((exit) => this.#onControlExit(proc, `exit code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ""}`));
+    const stream = await connectUnix(this.controlSocket, { timeoutMs: 30_000 });
+    const conn = new Connection(stream, { name: "launcher->control", heartbeat: this.#o.heartbeat, log: this.#o.log });
+    conn.onMessage(() => {});
+    conn.onClose(({ reason }) => {
+      if (this.#control === conn) this.#control = undefined;
+      // A control plane that stopped answering is killed; its exit triggers the restart.
+      if (!this.#stopping && this.#controlProc === proc) proc.kill("SIGKILL");
+      if (!this.#stopping) this.#o.log(`[lmpool] control plane connection ended: ${reason}`);
+    });
+    await conn.request({ type: "hello", role: "launcher", epoch, pid: pid() }, { expect: ["ready"], timeoutMs: 30_000 });
+    this.#control = conn;
+  }
+
+  #onControlExit(proc: ChildProcessHandle, why: string): void {
+    if (this.#stopping || this.#controlProc !== proc) return;
+    this.#controlProc = undefined;
+    this.#control?.close("control plane exited");
+    this.#control = undefined;
+    const now = Date.now();
+    this.#restartTimes.push(now);
+    while (this.#restartTimes.length && now - this.#restartTimes[0]! > 60_000) this.#restartTimes.shift();
+    if (!this.#o.restartControlPlane || this.#restartTimes.length > MAX_CONTROL_RESTARTS_PER_MINUTE) {
+      this.#o.log(`[lmpool] control plane exited (${why}); not restarting: requests route locally from now on`);
+      return;
+    }
+    this.#o.log(`[lmpool] control plane exited (${why}); restarting it (workers resend full snapshots)`);
+    this.controlRestarts++;
+    this.#startControl().catch((e) => this.#o.log(`[lmpool] control plane restart failed: ${(e as Error).message}`));
+  }
+
+  async #startWorker(rank: number): Promise<void> {
+    const epoch = this.#nextWorkerEpoch++;
+    let readyResolve!: () => void;
+    let readyReject!: (e: Error) => void;
+    const ready = new Promise<void>((res, rej) => ((readyResolve = res), (readyReject = rej)));
+    const proc = spawnWorker({
+      rank,
+      epoch,
+      gpu: this.#o.gpus[rank]!,
+      launcherSocketPath: this.launcherSocket,
+      controlSocketPath: this.controlSocket,
+      engine: this.#o.engine,
+      heartbeat: this.#o.heartbeat,
+      ...(transfersOff(this.#o.transfers) ? {} : { peerSocketDir: this.#run.dir }),
+    });
+    const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, alive: true, onReady: readyResolve };
+    this.#workers.set(rank, slot);
+    void proc.exited.then((exit) => {
+      const why = `worker ${rank} (pid ${proc.pid}) exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+      if (!slot.ready) readyReject(new Error(`${why} during start-up`));
+      this.#workerDown(slot, why);
+    });
+    const timer = setTimeout(() => readyReject(new Error(`worker ${rank} was not ready within ${this.#o.startTimeoutMs} ms`)), this.#o.startTimeoutMs);
+    try {
+      await ready;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.#o.log(`[lmpool] worker ${rank} ready: ${slot.ready!.numBlocks} KV blocks of ${slot.ready!.blockSize} tokens (${slot.ready!.backend})`);
+  }
+
+  #acceptWorker(stream: ByteStream): void {
+    const conn = new Connection(stream, { name: "launcher<-worker", heartbeat: this.#o.heartbeat, log: this.#o.log });
+    let slot: WorkerSlot | undefined;
+    conn.onMessage((m) => {
+      if (!slot) {
+        const s = m.type === "hello" && m.rank !== undefined ? this.#workers.get(m.rank) : undefined;
+        if (!s || m.type !== "hello" || s.epoch !== m.epoch) {
+          this.#o.log(`[lmpool] rejected a worker connection opening with ${m.type} (${JSON.stringify(m).slice(0, 120)})`);
+          conn.close("unknown worker");
+          return;
+        }
+        slot = s;
+        slot.conn = conn;
+        return;
+      }
+      if (m.type === "ready") {
+        slot.ready = m;
+        slot.onReady?.();
+        return;
+      }
+      this.onWorkerMessage(slot.rank, m);
+    });
+    conn.onClose(({ reason, dead }) => {
+      if (slot && slot.conn === conn) this.#workerDown(slot, `worker ${slot.rank} connection ${dead ? "went silent" : "closed"}: ${reason}`);
+    });
+  }
+
+  #workerDown(slot: WorkerSlot, why: string): void {
+    if (!slot.alive || this.#stopping) return;
+    slot.alive = false;
+    slot.conn?.close(why);
+    slot.proc.kill("SIGKILL"); // unresponsive but alive: make it dead for sure
+    this.#o.log(`[lmpool] ${why}`);
+    this.sendControl({ type: "rank_down", rank: slot.rank, epoch: slot.epoch, reason: why });
+    if (slot.ready) this.onWorkerDied(slot.rank, why);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The Global Scheduler: routes queries with the configured policy over the global page table,
+ * reserves the chosen rank's blocks until its worker reports the request, and folds worker
+ * snapshots/deltas (and the request ids they reflect) into that state. Pure state, no I/O: the
+ * control-plane process drives it from its one event loop.
+ * @module
+ */
+import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
+import { CapacityError } from "../core/errors.ts";
+import { GlobalBlockManager, type ApplyResult } from "./global_block_manager.ts";
+import type { RouteAdvisor } from "./placement_leases.ts";
+import { createPolicy } from "./policies/policy_registry.ts";
+import type { RoutingPolicy } from "./policies/routing_policy.ts";
+import { blocksNeeded, projectRouteCost } from "./route_cost.ts";
+import { RouteReservations } from "./route_reservations.ts";
+import { resolveRoutingConfig, type RoutingConfig, type RoutingConfigInput } from "./routing_config.ts";
+import { RoutingContext, type RouteQuery } from "./routing_context.ts";
+import type { NvlinkTopology } from "./topology.ts";
+
+/** The outcome of one route. */
+export interface RouteDecision {
+  rank: number;
+  reason: string;
+  /** Leading prompt blocks already published on that rank. */
+  matchedBlocks: number;
+  /** False when the rank lacked room net of reservations (the request will wait there). */
+  feasible: boolean;
+  /** Blocks reserved on the rank for this request. */
+  reservedBlocks: number;
+}
+
+/** Request ids a worker report reflects (see block_messages.ts). */
+export interface ReflectedRequests {
+  queued?: readonly string[];
+  allocated?: readonly string[];
+}
+
+/** No rank can take requests (none healthy). */
+export class NoHealthyRankError extends Error {
+  override readonly name = "NoHealthyRankError";
+  constructor(requestId: string) {
+    super(`cannot route ${requestId}: no healthy worker rank`);
+  }
+}
+
+/** Options of {@link GlobalScheduler}. */
+export interface GlobalSchedulerOptions {
+  config?: RoutingConfigInput;
+  topology?: NvlinkTopology;
+  /** Clock for reservation TTLs (default Date.now). */
+  now?: () => number;
+}
+
+/** Routing and page-table state of the control plane. */
+export class GlobalScheduler {
+  readonly config: RoutingConfig;
+  readonly blocks = new GlobalBlockManager();
+  readonly reservations = new RouteReservations();
+  readonly policy: RoutingPolicy;
+  readonly topology: NvlinkTopology | undefined;
+  /** Adjusts the policy's choice (placement leases, issue 6); unset: the policy decides alone. */
+  routeAdvisor: RouteAdvisor | undefined;
+  readonly #now: () => number;
+  readonly #counters = new Map<string, number>();
+  #lastExpiry = 0;
+
+  constructor(options: GlobalSchedulerOptions = {}) {
+    this.config = resolveRoutingConfig(options.config);
+    this.policy = createPolicy(this.config.policy, this.config);
+    this.topology = options.topology;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Routes one query and reserves its blocks on the chosen rank. */
+  route(query: RouteQuery): RouteDecision {
+    checkQuery(query);
+    const now = this.#now();
+    if (now - this.#lastExpiry >= this.config.reservationTtlMs / 10) {
+      this.#lastExpiry = now;
+      this.#count("reservations_expired", this.reservations.expire(now, this.config.reservationTtlMs));
+    }
+    if (this.blocks.healthyRanks().length === 0) throw new NoHealthyRankError(query.requestId);
+    const ctx = new RoutingContext(query, this.blocks, this.reservations, this.topology, this.config);
+    const picked = this.policy.choose(ctx);
+    const choice = this.routeAdvisor?.advise(ctx, picked) ?? picked;
+    const cost = projectRouteCost(ctx, choice.rank);
+    if (cost.neverFits && this.blocks.healthyRanks().every((r) => projectRouteCost(ctx, r).neverFits)) {
+      const cap = ctx.capacity(choice.rank);
+      throw new CapacityError(`request ${query.requestId} needs ${blocksNeeded(ctx, cap.blockSize)} blocks of ${cap.blockSize} tokens (${query.promptTokens} prompt tokens); the largest rank has ${Math.max(...this.blocks.healthyRanks().map((r) => ctx.capacity(r).numBlocks))}`);
+    }
+    const matched = ctx.match(choice.rank).blocks;
+    this.reservations.reserve(query.requestId, choice.rank, cost.newBlocks, query.promptTokens - ctx.cachedTokens(choice.rank), now);
+    this.#count("routes", 1);
+    this.#count(`reason_${choice.reason}`, 1);
+    this.#count("matched_blocks", matched);
+    this.#count("query_blocks", query.blockHashes.length);
+    if (matched > 0) this.#count("prefix_hits", 1);
+    return { rank: choice.rank, reason: choice.reason, matchedBlocks: matched, feasible: cost.feasible, reservedBlocks: cost.newBlocks };
+  }
+
+  /** Applies a worker's full snapshot; on success folds in the request ids it reflects. */
+  applySnapshot(snapshot: BlockSnapshot, reflected: ReflectedRequests = {}): ApplyResult {
+    const r = this.blocks.applySnapshot(snapshot);
+    this.#afterApply(r, snapshot.rank, reflected);
+    return r;
+  }
+
+  /** Applies a worker's delta; on success folds in the request ids it reflects. */
+  applyDelta(delta: BlockDelta, reflected: ReflectedRequests = {}): ApplyResult {
+    const r = this.blocks.applyDelta(delta);
+    this.#afterApply(r, delta.rank, reflected);
+    return r;
+  }
+
+  /** The request ended (or was never dispatched): drop its reservation. Idempotent. */
+  release(requestId: string): boolean {
+    return this.reservations.release(requestId);
+  }
+
+  /**
+   * A worker died (or disconnected): its blocks, reservations and sticky sessions go. Returns its
+   * reserved request ids. `retire: false` lets the same epoch report again (see GlobalBlockManager).
+   */
+  dropRank(rank: number, epoch?: number, options: { retire?: boolean } = {}): string[] {
+    const dropped = this.blocks.dropRank(rank, epoch, options);
+    if (!dropped) return [];
+    this.policy.forgetRank?.(rank);
+    this.#count("ranks_dropped", 1);
+    return this.reservations.dropRank(rank);
+  }
+
+  /** Routing counters (routes, reasons, hits, rejected snapshots...). */
+  counters(): Record<string, number> {
+    return { ...Object.fromEntries(this.#counters), reservations: this.reservations.size, healthy_ranks: this.blocks.healthyRanks().length, cached_blocks: this.blocks.totalEntries() };
+  }
+
+  #afterApply(r: ApplyResult, rank: number, reflected: ReflectedRequests): void {
+    if (!r.applied) {
+      this.#count(`rejected_${r.reason}`, 1);
+      return;
+    }
+    if (reflected.queued) this.reservations.markQueued(rank, reflected.queued);
+    if (reflected.allocated) {
+      this.reservations.markQueued(rank, reflected.allocated);
+      this.reservations.markAllocated(rank, reflected.allocated);
+    }
+  }
+
+  #count(key: string, n: number): void {
+    if (n !== 0) this.#counters.set(key, (this.#counters.get(key) ?? 0) + n);
+  }
+}
+
+function checkQuery(q: RouteQuery): void {
+  if (typeof q.requestId !== "string" || q.requestId === "") throw new TypeError(`route query needs a requestId string, got ${JSON.stringify(q.requestId)}`);
+  if (!Number.isInteger(q.promptTokens) || q.promptTokens < 0) throw new RangeError(`route query ${q.requestId}: promptTokens must be an integer >= 0, got ${q.promptTokens}`);
+  if (!Number.isInteger(q.maxTokens) || q.maxTokens < 0) throw new RangeError(`route query ${q.requestId}: maxTokens must be an integer >= 0, got ${q.maxTokens}`);
+  if (q.ingressRank !== undefined && (!Number.isInteger(q.ingressRank) || q.ingressRank < 0)) throw new RangeError(`route query ${q.requestId}: ingressRank must be a rank, got ${q.ingressRank}`);
+}

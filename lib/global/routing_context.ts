@@ -1,0 +1,118 @@
+/**
+ * What a routing policy sees for one query: the healthy ranks, the topology candidates, per-rank
+ * prefix matches (memoised, O(prefix length) each), load including routed-but-unreported work,
+ * and capacity net of reservations.
+ * @module
+ */
+import type { BlockHash } from "../core/block_hash.ts";
+import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
+import { MAX_INDEXED_RANKS } from "./block_index.ts";
+import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
+import type { RouteReservations } from "./route_reservations.ts";
+import type { RoutingConfig } from "./routing_config.ts";
+import type { NvlinkTopology } from "./topology.ts";
+
+/** A route query: the prompt's complete-block hashes and sizes. */
+export interface RouteQuery {
+  requestId: string;
+  blockHashes: readonly BlockHash[];
+  promptTokens: number;
+  maxTokens: number;
+  /** The ingress GPU; candidates are it and its NVLink partners. Unset: every healthy rank. */
+  ingressRank?: number;
+  sessionId?: string;
+}
+
+/** A policy's pick. */
+export interface RouteChoice {
+  rank: number;
+  /** Short tag saying why (counted in routing stats). */
+  reason: string;
+}
+
+/** Read-only routing state for one query. */
+export class RoutingContext {
+  // Filled for every healthy rank by one walk down the hash chain, on first use.
+  #matchBlocks: Int32Array | undefined;
+  #matchReclaimable: Int32Array | undefined;
+  #candidates: readonly number[] | undefined;
+
+  constructor(
+    readonly query: RouteQuery,
+    readonly blocks: GlobalBlockManager,
+    readonly reservations: RouteReservations,
+    readonly topology: NvlinkTopology | undefined,
+    readonly config: RoutingConfig,
+  ) {}
+
+  /** Ranks with a live page-table slice, ascending. */
+  healthyRanks(): readonly number[] {
+    return this.blocks.healthyRanks();
+  }
+
+  /**
+   * The ingress rank and its direct NVLink partners that are healthy; every healthy rank when the
+   * query has no ingress rank or none of those is healthy.
+   */
+  topologyCandidates(): readonly number[] {
+    if (this.#candidates) return this.#candidates;
+    const ingress = this.query.ingressRank;
+    let out: readonly number[] = this.healthyRanks();
+    if (ingress !== undefined) {
+      const group = [ingress, ...(this.topology?.partners(ingress) ?? [])].filter((r) => this.blocks.isHealthy(r)).sort((a, b) => a - b);
+      if (group.length > 0) out = group;
+    }
+    this.#candidates = out;
+    return out;
+  }
+
+  /** Longest contiguous chain of the query's blocks published on `rank`. */
+  match(rank: number): PrefixMatch {
+    if (!this.#matchBlocks) {
+      this.#matchBlocks = new Int32Array(MAX_INDEXED_RANKS);
+      this.#matchReclaimable = new Int32Array(MAX_INDEXED_RANKS);
+      this.blocks.matchAll(this.query.blockHashes, this.blocks.healthyMask(), this.#matchBlocks, this.#matchReclaimable);
+    }
+    return { blocks: this.#matchBlocks[rank] ?? 0, reclaimable: this.#matchReclaimable![rank] ?? 0 };
+  }
+
+  /** The rank's reported load (zeros for an unknown rank). */
+  load(rank: number): RankLoad {
+    return this.blocks.table(rank)?.load ?? { numRunning: 0, numWaiting: 0, runningTokens: 0, waitingTokens: 0 };
+  }
+
+  /** The rank's reported capacity. */
+  capacity(rank: number): RankCapacity {
+    return this.blocks.table(rank)?.capacity ?? { numBlocks: 0, blockSize: 1, numFree: 0, numReclaimable: 0 };
+  }
+
+  /** Running + waiting requests, plus those routed there but not yet in its report. */
+  outstandingRequests(rank: number): number {
+    const l = this.load(rank);
+    return l.numRunning + l.numWaiting + this.reservations.pendingRequests(rank);
+  }
+
+  /** Waiting requests, plus routed-but-unreported ones (a queue depth). */
+  waitingRequests(rank: number): number {
+    return this.load(rank).numWaiting + this.reservations.pendingRequests(rank);
+  }
+
+  /** Fraction of the rank's blocks in live use or reserved, 0..1. */
+  kvUtilization(rank: number): number {
+    const c = this.capacity(rank);
+    if (c.numBlocks === 0) return 1;
+    const used = c.numBlocks - c.numFree - c.numReclaimable + this.reservations.reservedBlocks(rank);
+    return Math.min(1, Math.max(0, used / c.numBlocks));
+  }
+
+  /** Published blocks on the rank (its cache "tree" size). */
+  cachedBlocks(rank: number): number {
+    return this.blocks.table(rank)?.size ?? 0;
+  }
+
+  /** Prompt tokens a rank's prefix match saves (one token is always computed). */
+  cachedTokens(rank: number): number {
+    const bs = this.capacity(rank).blockSize;
+    return Math.max(0, Math.min(this.match(rank).blocks * bs, this.query.promptTokens - 1));
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Every KV-transfer knob in one typed config with documented defaults: the mode switch, the
+ * foreground (shortage) and background (placement) policies, plan deadlines, leases and the cost
+ * model's cold-start fallback. Times are ms; sizes are blocks unless named otherwise.
+ * @module
+ */
+
+/** off: never transfer. auto: cost-gated. force: admit every valid candidate, ignoring the cost ratio. */
+export const TRANSFER_MODES = ["off", "auto", "force"] as const;
+/** One of TRANSFER_MODES. */
+export type TransferModeSetting = (typeof TRANSFER_MODES)[number];
+
+/** The whole transfer configuration. */
+export interface TransferConfig {
+  /** Default "auto". */
+  mode: TransferModeSetting;
+  /** Run foreground (request-shortage) transfers. Default true. */
+  foreground: boolean;
+  /** Run background placement. Default true. */
+  background: boolean;
+  /** Admit a plan only when saved prefill ms >= safetyRatio x estimated transfer ms. Default 2. */
+  safetyRatio: number;
+  /** Smallest plan worth a transaction. Default 1. */
+  minBatchBlocks: number;
+  /** Largest foreground plan (one request's shortage). Default 256. */
+  foregroundMaxBlocks: number;
+  /** Deadline of a foreground plan (it delays the request's dispatch). Default 2000 ms. */
+  foregroundDeadlineMs: number;
+  /** Deadline of a background plan. Default 5000 ms. */
+  backgroundDeadlineMs: number;
+  /** Per-chain cap of a background candidate (background_copy_max_blocks). Default 8. */
+  backgroundCopyMaxBlocks: number;
+  /** Per directed pair cap of one coalesced background plan (background_copy_batch_max_blocks). Default 128. */
+  backgroundCopyBatchMaxBlocks: number;
+  /** Placement pass period. Default 100 ms. */
+  placementIntervalMs: number;
+  /** Hotness a chain needs to become a candidate. Default 4. */
+  hotnessThreshold: number;
+  /** Hotness half-life. Default 30000 ms. */
+  hotnessHalfLifeMs: number;
+  /** Hotness added per complete-chain access (a route whose prefix matched). Default 1. */
+  accessWeight: number;
+  /** Extra hotness per route hit on the chosen rank. Default 1. */
+  routeHitWeight: number;
+  /** Hotness per query that wants the chain (demand visible at ingress). Default 0.5. */
+  demandWeight: number;
+  /** Chains tracked at most (coldest forgotten first). Default 4096. */
+  maxTrackedChains: number;
+  /** Background copy only when source queue work exceeds the target's by this many tokens. Default 256. */
+  minLoadSkewTokens: number;
+  /** ...and by this factor. Default 1.5. */
+  minLoadSkewRatio: number;
+  /** No second placement of one chain to one rank within this time. Default 10000 ms. */
+  cooldownMs: number;
+  /** Free blocks a target keeps beyond a background plan. Default 8. */
+  targetReserveBlocks: number;
+  /** How long routing prefers a placement's destination for its prefix. Default 30000 ms. */
+  leaseMs: number;
+  /** A lease's rank wins when its projected cost is within this many token-equivalents of the best. Default 512. */
+  leaseRouteBonusTokens: number;
+  /** Foreground offload: expected reuses of a moved chain per past access, discounted. Default 0.5. */
+  foregroundReuseDiscount: number;
+  /** ...counting at most this many reuses. Default 4. */
+  foregroundMaxReuse: number;
+  /** Prefill cost per token until worker step timings say otherwise. Default 0.02 ms. */
+  prefillMsPerToken: number;
+  /** Cold-start transfer cost: fixed latency (default 0 ms) ... */
+  fallbackFixedMs: number;
+  /** ... plus bytes / this bandwidth (default 1e7 bytes/ms = 10 GB/s). */
+  fallbackBytesPerMs: number;
+  /** Loaded-inference interference on the data-path term. Default 1. */
+  interferenceFactor: number;
+  /** Weight of a new observation in the online EWMAs. Default 0.2. */
+  ewmaAlpha: number;
+  /** Measured latency profile (JSON value or a file path; format in transfer_cost_model.ts). Unset: the fallback. */
+  profile?: unknown;
+  /** Calibration residuals (JSON value or a file path; format in transfer_cost_model.ts). */
+  residuals?: unknown;
+}
+
+/** Defaults of every transfer setting. */
+export const DEFAULT_TRANSFER_CONFIG: Readonly<TransferConfig> = Object.freeze({
+  mode: "auto",
+  foreground: true,
+  background: true,
+  safetyRatio: 2,
+  minBatchBlocks: 1,
+  foregroundMaxBlocks: 256,
+  foregroundDeadlineMs: 2000,
+  backgroundDeadlineMs: 5000,
+  backgroundCopyMaxBlocks: 8,
+  backgroundCopyBatchMaxBlocks: 128,
+  placementIntervalMs: 100,
+  hotnessThreshold: 4,
+  hotnessHalfLifeMs: 30_000,
+  accessWeight: 1,
+  routeHitWeight: 1,
+  demandWeight: 0.5,
+  maxTrackedChains: 4096,
+  minLoadSkewTokens: 256,
+  minLoadSkewRatio: 1.5,
+  cooldownMs: 10_000,
+  targetReserveBlocks: 8,
+  leaseMs: 30_000,
+  leaseRouteBonusTokens: 512,
+  foregroundReuseDiscount: 0.5,
+  foregroundMaxReuse: 4,
+  prefillMsPerToken: 0.02,
+  fallbackFixedMs: 0,
+  fallbackBytesPerMs: 1e7,
+  interferenceFactor: 1,
+  ewmaAlpha: 0.2,
+});
+
+/** A partial config; a bare mode string means `{ mode }`. */
+export type TransferConfigInput = TransferModeSetting | Partial<TransferConfig>;
+
+const POSITIVE = ["safetyRatio", "hotnessHalfLifeMs", "placementIntervalMs", "foregroundDeadlineMs", "backgroundDeadlineMs", "fallbackBytesPerMs", "prefillMsPerToken"] as const;
+const INTEGER = ["minBatchBlocks", "foregroundMaxBlocks", "backgroundCopyMaxBlocks", "backgroundCopyBatchMaxBlocks", "maxTrackedChains", "targetReserveBlocks", "foregroundMaxReuse"] as const;
+
+/** Fills defaults and validates; throws RangeError naming the bad field and value. */
+export function resolveTransferConfig(input: TransferConfigInput = {}): TransferConfig {
+  const partial = typeof input === "string" ? { mode: input } : input;
+  const c: TransferConfig = { ...DEFAULT_TRANSFER_CONFIG, ...partial };
+  if (!(TRANSFER_MODES as readonly string[]).includes(c.mode)) throw new RangeError(`transfers mode must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(c.mode)}`);
+  for (const [k, v] of Object.entries(c)) {
+    if (k === "mode" || k === "profile" || k === "residuals") continue;
+    if (typeof DEFAULT_TRANSFER_CONFIG[k as keyof TransferConfig] === "boolean") {
+      if (typeof v !== "boolean") throw new RangeError(`transfers.${k} must be a boolean, got ${String(v)}`);
+      continue;
+    }
+    if (!(k in DEFAULT_TRANSFER_CONFIG)) throw new RangeError(`unknown transfers setting ${JSON.stringify(k)}`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`transfers.${k} must be a finite number >= 0, got ${String(v)}`);
+  }
+  for (const k of POSITIVE) if (!(c[k] > 0)) throw new RangeError(`transfers.${k} must be > 0, got ${c[k]}`);
+  for (const k of INTEGER) if (!Number.isInteger(c[k]) || c[k] < 1) throw new RangeError(`transfers.${k} must be an integer >= 1, got ${c[k]}`);
+  if (c.ewmaAlpha <= 0 || c.ewmaAlpha > 1) throw new RangeError(`transfers.ewmaAlpha must be in (0, 1], got ${c.ewmaAlpha}`);
+  return c;
+}

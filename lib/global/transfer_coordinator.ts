@@ -1,0 +1,261 @@
+/**
+ * Drives transfer plans through their phases from the control plane: prepare (both sides) ->
+ * execute (both) -> publish (destination) -> finalize (source, then destination), or abort (both)
+ * when any answer is a refusal, a message fails, a hook injects a fault, or the plan's deadline
+ * passes. While a plan runs, in-flight markers in the global block manager keep its source blocks
+ * out of reclaim accounting, and the coordinator knows which blocks are arriving where (so plans do
+ * not duplicate each other) and which are leaving (so nothing plans on blocks a move releases).
+ * Plan ids are unique per control-plane incarnation; starting a known id returns its outcome.
+ *
+ * The source finalizes before the destination: once the source committed (a move released its
+ * blocks) nothing undoes the destination's copy.
+ * @module
+ */
+import type { BlockHash } from "../core/block_hash.ts";
+import type { MessageOf } from "../protocol/messages.ts";
+import type { GlobalBlockManager } from "./global_block_manager.ts";
+import type { TransferCostModel } from "./transfer_cost_model.ts";
+import type { PlanCandidate, TransferPlan } from "./transfer_plan.ts";
+
+/** The fields of a worker's transfer_ack. */
+export type TransferAck = Omit<MessageOf<"transfer_ack">, "type" | "id" | "replyTo">;
+/** A phase message as the coordinator sends it. */
+export type PhaseMessage =
+  | Omit<MessageOf<"transfer_prepare">, "id" | "replyTo">
+  | Omit<MessageOf<"transfer_execute">, "id" | "replyTo">
+  | Omit<MessageOf<"transfer_publish">, "id" | "replyTo">
+  | Omit<MessageOf<"transfer_finalize">, "id" | "replyTo">
+  | Omit<MessageOf<"transfer_abort">, "id" | "replyTo">;
+/** Sends a phase message to a worker and resolves with its ack (rejects on a lost connection or timeout). */
+export type TransferLink = (rank: number, message: PhaseMessage, timeoutMs: number) => Promise<TransferAck>;
+/** Phases the coordinator drives. */
+export type CoordinatorPhase = "prepare" | "execute" | "publish" | "finalize";
+
+/** How a plan ended. */
+export interface PlanOutcome {
+  plan: TransferPlan;
+  status: "completed" | "aborted";
+  /** Where it failed, and why. */
+  failedPhase?: CoordinatorPhase;
+  reason?: string;
+  bytes: number;
+  /** Dispatch (prepare sent) to publish acknowledged, ms. */
+  publishMs?: number;
+  /** Source blocks a move released. */
+  released: number;
+}
+
+/** Options of a {@link TransferCoordinator}. */
+export interface TransferCoordinatorOptions {
+  blocks: GlobalBlockManager;
+  link: TransferLink;
+  cost: TransferCostModel;
+  /** Prefix of plan ids (e.g. the control plane's epoch). */
+  idPrefix?: string;
+  /** Wall clock of deadlines (default Date.now). */
+  now?: () => number;
+  /** How long abort messages may take (default 2000 ms). */
+  abortTimeoutMs?: number;
+  /** Test hook run before each phase; throwing aborts the plan there. */
+  beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
+  log?: (line: string) => void;
+}
+
+class PhaseFailure extends Error {
+  override readonly name = "PhaseFailure";
+}
+
+/** Runs plans; one instance per control plane. */
+export class TransferCoordinator {
+  readonly #o: TransferCoordinatorOptions;
+  readonly #now: () => number;
+  readonly #plans = new Map<string, Promise<PlanOutcome>>();
+  readonly #inbound = new Map<number, Map<BlockHash, Promise<PlanOutcome>>>();
+  readonly #movingOut = new Set<string>();
+  readonly #pairs = new Map<string, number>();
+  readonly #counters = new Map<string, number>();
+  #nextId = 0;
+  #active = 0;
+
+  constructor(o: TransferCoordinatorOptions) {
+    this.#o = o;
+    this.#now = o.now ?? Date.now;
+  }
+
+  /** Plans running now. */
+  get activePlans(): number {
+    return this.#active;
+  }
+
+  /** transfer_* counters. */
+  counters(): Record<string, number> {
+    return Object.fromEntries(this.#counters);
+  }
+
+  /** Adds to a counter. */
+  count(key: string, n = 1): void {
+    this.#counters.set(key, (this.#counters.get(key) ?? 0) + n);
+  }
+
+  /** A running plan brings `hash` to `rank`. */
+  isInbound(rank: number, hash: BlockHash): boolean {
+    return this.#inbound.get(rank)?.has(hash) ?? false;
+  }
+
+  /** Outcomes of running plans bringing any of `hashes` to `rank`. */
+  inboundPlans(rank: number, hashes: readonly BlockHash[]): Promise<PlanOutcome>[] {
+    const m = this.#inbound.get(rank);
+    if (!m) return [];
+    const out = new Set<Promise<PlanOutcome>>();
+    for (const h of hashes) {
+      const p = m.get(h);
+      if (p) out.add(p);
+    }
+    return [...out];
+  }
+
+  /** A running move takes `hash` away from `rank`. */
+  isMovingOut(rank: number, hash: BlockHash): boolean {
+    return this.#movingOut.has(`${rank}:${hash}`);
+  }
+
+  /** A plan runs between `a` and `b`, in either direction. */
+  pairBusy(a: number, b: number): boolean {
+    return (this.#pairs.get(pairName(a, b)) ?? 0) > 0;
+  }
+
+  /** The outcome of a started plan id. */
+  outcome(planId: string): Promise<PlanOutcome> | undefined {
+    return this.#plans.get(planId);
+  }
+
+  /** Gives `candidate` an id and a deadline `deadlineMs` from now, and runs it. */
+  start(candidate: PlanCandidate, deadlineMs: number): { plan: TransferPlan; done: Promise<PlanOutcome> } {
+    const plan: TransferPlan = { ...candidate, planId: `${this.#o.idPrefix ?? "p"}-${++this.#nextId}`, deadline: this.#now() + deadlineMs };
+    return { plan, done: this.run(plan) };
+  }
+
+  /** Runs a plan with its own id (idempotent per id). Never rejects. */
+  run(plan: TransferPlan): Promise<PlanOutcome> {
+    const known = this.#plans.get(plan.planId);
+    if (known) return known;
+    if (plan.src === plan.dst) throw new RangeError(`plan ${plan.planId} has source and destination rank ${plan.src}`);
+    if (plan.blocks.length === 0) throw new RangeError(`plan ${plan.planId} has no blocks`);
+    const done = this.#drive(plan);
+    this.#plans.set(plan.planId, done);
+    if (this.#plans.size > 4096) this.#plans.delete(this.#plans.keys().next().value!);
+    const inbound = this.#inbound.get(plan.dst) ?? new Map<BlockHash, Promise<PlanOutcome>>();
+    this.#inbound.set(plan.dst, inbound);
+    for (const b of plan.blocks) inbound.set(b.hash, done);
+    if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.add(`${plan.src}:${b.hash}`);
+    const pair = pairName(plan.src, plan.dst);
+    this.#pairs.set(pair, (this.#pairs.get(pair) ?? 0) + 1);
+    this.#o.blocks.lockInFlight(plan.planId, plan.src, plan.blocks.map((b) => b.hash));
+    this.#active++;
+    this.count("transfer_started");
+    void done.then(() => {
+      this.#active--;
+      this.#o.blocks.unlockInFlight(plan.planId);
+      for (const b of plan.blocks) if (inbound.get(b.hash) === done) inbound.delete(b.hash);
+      if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.delete(`${plan.src}:${b.hash}`);
+      const n = (this.#pairs.get(pair) ?? 1) - 1;
+      if (n <= 0) this.#pairs.delete(pair);
+      else this.#pairs.set(pair, n);
+    });
+    return done;
+  }
+
+  async #drive(plan: TransferPlan): Promise<PlanOutcome> {
+    await Promise.resolve(); // let run() record the plan's markers first
+    const { src, dst, planId } = plan;
+    const t0 = performance.now();
+    let phase: CoordinatorPhase = "prepare";
+    let bytes = 0;
+    let publishMs: number | undefined;
+    let released = 0;
+    try {
+      const srcEpoch = this.#o.blocks.table(src)?.epoch;
+      const dstEpoch = this.#o.blocks.table(dst)?.epoch;
+      if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
+      await this.#o.beforePhase?.(plan, "prepare");
+      const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
+      const dstPrep = (await this.#all(plan, [src, dst], prepare))[1]!;
+      const dstBlocks = dstPrep.dstBlocks ?? [];
+      if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
+      phase = "execute";
+      await this.#o.beforePhase?.(plan, phase);
+      const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }))[0]!;
+      bytes = srcExec.bytes ?? 0;
+      phase = "publish";
+      await this.#o.beforePhase?.(plan, phase);
+      await this.#all(plan, [dst], { type: "transfer_publish", planId });
+      publishMs = performance.now() - t0;
+      phase = "finalize";
+      await this.#o.beforePhase?.(plan, phase);
+      const srcFin = (await this.#all(plan, [src], { type: "transfer_finalize", planId, mode: plan.mode }))[0]!;
+      released = srcFin.released ?? 0;
+      // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.
+      await this.#all(plan, [dst], { type: "transfer_finalize", planId, mode: plan.mode }).catch((e: Error) => this.#log(`[transfer] plan ${planId}: destination finalize failed (plan stays committed): ${e.message}`));
+      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs });
+      this.count("transfer_completed");
+      this.count(`transfer_${plan.kind}_completed`);
+      this.count("transfer_blocks", plan.blocks.length);
+      this.count("transfer_bytes", bytes);
+      this.count("transfer_released_blocks", released);
+      return { plan, status: "completed", bytes, publishMs, released };
+    } catch (e) {
+      const reason = (e as Error).message;
+      await this.#abortBoth(plan, `${phase} failed: ${reason}`);
+      this.count("transfer_aborted");
+      this.count(`transfer_abort_${phase}`);
+      if (/deadline/.test(reason)) this.count("transfer_deadline_aborts");
+      return { plan, status: "aborted", failedPhase: phase, reason, bytes, publishMs, released };
+    }
+  }
+
+  /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
+  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage): Promise<TransferAck[]> {
+    const left = plan.deadline - this.#now();
+    if (left <= 0) throw new PhaseFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new PhaseFailure(`plan ${plan.planId} passed its deadline during ${message.type}`)), left);
+    });
+    try {
+      // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).
+      const checked = ranks.map((r) =>
+        // The link may outlive the deadline race, so a late ack still finds its request.
+        this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
+          if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
+          return ack;
+        }),
+      );
+      return await Promise.race([Promise.all(checked), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #abortBoth(plan: TransferPlan, reason: string): Promise<void> {
+    const timeout = this.#o.abortTimeoutMs ?? 2000;
+    const msg = { type: "transfer_abort", planId: plan.planId, reason } as const;
+    const bounded = (r: number) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const expire = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no abort ack within ${timeout} ms`)), timeout)));
+      return Promise.race([this.#o.link(r, msg, timeout), expire]).finally(() => clearTimeout(timer));
+    };
+    const results = await Promise.allSettled([plan.src, plan.dst].map(bounded));
+    // A worker that does not answer aborts the plan itself at its deadline.
+    results.forEach((r, i) => {
+      if (r.status === "rejected") this.#log(`[transfer] plan ${plan.planId}: abort on rank ${[plan.src, plan.dst][i]} got no answer (${(r.reason as Error).message}); its deadline frees the blocks`);
+    });
+  }
+
+  #log(line: string): void {
+    (this.#o.log ?? ((l: string) => console.error(l)))(line);
+  }
+}
+
+function pairName(a: number, b: number): string {
+  return a < b ? `${a}-${b}` : `${b}-${a}`;
+}

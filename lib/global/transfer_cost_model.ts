@@ -1,0 +1,214 @@
+/**
+ * The transfer cost model: estimated dispatch-to-publish time of a plan and the prefill time it
+ * saves. With a measured profile the estimate is residual_P95(pair, size bucket) + interference x
+ * data_path_P95(pair, bytes), the data-path term interpolated on payload bytes; without one, a
+ * cold-start scalar (fixed latency + bytes / bandwidth). Observed transactions update per pair and
+ * size-bucket EWMAs, which then replace the static estimate for that bucket (correcting it upward
+ * or downward). Saved prefill is tokens x prefill ms per token, updated from worker step timings.
+ *
+ * Profile JSON (the transfer benchmark writes it; `src->dst` keys are directed, `a-b` both ways):
+ * `{ "blockBytes": 29360128, "pairs": { "0->1": { "1": 0.21, "8": 0.6, "64": 3.1 } } }`
+ * maps plan blocks to P95 ms. Residuals JSON: `{ "pairs": { "0->1": { "1": 0.3, "8": 0.4 } } }`
+ * maps size buckets (1, 2, 4, 8, ...: the largest power of two <= blocks) to P95 residual ms.
+ * @module
+ */
+import { readText } from "../runtime/files.ts";
+import type { TransferConfig } from "./transfer_config.ts";
+
+/** A measured latency curve of one directed pair: payload bytes -> P95 ms, ascending. */
+export interface LatencyCurve {
+  bytes: number[];
+  p95Ms: number[];
+}
+
+/** A parsed latency profile. */
+export interface TransferProfile {
+  /** KV bytes per block the profile was measured with. */
+  blockBytes: number;
+  /** Curves by directed pair key "src->dst". */
+  pairs: Map<string, LatencyCurve>;
+}
+
+/** The directed pair key "src->dst". */
+export function pairKey(src: number, dst: number): string {
+  return `${src}->${dst}`;
+}
+
+/** Size bucket of a plan: the largest power of two <= blocks (1, 2, 4, ...). */
+export function sizeBucket(blocks: number): number {
+  if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError(`plan size must be an integer >= 1 block, got ${blocks}`);
+  return 2 ** Math.floor(Math.log2(blocks));
+}
+
+/** Expands "a-b" (both directions) and "a->b" keys; throws RangeError naming a bad key. */
+function directedKeys(key: string): string[] {
+  const directed = /^(\d+)->(\d+)$/.exec(key);
+  if (directed) return [pairKey(Number(directed[1]), Number(directed[2]))];
+  const both = /^(\d+)-(\d+)$/.exec(key);
+  if (both) return [pairKey(Number(both[1]), Number(both[2])), pairKey(Number(both[2]), Number(both[1]))];
+  throw new RangeError(`transfer profile pair key ${JSON.stringify(key)} is neither "src->dst" nor "a-b"`);
+}
+
+/** Reads `{ "<blocks or bucket>": ms }` into ascending [key, ms] rows. */
+function readSizeTable(where: string, table: unknown): [number, number][] {
+  if (typeof table !== "object" || table === null) throw new RangeError(`${where} must be an object of blocks -> ms, got ${JSON.stringify(table)}`);
+  const rows = Object.entries(table as Record<string, unknown>).map(([k, v]): [number, number] => {
+    const n = Number(k);
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`${where}: size ${JSON.stringify(k)} is not a block count >= 1`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`${where}[${k}] must be a finite ms >= 0, got ${JSON.stringify(v)}`);
+    return [n, v];
+  });
+  if (rows.length === 0) throw new RangeError(`${where} has no sizes`);
+  return rows.sort((a, b) => a[0] - b[0]);
+}
+
+/** Parses and validates a profile JSON value (see the module doc). */
+export function parseTransferProfile(json: unknown): TransferProfile {
+  const o = json as { blockBytes?: unknown; pairs?: unknown };
+  if (typeof o !== "object" || o === null) throw new RangeError(`transfer profile must be an object, got ${JSON.stringify(json)}`);
+  if (typeof o.blockBytes !== "number" || !(o.blockBytes > 0)) throw new RangeError(`transfer profile blockBytes must be > 0, got ${JSON.stringify(o.blockBytes)}`);
+  if (typeof o.pairs !== "object" || o.pairs === null) throw new RangeError("transfer profile needs a pairs object");
+  const pairs = new Map<string, LatencyCurve>();
+  for (const [key, table] of Object.entries(o.pairs as Record<string, unknown>)) {
+    const rows = readSizeTable(`transfer profile pair ${key}`, table);
+    const curve = { bytes: rows.map(([n]) => n * (o.blockBytes as number)), p95Ms: rows.map(([, ms]) => ms) };
+    for (const k of directedKeys(key)) pairs.set(k, curve);
+  }
+  return { blockBytes: o.blockBytes, pairs };
+}
+
+/** Parses calibration residuals: directed pair -> size bucket -> P95 residual ms. */
+export function parseResiduals(json: unknown): Map<string, Map<number, number>> {
+  const pairs = (json as { pairs?: unknown })?.pairs;
+  if (typeof pairs !== "object" || pairs === null) throw new RangeError(`transfer residuals need a pairs object, got ${JSON.stringify(json)}`);
+  const out = new Map<string, Map<number, number>>();
+  for (const [key, table] of Object.entries(pairs as Record<string, unknown>)) {
+    const rows = new Map(readSizeTable(`transfer residuals pair ${key}`, table).map(([n, ms]) => [sizeBucket(n), ms]));
+    for (const k of directedKeys(key)) out.set(k, rows);
+  }
+  return out;
+}
+
+/** A JSON value given inline or as a file path. */
+function loadJson(v: unknown, what: string): unknown {
+  if (typeof v !== "string") return v;
+  try {
+    return JSON.parse(readText(v));
+  } catch (e) {
+    throw new RangeError(`cannot read the transfer ${what} ${JSON.stringify(v)}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** P95 ms at `bytes` on a curve: linear between points, flat below, last slope above. */
+export function interpolateCurve(c: LatencyCurve, bytes: number): number {
+  const n = c.bytes.length;
+  if (bytes <= c.bytes[0]!) return c.p95Ms[0]!;
+  for (let i = 1; i < n; i++) {
+    if (bytes <= c.bytes[i]!) {
+      const t = (bytes - c.bytes[i - 1]!) / (c.bytes[i]! - c.bytes[i - 1]!);
+      return c.p95Ms[i - 1]! + t * (c.p95Ms[i]! - c.p95Ms[i - 1]!);
+    }
+  }
+  // Above the largest measured plan the link is bandwidth-bound: extend the last segment.
+  const x0 = n > 1 ? c.bytes[n - 2]! : 0;
+  const y0 = n > 1 ? c.p95Ms[n - 2]! : 0;
+  const slope = (c.p95Ms[n - 1]! - y0) / (c.bytes[n - 1]! - x0);
+  return c.p95Ms[n - 1]! + Math.max(0, slope) * (bytes - c.bytes[n - 1]!);
+}
+
+/** Where an estimate came from. */
+export type EstimateSource = "observed" | "profile" | "fallback";
+
+/** Estimated cost of one plan. */
+export interface TransferEstimate {
+  ms: number;
+  source: EstimateSource;
+  bytes: number;
+}
+
+/** Static profile + calibration residuals + online EWMAs, and prefill time per token. */
+export class TransferCostModel {
+  readonly profile: TransferProfile | undefined;
+  readonly #residuals: Map<string, Map<number, number>>;
+  readonly #config: TransferConfig;
+  /** Dispatch-to-publish and source-transfer EWMAs, keyed "src->dst#bucket". */
+  readonly #publishEwma = new Map<string, number>();
+  readonly #sourceEwma = new Map<string, number>();
+  readonly #prefillMsPerToken = new Map<number, number>();
+  readonly #lastTimings = new Map<number, { tokens: number; ms: number }>();
+
+  constructor(config: TransferConfig) {
+    this.#config = config;
+    this.profile = config.profile === undefined ? undefined : parseTransferProfile(loadJson(config.profile, "profile"));
+    this.#residuals = config.residuals === undefined ? new Map() : parseResiduals(loadJson(config.residuals, "residuals"));
+  }
+
+  /** True when the profile was measured with `blockBytes` per block (else it is rescaled on bytes). */
+  profileMatches(blockBytes: number): boolean {
+    return this.profile === undefined || this.profile.blockBytes === blockBytes;
+  }
+
+  /** Estimated dispatch-to-publish ms of moving `blocks` blocks of `blockBytes` from src to dst. */
+  estimate(src: number, dst: number, blocks: number, blockBytes: number): TransferEstimate {
+    const bytes = blocks * blockBytes;
+    const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
+    const observed = this.#publishEwma.get(key);
+    if (observed !== undefined) return { ms: observed, source: "observed", bytes };
+    const curve = this.profile?.pairs.get(pairKey(src, dst));
+    if (curve) {
+      const residual = this.#residuals.get(pairKey(src, dst))?.get(sizeBucket(blocks)) ?? 0;
+      return { ms: residual + this.#config.interferenceFactor * interpolateCurve(curve, bytes), source: "profile", bytes };
+    }
+    return { ms: this.#config.fallbackFixedMs + bytes / this.#config.fallbackBytesPerMs, source: "fallback", bytes };
+  }
+
+  /** Folds in one completed plan: source execute time and dispatch-to-publish time. */
+  observe(src: number, dst: number, blocks: number, times: { sourceMs?: number; publishMs: number }): void {
+    const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
+    this.#publishEwma.set(key, this.#ewma(this.#publishEwma.get(key), times.publishMs));
+    if (times.sourceMs !== undefined) this.#sourceEwma.set(key, this.#ewma(this.#sourceEwma.get(key), times.sourceMs));
+  }
+
+  /** Source-transfer EWMA of a pair and size, if observed. */
+  observedSourceMs(src: number, dst: number, blocks: number): number | undefined {
+    return this.#sourceEwma.get(`${pairKey(src, dst)}#${sizeBucket(blocks)}`);
+  }
+
+  /** Prefill ms per token on `rank`: measured when timings arrived, else the configured default. */
+  prefillMsPerToken(rank: number): number {
+    return this.#prefillMsPerToken.get(rank) ?? this.#config.prefillMsPerToken;
+  }
+
+  /** Prefill time `tokens` would cost on `rank`. */
+  savedPrefillMs(rank: number, tokens: number): number {
+    return tokens * this.prefillMsPerToken(rank);
+  }
+
+  /**
+   * Folds in a worker's cumulative prefill counters (tokens and native ms). Needs at least 64 new
+   * tokens since the last sample, so a tiny step's timer noise does not swing the estimate.
+   */
+  observePrefillTimings(rank: number, cumulativeTokens: number, cumulativeMs: number): void {
+    const last = this.#lastTimings.get(rank);
+    if (!last || cumulativeTokens < last.tokens) {
+      this.#lastTimings.set(rank, { tokens: cumulativeTokens, ms: cumulativeMs });
+      return;
+    }
+    const dt = cumulativeTokens - last.tokens;
+    if (dt < 64) return;
+    const perToken = Math.max(0, cumulativeMs - last.ms) / dt;
+    this.#prefillMsPerToken.set(rank, this.#ewma(this.#prefillMsPerToken.get(rank), perToken));
+    this.#lastTimings.set(rank, { tokens: cumulativeTokens, ms: cumulativeMs });
+  }
+
+  /** The cost gate: force admits everything; auto needs saved >= safetyRatio x estimated. */
+  admits(savedMs: number, estimatedMs: number): boolean {
+    if (this.#config.mode === "force") return true;
+    if (this.#config.mode === "off") return false;
+    return savedMs >= this.#config.safetyRatio * estimatedMs;
+  }
+
+  #ewma(prev: number | undefined, x: number): number {
+    return prev === undefined ? x : prev + this.#config.ewmaAlpha * (x - prev);
+  }
+}

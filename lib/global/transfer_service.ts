@@ -1,0 +1,183 @@
+/**
+ * The control plane's transfer policy loop: after each route it records hotness and, when the
+ * chosen rank has a real shortage, starts foreground plans and holds the route's reply until they
+ * end (bounded by their deadline), so the request arrives to find the blocks; a timer runs
+ * background placement passes and grants placement leases for published copies. Plans run on the
+ * {@link TransferCoordinator}; routing honours leases through GlobalScheduler.routeAdvisor.
+ * @module
+ */
+import type { BlockHash } from "../core/block_hash.ts";
+import type { GlobalScheduler, RouteDecision } from "./global_scheduler.ts";
+import { HotnessTracker, planPlacements, type PlacementEnv } from "./placement.ts";
+import { PlacementLeases } from "./placement_leases.ts";
+import { projectRouteCost } from "./route_cost.ts";
+import { RoutingContext, type RouteQuery } from "./routing_context.ts";
+import type { TransferConfig } from "./transfer_config.ts";
+import { TransferCostModel } from "./transfer_cost_model.ts";
+import { TransferCoordinator, type CoordinatorPhase, type PlanOutcome, type TransferLink } from "./transfer_coordinator.ts";
+import type { TransferPlan } from "./transfer_plan.ts";
+import { netFreeBlocks, planOffload, planPrefixCopy, type PlannerEnv } from "./transfer_planner.ts";
+
+/** Options of a {@link TransferService}. */
+export interface TransferServiceOptions {
+  scheduler: GlobalScheduler;
+  config: TransferConfig;
+  link: TransferLink;
+  /** Prefix of plan ids (unique per control-plane incarnation). */
+  idPrefix: string;
+  now?: () => number;
+  log?: (line: string) => void;
+  /** Test hook of the coordinator (see TransferCoordinator). */
+  beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
+}
+
+const PLACEMENT_QUERY: RouteQuery = { requestId: "(placement)", blockHashes: [], promptTokens: 0, maxTokens: 0 };
+
+/** Foreground and background transfer decisions of one control plane. */
+export class TransferService {
+  readonly config: TransferConfig;
+  readonly cost: TransferCostModel;
+  readonly coordinator: TransferCoordinator;
+  readonly hotness: HotnessTracker;
+  readonly leases: PlacementLeases;
+  readonly #scheduler: GlobalScheduler;
+  readonly #now: () => number;
+  readonly #log: (line: string) => void;
+  readonly #blockBytes = new Map<number, number>();
+  readonly #placedAt = new Map<string, number>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(o: TransferServiceOptions) {
+    this.config = o.config;
+    this.#scheduler = o.scheduler;
+    this.#now = o.now ?? Date.now;
+    this.#log = o.log ?? ((l) => console.error(l));
+    this.cost = new TransferCostModel(o.config);
+    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase });
+    this.hotness = new HotnessTracker(o.config);
+    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, now: this.#now });
+    if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
+  }
+
+  /** True when plans may be made at all (a mode other than off, and some NVLink pair). */
+  get enabled(): boolean {
+    return this.config.mode !== "off" && (this.#scheduler.topology?.pairs.length ?? 0) > 0;
+  }
+
+  /** Starts periodic placement passes. */
+  start(): void {
+    if (!this.enabled || !this.config.background || this.#timer) return;
+    this.#timer = setInterval(() => this.placementPass(), this.config.placementIntervalMs);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Stops the placement timer (running plans finish or hit their deadlines). */
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Folds in a worker's counters: KV bytes per block and cumulative prefill timings. */
+  observeWorkerStats(rank: number, counters: Record<string, number>): void {
+    const bytes = counters.kv_block_bytes;
+    if (bytes && this.#blockBytes.get(rank) !== bytes) {
+      this.#blockBytes.set(rank, bytes);
+      if (!this.cost.profileMatches(bytes)) {
+        this.#log(`[transfer] the latency profile was measured with ${this.cost.profile!.blockBytes} bytes per block, rank ${rank} has ${bytes}: estimates interpolate on payload bytes`);
+      }
+    }
+    if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
+  }
+
+  /**
+   * Called after each route: records hotness, starts foreground plans for a shortage on the chosen
+   * rank, and returns a promise that settles when the plans the request depends on end (undefined
+   * when there are none: reply at once).
+   */
+  afterRoute(query: RouteQuery, decision: RouteDecision): Promise<void> | undefined {
+    if (!this.enabled) return undefined;
+    const s = this.#scheduler;
+    const ctx = new RoutingContext(query, s.blocks, s.reservations, s.topology, s.config);
+    let resident = 0;
+    for (const r of s.blocks.healthyRanks()) resident = Math.max(resident, ctx.match(r).blocks);
+    this.hotness.observe(query.requestId, query.blockHashes, resident, decision.matchedBlocks > 0, this.#now());
+    if (!this.config.foreground) return undefined;
+    const env = this.#plannerEnv(ctx);
+    const waits = new Set<Promise<PlanOutcome>>();
+    for (const verdict of [planPrefixCopy(env, decision.rank, decision.feasible), planOffload(env, decision.rank)]) {
+      if (verdict.ok) waits.add(this.coordinator.start(verdict.plan, this.config.foregroundDeadlineMs).done);
+      else if (verdict.reason !== "no_shortage") this.coordinator.count(`transfer_skip_${verdict.reason}`);
+    }
+    // Plans already bringing this prefix to the rank: wait for them rather than copy twice.
+    for (const p of this.coordinator.inboundPlans(decision.rank, query.blockHashes)) waits.add(p);
+    if (waits.size === 0) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((r) => (timer = setTimeout(r, this.config.foregroundDeadlineMs + 100)));
+    return Promise.race([Promise.allSettled(waits).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+  }
+
+  /** A routed request ended: its ingress demand no longer counts. */
+  onRelease(requestId: string): void {
+    this.hotness.release(requestId);
+  }
+
+  /** A rank died: its leases go. */
+  onRankDown(rank: number): void {
+    this.leases.dropRank(rank);
+  }
+
+  /** One background placement pass; returns the plans started. */
+  placementPass(): TransferPlan[] {
+    if (!this.enabled || !this.config.background) return [];
+    const now = this.#now();
+    const hot = this.hotness.hot(now);
+    if (hot.length === 0) return [];
+    const s = this.#scheduler;
+    const ctx = new RoutingContext(PLACEMENT_QUERY, s.blocks, s.reservations, s.topology, s.config);
+    const c = this.coordinator;
+    const env: PlacementEnv = {
+      blocks: s.blocks,
+      topology: s.topology!,
+      config: this.config,
+      cost: this.cost,
+      blockBytes: (r) => this.#blockBytes.get(r) ?? 0,
+      blockSize: (r) => ctx.capacity(r).blockSize,
+      queueWork: (r) => projectRouteCost(ctx, r).queueWork,
+      netFree: (r) => netFreeBlocks(ctx, r),
+      inbound: (r, h) => c.isInbound(r, h),
+      movingOut: (r, h) => c.isMovingOut(r, h),
+      pairBusy: (a, b) => c.pairBusy(a, b),
+      coolingDown: (h, r) => now - (this.#placedAt.get(`${h}@${r}`) ?? -Infinity) < this.config.cooldownMs,
+    };
+    const started: TransferPlan[] = [];
+    for (const cand of planPlacements(env, hot)) {
+      const { plan, done } = c.start(cand.plan, this.config.backgroundDeadlineMs);
+      started.push(plan);
+      for (const l of cand.leases) this.#placedAt.set(`${l.hash}@${plan.dst}`, now);
+      void done.then((o) => {
+        if (o.status === "completed") for (const l of cand.leases) this.leases.grant(l.hash, l.depth, plan.dst, this.config.leaseMs);
+      });
+    }
+    if (this.#placedAt.size > 8 * this.config.maxTrackedChains) {
+      for (const [k, t] of this.#placedAt) if (now - t >= this.config.cooldownMs) this.#placedAt.delete(k);
+    }
+    return started;
+  }
+
+  /** transfer_* and lease counters. */
+  counters(): Record<string, number> {
+    return { ...this.coordinator.counters(), transfer_active: this.coordinator.activePlans, lease_routes: this.leases.routed, lease_hits: this.leases.hits, leases: this.leases.size, hot_chains: this.hotness.size };
+  }
+
+  #plannerEnv(ctx: RoutingContext): PlannerEnv {
+    const c = this.coordinator;
+    return {
+      ctx,
+      config: this.config,
+      cost: this.cost,
+      blockBytes: (r) => this.#blockBytes.get(r) ?? 0,
+      inbound: (r: number, h: BlockHash) => c.isInbound(r, h),
+      movingOut: (r: number, h: BlockHash) => c.isMovingOut(r, h),
+    };
+  }
+}

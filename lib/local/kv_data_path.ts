@@ -1,0 +1,103 @@
+/**
+ * The worker-to-worker K/V data path of a transfer plan's execute phase, behind one interface:
+ * the source gathers the plan's blocks (all layers, K and V) into one packed
+ * [L, 2, B, block_size, kv_heads, head_dim] payload and sends it once; the destination receives it
+ * and scatters it into its reserved blocks. KV payloads never pass through the launcher or the
+ * control plane.
+ *
+ * Implementations:
+ * - {@link HostCopyDataPath} (here): gather to host memory, move the bytes over the workers' own
+ *   Unix sockets ({@link KvPeerChannel}), scatter on the other side. The CPU backend's path; it also
+ *   works on CUDA (through host memory), as a fallback.
+ * - CUDA (native side): a class implementing KvDataPath over the pair's NCCL communicator (or
+ *   cudaMemcpyPeerAsync/IPC), gathering into a device staging buffer, ncclSend/ncclRecv on a
+ *   dedicated stream, scattering on the receiver. worker_main.ts picks it when the backend is cuda
+ *   and the native library exposes the pair transfer; nothing else changes.
+ * @module
+ */
+import type { KvPeerChannel } from "./kv_peer_channel.ts";
+
+/** Packs and unpacks blocks of a KV cache (ffi/native.ts KvCache has this shape). */
+export interface PackedKvStore {
+  /** Bytes of one block across all layers, K and V. */
+  readonly blockBytes: number;
+  gather(blockIds: Int32Array): Uint8Array;
+  scatter(blockIds: Int32Array, packed: Uint8Array): void;
+}
+
+/** One plan's execute phase as a data path sees it (both sides get both id lists). */
+export interface KvTransferJob {
+  planId: string;
+  /** The other worker of the plan. */
+  peerRank: number;
+  /** Source block ids on the source rank, in plan order. */
+  srcBlocks: Int32Array;
+  /** Reserved block ids on the destination rank, in the same order. */
+  dstBlocks: Int32Array;
+}
+
+/**
+ * Moves one plan's packed K/V between two workers. The control plane sends execute to both sides
+ * at once and in the same order per direction, and waits for both acks before publish; a
+ * one-sided path (a CUDA IPC peer copy done by the source) may resolve `receive` at once.
+ */
+export interface KvDataPath {
+  /** Bytes of one block (for the payload size and the cost model). */
+  readonly blockBytes: number;
+  /** Source side: sends `job.srcBlocks` to `job.peerRank` once. Resolves with the bytes sent. */
+  send(job: KvTransferJob): Promise<number>;
+  /**
+   * Destination side: receives the job's payload and writes it into `job.dstBlocks` (reserved
+   * blocks). Resolves with the bytes received; rejects after {@link cancel}, writing nothing more.
+   */
+  receive(job: KvTransferJob): Promise<number>;
+  /** Abandons `planId`: a pending receive rejects without writing any block; a late payload is dropped. */
+  cancel(planId: string, reason: string): void;
+  /** Releases sockets/communicators. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A payload whose size does not match the plan. */
+export class TransferPayloadError extends Error {
+  override readonly name = "TransferPayloadError";
+}
+
+/** KvDataPath through host memory and a {@link KvPeerChannel}. */
+export class HostCopyDataPath implements KvDataPath {
+  readonly #kv: PackedKvStore;
+  readonly #channel: KvPeerChannel;
+
+  constructor(kv: PackedKvStore, channel: KvPeerChannel) {
+    this.#kv = kv;
+    this.#channel = channel;
+  }
+
+  get blockBytes(): number {
+    return this.#kv.blockBytes;
+  }
+
+  async send(job: KvTransferJob): Promise<number> {
+    // Gathered synchronously: the source blocks are pinned, so their bytes are final.
+    const packed = this.#kv.gather(job.srcBlocks);
+    await this.#channel.send(job.planId, job.peerRank, packed);
+    return packed.byteLength;
+  }
+
+  async receive(job: KvTransferJob): Promise<number> {
+    const packed = await this.#channel.receive(job.planId, job.peerRank);
+    const want = job.dstBlocks.length * this.#kv.blockBytes;
+    if (packed.byteLength !== want) {
+      throw new TransferPayloadError(`plan ${job.planId}: payload from rank ${job.peerRank} has ${packed.byteLength} bytes, expected ${want} (${job.dstBlocks.length} blocks)`);
+    }
+    this.#kv.scatter(job.dstBlocks, packed);
+    return packed.byteLength;
+  }
+
+  cancel(planId: string, reason: string): void {
+    this.#channel.cancel(planId, reason);
+  }
+
+  close(): Promise<void> {
+    return this.#channel.close();
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The per-GPU engine core: one scheduler, one block manager, one model runner and the per-request
+ * stop checkers. `step()` schedules, runs one native step, applies the sampled tokens and returns
+ * what each request gained. Synchronous and transport-agnostic: the in-process LLM drives it from
+ * an async loop, a worker process from its message loop.
+ * @module
+ */
+import type { KvCache } from "../../ffi/native.ts";
+import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
+import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
+import type { FinishReason, RequestOutput, StreamDelta } from "../core/outputs.ts";
+import type { Sequence } from "../core/sequence.ts";
+import { BlockManager } from "./block_manager.ts";
+import { ModelRunner, type StepModel } from "./model_runner.ts";
+import { Scheduler, type SchedulerConfig, type StepKind, stepKind } from "./scheduler.ts";
+import { StepTimings } from "./step_timings.ts";
+import { StopChecker } from "./stop_checker.ts";
+
+/** Configuration of a LocalEngine. */
+export interface LocalEngineOptions extends SchedulerConfig {
+  model: StepModel;
+  kv: KvCache;
+  enablePrefixCaching: boolean;
+  /** null: token ids only, no text (stop strings then cannot match). */
+  tokenizer: Pick<TextTokenizer, "decode"> | null;
+  eosTokenIds: readonly number[];
+  rank?: number;
+  epoch?: number;
+}
+
+/** Per-request options when adding. */
+export interface AddOptions {
+  /** Emit a delta after every step that changes the request (else only the final one). */
+  stream?: boolean;
+}
+
+/** What one step did. */
+export interface StepReport {
+  /** Deltas of streaming requests, and the final delta of every request that finished. */
+  deltas: StreamDelta[];
+  kind: StepKind | "idle";
+  numTokens: number;
+  numSeqs: number;
+  preempted: number;
+  nativeMs: number;
+  totalMs: number;
+}
+
+interface Tracked {
+  seq: Sequence;
+  stop: StopChecker;
+  stream: boolean;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** Scheduler + block manager + model runner of one device. */
+export class LocalEngine {
+  readonly rank: number;
+  readonly blocks: BlockManager;
+  readonly scheduler: Scheduler;
+  readonly runner: ModelRunner;
+  /** The physical KV cache (transfers gather from and scatter into it). */
+  readonly kv: KvCache;
+  /** Time per step kind (native and TypeScript). */
+  readonly timings = new StepTimings();
+  numFinished = 0;
+  numGeneratedTokens = 0;
+  readonly #requests = new Map<string, Tracked>();
+  readonly #tokenizer: Pick<TextTokenizer, "decode"> | null;
+  readonly #eos: readonly number[];
+
+  constructor(o: LocalEngineOptions) {
+    this.rank = o.rank ?? 0;
+    this.kv = o.kv;
+    this.blocks = new BlockManager({
+      numBlocks: o.kv.numBlocks,
+      blockSize: o.kv.blockSize,
+      enablePrefixCaching: o.enablePrefixCaching,
+      rank: this.rank,
+      epoch: o.epoch,
+    });
+    this.scheduler = new Scheduler(o, this.blocks);
+    this.runner = new ModelRunner(o.model, o.kv, {
+      maxNumTokens: o.maxNumBatchedTokens,
+      maxNumSeqs: o.maxNumSeqs,
+      maxBlocksPerSeq: Math.ceil(o.maxModelLen / o.kv.blockSize),
+    });
+    this.#tokenizer = o.tokenizer;
+    this.#eos = o.eosTokenIds;
+  }
+
+  /** True while any request is waiting or running. */
+  get hasWork(): boolean {
+    return this.scheduler.hasUnfinished;
+  }
+
+  get numRequests(): number {
+    return this.#requests.size;
+  }
+
+  /** Queues a request; throws CapacityError when it can never fit, RangeError on a duplicate id. */
+  add(seq: Sequence, options: AddOptions = {}): void {
+    if (this.#requests.has(seq.requestId)) throw new RangeError(`request id ${JSON.stringify(seq.requestId)} is already running`);
+    if (!this.#tokenizer && seq.params.stop.length > 0) throw new RangeError(`request ${seq.requestId} has stop strings, but this engine does not detokenize`);
+    if (seq.blockSize !== this.blocks.blockSize) throw new RangeError(`request ${seq.requestId} uses blockSize ${seq.blockSize}, the cache ${this.blocks.blockSize}`);
+    this.scheduler.add(seq);
+    const stop = new StopChecker(seq, {
+      tokenizer: this.#tokenizer,
+      eosTokenIds: this.#eos,
+      maxModelLen: this.scheduler.config.maxModelLen,
+      incremental: options.stream ?? false,
+    });
+    this.#requests.set(seq.requestId, { seq, stop, stream: options.stream ?? false });
+  }
+
+  /** Aborts a request: its blocks are freed now. Returns its final delta, or null if unknown. */
+  abort(requestId: string): StreamDelta | null {
+    const t = this.#requests.get(requestId);
+    if (!t) return null;
+    this.scheduler.finish(t.seq, "abort", now());
+    return this.#final(t, [], [], "abort");
+  }
+
+  /** Runs one step. Returns an idle report when nothing can run. */
+  step(): StepReport {
+    const t0 = performance.now();
+    const out = this.scheduler.schedule();
+    if (out.scheduled.length === 0) {
+      return { deltas: [], kind: "idle", numTokens: 0, numSeqs: 0, preempted: out.preempted.length, nativeMs: 0, totalMs: performance.now() - t0 };
+    }
+    const result = this.runner.execute(out);
+    const stamp = now();
+    this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp);
+    const deltas: StreamDelta[] = [];
+    let row = 0;
+    for (const s of out.scheduled) {
+      if (!s.sample) continue;
+      const token = result.tokens[row]!;
+      const logprob = result.logprobs[row]!;
+      row++;
+      const t = this.#requests.get(s.seq.requestId)!;
+      this.numGeneratedTokens++;
+      const verdict = t.stop.onToken(token);
+      if (verdict.finish) {
+        this.scheduler.finish(t.seq, verdict.finish, stamp);
+        deltas.push(this.#final(t, [token], [logprob], verdict.finish, verdict.text));
+      } else if (t.stream) {
+        deltas.push({ requestId: t.seq.requestId, tokenIds: [token], text: verdict.text, finished: false, ...(t.seq.params.logprobs ? { logprobs: [logprob] } : {}) });
+      }
+    }
+    const kind = stepKind(out);
+    const totalMs = performance.now() - t0;
+    this.timings.record(kind, out.numTokens, result.nativeMs, totalMs);
+    return { deltas, kind, numTokens: out.numTokens, numSeqs: out.scheduled.length, preempted: out.preempted.length, nativeMs: result.nativeMs, totalMs };
+  }
+
+  /** Load and cache facts for stats(). */
+  rankStats(): RankStats {
+    const b = this.blocks;
+    return {
+      rank: this.rank,
+      numRunning: this.scheduler.numRunning,
+      numWaiting: this.scheduler.numWaiting,
+      numBlocks: b.numBlocks,
+      blockSize: b.blockSize,
+      numFreeBlocks: b.numFreeBlocks,
+      numReclaimableBlocks: b.numReclaimableBlocks,
+      kvUsage: b.numLiveBlocks / b.numBlocks,
+      prefixQueryTokens: b.prefixQueryTokens,
+      prefixHitTokens: b.prefixHitTokens,
+      numFinished: this.numFinished,
+      numGeneratedTokens: this.numGeneratedTokens,
+    };
+  }
+
+  /** Full block snapshot for the control plane. */
+  snapshot(): BlockSnapshot {
+    return this.blocks.snapshot(this.scheduler.load());
+  }
+
+  /** Block delta since the last report, or null. */
+  takeDelta(): BlockDelta | null {
+    return this.blocks.takeDelta(this.scheduler.load());
+  }
+
+  /** Block tables of live sequences (for invariant checks). */
+  liveBlockTables(): number[][] {
+    return [...this.scheduler.running, ...this.scheduler.waiting].map((s) => s.blockTable);
+  }
+
+  #final(t: Tracked, tokenIds: number[], logprobs: number[], reason: FinishReason, text = ""): StreamDelta {
+    this.#requests.delete(t.seq.requestId);
+    this.numFinished++;
+    const rest = t.stop.finish(reason);
+    const output: RequestOutput = t.seq.toOutput(t.stop.text, this.rank);
+    return {
+      requestId: t.seq.requestId,
+      tokenIds,
+      text: t.stream ? text + rest : "",
+      ...(t.seq.params.logprobs ? { logprobs } : {}),
+      finished: true,
+      finishReason: reason,
+      output,
+    };
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The model runner: turns a scheduled step into lp_step's flat arrays (allocated once at their
+ * maximum sizes and refilled in place), makes the one native call, and hands back the sampled
+ * tokens. Only sequences whose step reaches their last token get a sample row.
+ * @module
+ */
+import type { KvCache, StepBatch } from "../../ffi/native.ts";
+import type { SchedulerOutput } from "./scheduler.ts";
+
+/** What the runner needs from a model: one forward step over a batch (NativeModel has it). */
+export interface StepModel {
+  step(kv: KvCache, batch: StepBatch): void;
+}
+
+/** Largest step the arrays must hold. */
+export interface ModelRunnerLimits {
+  maxNumTokens: number;
+  maxNumSeqs: number;
+  /** Blocks of the longest sequence: ceil(maxModelLen / blockSize). */
+  maxBlocksPerSeq: number;
+}
+
+/** Sampled tokens of one step: row r belongs to the r-th scheduled sequence that samples. */
+export interface StepResult {
+  numRows: number;
+  tokens: Int32Array;
+  logprobs: Float32Array;
+  /** Wall time of the native call, ms. */
+  nativeMs: number;
+}
+
+/** Builds step batches and runs them. */
+export class ModelRunner {
+  readonly limits: Readonly<ModelRunnerLimits>;
+  readonly #model: StepModel;
+  readonly #kv: KvCache;
+  readonly #blockSize: number;
+  readonly #batch: StepBatch;
+
+  constructor(model: StepModel, kv: KvCache, limits: ModelRunnerLimits) {
+    for (const k of ["maxNumTokens", "maxNumSeqs", "maxBlocksPerSeq"] as const) {
+      if (!Number.isInteger(limits[k]) || limits[k] <= 0) throw new RangeError(`${k} must be a positive integer, got ${limits[k]}`);
+    }
+    this.limits = { ...limits };
+    this.#model = model;
+    this.#kv = kv;
+    this.#blockSize = kv.blockSize;
+    const { maxNumTokens: t, maxNumSeqs: s, maxBlocksPerSeq: b } = limits;
+    this.#batch = {
+      numSeqs: 0,
+      numTokens: 0,
+      tokenIds: new Int32Array(t),
+      positions: new Int32Array(t),
+      slotMapping: new Int32Array(t),
+      queryStart: new Int32Array(s + 1),
+      contextLens: new Int32Array(s),
+      blockTables: new Int32Array(s * b),
+      maxBlocksPerSeq: b,
+      numRows: 0,
+      sampleIndex: new Int32Array(s),
+      temperature: new Float32Array(s),
+      topK: new Int32Array(s),
+      topP: new Float32Array(s),
+      seed: new BigUint64Array(s),
+      outTokens: new Int32Array(s),
+      outLogprobs: new Float32Array(s),
+      outLogits: null,
+    };
+  }
+
+  /** Runs one scheduled step; the result's arrays are reused by the next call. */
+  execute(out: SchedulerOutput): StepResult {
+    const b = this.fill(out);
+    const t0 = performance.now();
+    this.#model.step(this.#kv, b);
+    const nativeMs = performance.now() - t0;
+    return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs };
+  }
+
+  /** Fills the flat arrays for `out` (exposed for tests). */
+  fill(out: SchedulerOutput): StepBatch {
+    const b = this.#batch;
+    const bs = this.#blockSize;
+    const seqs = out.scheduled;
+    if (seqs.length > this.limits.maxNumSeqs) throw new RangeError(`step has ${seqs.length} sequences, limit ${this.limits.maxNumSeqs}`);
+    if (out.numTokens > this.limits.maxNumTokens) throw new RangeError(`step has ${out.numTokens} tokens, limit ${this.limits.maxNumTokens}`);
+    // Block-table stride of this step: the longest context in it (fewer bytes to the device).
+    let stride = 1;
+    for (const s of seqs) stride = Math.max(stride, Math.ceil((s.start + s.numNewTokens) / bs));
+    if (stride > this.limits.maxBlocksPerSeq) throw new RangeError(`a sequence needs ${stride} blocks, limit ${this.limits.maxBlocksPerSeq}`);
+    let t = 0;
+    let r = 0;
+    for (let i = 0; i < seqs.length; i++) {
+      const { seq, start, numNewTokens, sample } = seqs[i]!;
+      const table = seq.blockTable;
+      const ids = seq.tokenIds;
+      b.queryStart[i] = t;
+      const end = start + numNewTokens;
+      for (let p = start; p < end; p++, t++) {
+        b.tokenIds[t] = ids[p]!;
+        b.positions[t] = p;
+        b.slotMapping[t] = table[(p / bs) | 0]! * bs + (p % bs);
+      }
+      b.contextLens[i] = end;
+      const nb = Math.ceil(end / bs);
+      const row = i * stride;
+      for (let j = 0; j < nb; j++) b.blockTables[row + j] = table[j]!;
+      if (sample) {
+        const sp = seq.params;
+        b.sampleIndex[r] = t - 1;
+        b.temperature[r] = sp.temperature;
+        b.topK[r] = sp.topK > 0 ? sp.topK : 0;
+        b.topP[r] = sp.topP;
+        b.seed[r] = seq.seed;
+        r++;
+      }
+    }
+    b.queryStart[seqs.length] = t;
+    b.numSeqs = seqs.length;
+    b.numTokens = t;
+    b.numRows = r;
+    b.maxBlocksPerSeq = stride;
+    return b;
+  }
+}

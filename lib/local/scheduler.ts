@@ -1,0 +1,217 @@
+/**
+ * The local scheduler: continuous batching of one worker's requests. Each step first gives every
+ * running sequence its next tokens (a decode token, or the next chunk of an unfinished prefill),
+ * preempting the youngest running sequences by recompute when blocks run out, then admits waiting
+ * sequences first-come first-served into the remaining token budget (the last one possibly as a
+ * partial chunk). Requests that can never fit are rejected on arrival with a CapacityError.
+ * @module
+ */
+import type { RankLoad } from "../core/block_snapshot.ts";
+import { CapacityError } from "../core/errors.ts";
+import type { FinishReason } from "../core/outputs.ts";
+import type { Sequence } from "../core/sequence.ts";
+import type { BlockManager } from "./block_manager.ts";
+
+/** Batching limits of one worker. */
+export interface SchedulerConfig {
+  /** Sequences running at once. */
+  maxNumSeqs: number;
+  /** Tokens computed by one step. */
+  maxNumBatchedTokens: number;
+  /** Prompt plus output tokens of one request. */
+  maxModelLen: number;
+  /** Split long prefills across steps (else a prompt is prefilled in one step). */
+  enableChunkedPrefill: boolean;
+}
+
+/** One sequence's share of a step: tokens [start, start + numNewTokens) of seq.tokenIds. */
+export interface ScheduledSequence {
+  seq: Sequence;
+  start: number;
+  numNewTokens: number;
+  /** The step reaches the sequence's last token, so it samples the next one. */
+  sample: boolean;
+  /** A one-token step of a sequence that already generated output. */
+  isDecode: boolean;
+}
+
+/** What one step computes. */
+export interface SchedulerOutput {
+  scheduled: ScheduledSequence[];
+  numTokens: number;
+  /** Sequences preempted while scheduling this step (their K/V was dropped). */
+  preempted: Sequence[];
+}
+
+/** Step kind, for timing splits. */
+export type StepKind = "prefill" | "decode" | "mixed";
+
+/** Classifies a scheduled step. */
+export function stepKind(out: SchedulerOutput): StepKind {
+  let decode = 0;
+  for (const s of out.scheduled) if (s.isDecode) decode++;
+  return decode === out.scheduled.length ? "decode" : decode === 0 ? "prefill" : "mixed";
+}
+
+/** Continuous-batching scheduler over one block manager. */
+export class Scheduler {
+  readonly config: Readonly<SchedulerConfig>;
+  readonly blocks: BlockManager;
+  /** FCFS queue; preempted sequences return to its front. */
+  readonly waiting: Sequence[] = [];
+  /** Admission order: the last is the youngest, preempted first. */
+  readonly running: Sequence[] = [];
+  numPreemptions = 0;
+
+  constructor(config: SchedulerConfig, blocks: BlockManager) {
+    for (const k of ["maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const) {
+      if (!Number.isInteger(config[k]) || config[k] <= 0) throw new RangeError(`${k} must be a positive integer, got ${config[k]}`);
+    }
+    if (!config.enableChunkedPrefill && config.maxNumBatchedTokens < config.maxModelLen) {
+      throw new RangeError(
+        `without chunked prefill maxNumBatchedTokens (${config.maxNumBatchedTokens}) must be >= maxModelLen (${config.maxModelLen})`,
+      );
+    }
+    this.config = { ...config };
+    this.blocks = blocks;
+  }
+
+  get numWaiting(): number {
+    return this.waiting.length;
+  }
+
+  get numRunning(): number {
+    return this.running.length;
+  }
+
+  get hasUnfinished(): boolean {
+    return this.waiting.length + this.running.length > 0;
+  }
+
+  /** Throws a CapacityError when `seq` could never run here. */
+  checkFits(seq: Sequence): void {
+    const { maxModelLen } = this.config;
+    const p = seq.numPromptTokens;
+    const m = seq.params.maxTokens;
+    if (p + m > maxModelLen) {
+      throw new CapacityError(`request ${seq.requestId}: prompt (${p}) + max_tokens (${m}) = ${p + m} tokens exceeds max_model_len (${maxModelLen})`);
+    }
+    // The last sampled token's K/V is never written.
+    const need = this.blocks.blocksFor(p + m - 1);
+    if (need > this.blocks.numBlocks) {
+      throw new CapacityError(
+        `request ${seq.requestId}: prompt (${p}) + max_tokens (${m}) needs ${need} KV blocks of ${this.blocks.blockSize} tokens, but the cache has ${this.blocks.numBlocks}`,
+      );
+    }
+  }
+
+  /** Queues a new request (FCFS). */
+  add(seq: Sequence): void {
+    this.checkFits(seq);
+    seq.status = "waiting";
+    this.waiting.push(seq);
+  }
+
+  /** Picks this step's tokens. Empty when nothing can run. */
+  schedule(): SchedulerOutput {
+    const scheduled: ScheduledSequence[] = [];
+    const preempted: Sequence[] = [];
+    let budget = this.config.maxNumBatchedTokens;
+    let numTokens = 0;
+    const take = (seq: Sequence, n: number) => {
+      const start = seq.numComputedTokens;
+      const sample = start + n === seq.numTokens;
+      scheduled.push({ seq, start, numNewTokens: n, sample, isDecode: n === 1 && sample && seq.numOutputTokens > 0 });
+      budget -= n;
+      numTokens += n;
+    };
+
+    for (let i = 0; i < this.running.length && budget > 0; ) {
+      const seq = this.running[i]!;
+      const n = Math.min(seq.numTokens - seq.numComputedTokens, budget);
+      if (this.blocks.allocateSlots(seq, n)) {
+        take(seq, n);
+        i++;
+        continue;
+      }
+      // Out of blocks: recompute the youngest later (possibly this sequence itself).
+      const victim = this.running.pop()!;
+      this.#preempt(victim);
+      preempted.push(victim);
+    }
+
+    if (preempted.length === 0) {
+      while (this.waiting.length > 0 && budget > 0 && this.running.length < this.config.maxNumSeqs) {
+        const seq = this.waiting[0]!;
+        const cached = this.blocks.lookupPrefix(seq);
+        const remaining = seq.numTokens - cached.length * this.blocks.blockSize;
+        if (!this.config.enableChunkedPrefill && remaining > budget) break;
+        const n = Math.min(remaining, budget);
+        if (!this.blocks.allocateSlots(seq, n, cached)) break;
+        this.waiting.shift();
+        seq.status = "running";
+        this.running.push(seq);
+        take(seq, n);
+      }
+    }
+    return { scheduled, numTokens, preempted };
+  }
+
+  /**
+   * Applies a finished step: advances computed counts, publishes completed blocks, appends the
+   * sampled token of each sampling sequence (row r of `tokens` is the r-th sampling entry).
+   */
+  completeStep(out: SchedulerOutput, tokens: Int32Array, logprobs: Float32Array, now: number): void {
+    let row = 0;
+    for (const s of out.scheduled) {
+      s.seq.numComputedTokens += s.numNewTokens;
+      this.blocks.commitComputed(s.seq);
+      if (s.sample) {
+        s.seq.appendToken(tokens[row]!, logprobs[row]!, now);
+        row++;
+      }
+    }
+  }
+
+  /** Ends a running or waiting sequence and frees its blocks immediately. */
+  finish(seq: Sequence, reason: FinishReason, now: number): void {
+    this.#remove(seq);
+    this.blocks.free(seq);
+    seq.finish(reason, now);
+  }
+
+  /** Aborts a request by id; returns it, or undefined when it is not here. */
+  abort(requestId: string, now: number): Sequence | undefined {
+    const seq = this.running.find((s) => s.requestId === requestId) ?? this.waiting.find((s) => s.requestId === requestId);
+    if (seq) this.finish(seq, "abort", now);
+    return seq;
+  }
+
+  /** Load as routing weighs it. */
+  load(): RankLoad {
+    let runningTokens = 0;
+    let waitingTokens = 0;
+    for (const s of this.running) runningTokens += s.numTokens;
+    for (const s of this.waiting) waitingTokens += s.numTokens;
+    return { numRunning: this.running.length, numWaiting: this.waiting.length, runningTokens, waitingTokens };
+  }
+
+  #preempt(seq: Sequence): void {
+    this.blocks.free(seq);
+    seq.numComputedTokens = 0;
+    seq.numPreemptions++;
+    seq.status = "preempted";
+    this.waiting.unshift(seq);
+    this.numPreemptions++;
+  }
+
+  #remove(seq: Sequence): void {
+    let i = this.running.indexOf(seq);
+    if (i >= 0) {
+      this.running.splice(i, 1);
+      return;
+    }
+    i = this.waiting.indexOf(seq);
+    if (i >= 0) this.waiting.splice(i, 1);
+  }
+}

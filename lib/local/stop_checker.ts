@@ -1,0 +1,101 @@
+/**
+ * Per-request stop conditions and output text. Token-level: EOS (unless ignoreEos), stop token
+ * ids, both ignored before minTokens; maxTokens; the model's context length. Text-level: stop
+ * strings over the incrementally detokenized text, with the tail that may still become a stop
+ * string held back. Requests that neither stream nor have stop strings skip incremental
+ * detokenization and decode their output once at the end (same text, far less work).
+ * @module
+ */
+import type { TextTokenizer } from "../core/engine_api.ts";
+import type { FinishReason } from "../core/outputs.ts";
+import type { Sequence } from "../core/sequence.ts";
+import { IncrementalDetokenizer } from "../model/incremental_detokenizer.ts";
+import { StopStringMatcher } from "../model/stop_strings.ts";
+
+/** What one new token did. */
+export interface TokenVerdict {
+  /** Text that became final with this token ("" while held back or not incremental). */
+  text: string;
+  /** Set when the request must stop after this token. */
+  finish: FinishReason | null;
+}
+
+// Prompt ids given to the detokenizer as context for its first window.
+const CONTEXT_IDS = 4;
+
+/** Decides when one sequence stops, and produces its text. */
+export class StopChecker {
+  readonly #seq: Sequence;
+  readonly #tokenizer: Pick<TextTokenizer, "decode"> | null;
+  readonly #eos: ReadonlySet<number>;
+  readonly #stopIds: ReadonlySet<number>;
+  readonly #maxModelLen: number;
+  readonly #detok: IncrementalDetokenizer | null;
+  readonly #matcher: StopStringMatcher | null;
+  /** Output ids whose text belongs to the output (EOS and stop tokens' text is never shown). */
+  readonly #textIds: number[] = [];
+  #text = "";
+
+  constructor(seq: Sequence, opts: { tokenizer: Pick<TextTokenizer, "decode"> | null; eosTokenIds: readonly number[]; maxModelLen: number; incremental: boolean }) {
+    this.#seq = seq;
+    this.#tokenizer = opts.tokenizer;
+    this.#eos = new Set(seq.params.ignoreEos ? [] : opts.eosTokenIds);
+    this.#stopIds = new Set(seq.params.stopTokenIds);
+    this.#maxModelLen = opts.maxModelLen;
+    const stops = seq.params.stop;
+    const incremental = opts.tokenizer !== null && (opts.incremental || stops.length > 0);
+    this.#detok = incremental
+      ? new IncrementalDetokenizer(opts.tokenizer!, { skipSpecialTokens: true, contextIds: seq.promptTokenIds.slice(-CONTEXT_IDS) })
+      : null;
+    this.#matcher = incremental && stops.length > 0 ? new StopStringMatcher(stops) : null;
+  }
+
+  /** Text emitted so far (incremental mode), or the whole output text after finish(). */
+  get text(): string {
+    return this.#text;
+  }
+
+  /** Judges the token just appended to the sequence. */
+  onToken(token: number): TokenVerdict {
+    const seq = this.#seq;
+    const p = seq.params;
+    const n = seq.numOutputTokens;
+    const armed = n >= p.minTokens;
+    if (armed && (this.#eos.has(token) || this.#stopIds.has(token))) return { text: "", finish: "stop" };
+    this.#textIds.push(token);
+    const lengthDone = n >= p.maxTokens || seq.numTokens >= this.#maxModelLen;
+    let text = "";
+    if (this.#detok) {
+      const delta = this.#detok.push(token);
+      if (this.#matcher && armed) {
+        const m = this.#matcher.push(delta);
+        text = m.text;
+        if (m.stop !== null) {
+          this.#text += text;
+          return { text, finish: "stop" };
+        }
+      } else {
+        text = delta;
+      }
+      this.#text += text;
+    }
+    return { text, finish: lengthDone ? "length" : null };
+  }
+
+  /** The request ended (any reason): returns the text still held back, completing `text`. */
+  finish(reason: FinishReason): string {
+    if (!this.#tokenizer) return "";
+    if (!this.#detok) {
+      this.#text = this.#tokenizer.decode(this.#textIds, { skipSpecialTokens: true });
+      return this.#text;
+    }
+    if (reason === "stop" && this.#matcher?.stopped) return "";
+    let rest = this.#detok.flush();
+    if (this.#matcher) {
+      const m = this.#matcher.push(rest);
+      rest = m.stop !== null ? m.text : m.text + this.#matcher.flush();
+    }
+    this.#text += rest;
+    return rest;
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * The message loop of one data-plane worker: takes dispatched sequences from the launcher, steps
+ * its LocalEngine, streams token deltas and finishes back, and reports versioned block snapshots
+ * and deltas (with the request ids they reflect) to the control plane, reconnecting to a restarted
+ * control plane and resending a full snapshot.
+ * @module
+ */
+import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
+import { Sequence } from "../core/sequence.ts";
+import type { StreamDelta } from "../core/outputs.ts";
+import { Connection } from "../protocol/connection.ts";
+import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
+import type { Message, MessageOf } from "../protocol/messages.ts";
+import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
+import { connectUnix } from "../runtime/unix_socket.ts";
+import type { LocalEngine } from "./local_engine.ts";
+import type { TransferExecutor, TransferPhaseMessage } from "./transfer_executor.ts";
+import type { z } from "zod";
+
+/** Options of a {@link WorkerHost}. */
+export interface WorkerHostOptions {
+  rank: number;
+  epoch: number;
+  pid: number;
+  engine: LocalEngine;
+  /** Connected and greeted launcher connection. */
+  launcher: Connection;
+  controlSocketPath: string;
+  /** Worker side of KV transfer plans (issue 6); without it transfer phases are refused. */
+  transfers?: TransferExecutor;
+  heartbeat?: Partial<HeartbeatOptions> | false;
+  /** Minimum ms between stats pushes to the launcher (default 500). */
+  statsIntervalMs?: number;
+  log?: (line: string) => void;
+  /** Called once when the worker must end (launcher gone, shutdown, engine failure). */
+  onExit: (code: number, why: string) => void;
+}
+
+const yieldToEventLoop: () => Promise<void> =
+  typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
+
+/** One worker's event loop around its engine. */
+export class WorkerHost {
+  readonly #o: WorkerHostOptions;
+  readonly #engine: LocalEngine;
+  readonly #log: (line: string) => void;
+  readonly #held = new Map<string, Sequence>();
+  /** Requests queued / given blocks since the last report to the control plane. */
+  #queued: string[] = [];
+  #awaitingBlocks = new Set<string>();
+  #allocated: string[] = [];
+  #control: Connection | undefined;
+  #loop: Promise<void> | undefined;
+  #lastStats = 0;
+  #exiting = false;
+
+  constructor(o: WorkerHostOptions) {
+    this.#o = o;
+    this.#engine = o.engine;
+    this.#log = o.log ?? ((l) => console.error(l));
+    o.launcher.onMessage((m) => this.#fromLauncher(m));
+    o.launcher.onClose(({ reason }) => this.#exit(0, `launcher connection ended (${reason})`));
+    if (o.transfers) o.transfers.onChange = () => this.#afterTransferChange();
+    void this.#connectControl();
+  }
+
+  /** Requests this worker holds. */
+  get numRequests(): number {
+    return this.#held.size;
+  }
+
+  /** True while connected to the control plane. */
+  get controlConnected(): boolean {
+    return this.#control !== undefined && !this.#control.closed;
+  }
+
+  #fromLauncher(m: Message): void {
+    switch (m.type) {
+      case "dispatch":
+        return this.#dispatch(m);
+      case "abort": {
+        const d = this.#engine.abort(m.requestId);
+        if (d) this.#finish(d);
+        return;
+      }
+      case "stats_request":
+        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats() } });
+        return;
+      case "snapshot_request": {
+        // A consistency check: the launcher and the control plane get the same new version.
+        const snap = this.#snapshotMessage();
+        this.#control?.send(snap);
+        if (m.id !== undefined) this.#o.launcher.reply(m, snap);
+        return;
+      }
+      case "shutdown":
+        for (const id of [...this.#held.keys()]) {
+          const d = this.#engine.abort(id);
+          if (d) this.#finish(d);
+        }
+        return this.#exit(0, "shutdown requested");
+      default:
+        if (m.id !== undefined) this.#o.launcher.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type}`);
+    }
+  }
+
+  #dispatch(m: MessageOf<"dispatch">): void {
+    try {
+      const seq = new Sequence({
+        requestId: m.requestId,
+        promptTokenIds: m.promptTokenIds,
+        params: m.sampling,
+        blockSize: this.#engine.blocks.blockSize,
+        cacheSalt: m.cacheSalt,
+        arrivalTime: m.arrivalTime,
+      });
+      this.#engine.add(seq, { stream: true });
+      this.#held.set(m.requestId, seq);
+      this.#queued.push(m.requestId);
+      this.#awaitingBlocks.add(m.requestId);
+    } catch (e) {
+      const err = e as Error;
+      this.#o.launcher.send({ type: "finish", requestId: m.requestId, reason: "error", tokenIds: [], text: "", error: { name: err.name, message: err.message } });
+      return;
+    }
+    this.#loop ??= this.#run();
+  }
+
+  async #run(): Promise<void> {
+    try {
+      await yieldToEventLoop(); // let a burst of dispatches queue up before the first step
+      while (this.#engine.hasWork && !this.#exiting) {
+        const report = this.#engine.step();
+        const items: z.infer<typeof TokenDeltaItem>[] = [];
+        for (const d of report.deltas) {
+          if (d.finished) this.#finish(d);
+          else items.push({ requestId: d.requestId, tokenIds: d.tokenIds, text: d.text, ...(d.logprobs ? { logprobs: d.logprobs } : {}) });
+        }
+        if (items.length > 0) this.#o.launcher.send({ type: "token_delta", items });
+        if (report.kind === "idle" && this.#engine.scheduler.numRunning === 0 && this.#engine.hasWork) {
+          // Blocks held by a transfer plan: its end (or deadline) frees them and restarts the loop.
+          if ((this.#o.transfers?.openPlans ?? 0) > 0) break;
+          throw new Error(`worker ${this.#o.rank}: the scheduler cannot admit ${this.#engine.scheduler.waiting[0]?.requestId} although nothing runs`);
+        }
+        this.#report();
+        await yieldToEventLoop();
+      }
+      this.#report();
+    } catch (e) {
+      this.#fail(e as Error);
+    } finally {
+      this.#loop = undefined;
+    }
+  }
+
+  #finish(d: StreamDelta): void {
+    this.#held.delete(d.requestId);
+    this.#awaitingBlocks.delete(d.requestId);
+    const o = d.output;
+    this.#o.launcher.send({
+      type: "finish",
+      requestId: d.requestId,
+      reason: d.finishReason ?? "stop",
+      tokenIds: d.tokenIds,
+      text: d.text,
+      ...(d.logprobs ? { logprobs: d.logprobs } : {}),
+      ...(o
+        ? {
+            output: {
+              tokenIds: o.tokenIds,
+              text: o.text,
+              ...(o.logprobs ? { logprobs: o.logprobs } : {}),
+              metrics: { ...o.metrics, rank: this.#o.rank },
+            },
+          }
+        : {}),
+    });
+  }
+
+  /** Sends the block delta (if anything changed) and the request ids it reflects; pushes stats. */
+  #report(): void {
+    for (const id of this.#awaitingBlocks) {
+      const seq = this.#held.get(id);
+      if (!seq || seq.blockTable.length > 0) {
+        this.#allocated.push(id);
+        this.#awaitingBlocks.delete(id);
+      }
+    }
+    if (this.controlConnected) {
+      const delta = this.#engine.takeDelta();
+      if (delta) {
+        const queued = this.#queued;
+        const allocated = this.#allocated;
+        this.#queued = [];
+        this.#allocated = [];
+        this.#control!.send({ type: "block_delta", delta: this.#stamp(delta), ...(queued.length ? { queued } : {}), ...(allocated.length ? { allocated } : {}) });
+      }
+    }
+    const now = Date.now();
+    if (now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
+      this.#lastStats = now;
+      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats() } });
+      this.#control?.send(this.#controlStats());
+    }
+  }
+
+  #snapshotMessage(): MessageOf<"block_snapshot"> {
+    this.#queued = [];
+    this.#allocated = [];
+    const queued = [...this.#held.keys()];
+    const allocated = queued.filter((id) => (this.#held.get(id)?.blockTable.length ?? 0) > 0);
+    return { type: "block_snapshot", snapshot: this.#stamp(this.#engine.snapshot()), queued, allocated };
+  }
+
+  /** The block manager reports rank 0 and its own epoch; the launcher's numbering is authoritative. */
+  #stamp<T extends BlockSnapshot | BlockDelta>(s: T): T {
+    return { ...s, rank: this.#o.rank, epoch: this.#o.epoch };
+  }
+
+  async #connectControl(): Promise<void> {
+    while (!this.#exiting) {
+      try {
+        const stream = await connectUnix(this.#o.controlSocketPath, { timeoutMs: 1000 });
+        const conn = new Connection(stream, { name: `worker${this.#o.rank}->control`, heartbeat: this.#o.heartbeat, log: this.#log });
+        conn.onMessage((m) => this.#fromControl(conn, m));
+        conn.onClose(({ reason }) => {
+          if (this.#control !== conn) return;
+          this.#control = undefined;
+          if (!this.#exiting) {
+            this.#log(`[worker ${this.#o.rank}] control plane connection ended (${reason}); reconnecting`);
+            void this.#connectControl();
+          }
+        });
+        conn.send({ type: "hello", role: "worker", rank: this.#o.rank, epoch: this.#o.epoch, pid: this.#o.pid });
+        this.#control = conn;
+        conn.send(this.#snapshotMessage());
+        conn.send(this.#controlStats());
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // the launcher is restarting it
+      }
+    }
+  }
+
+  #fromControl(conn: Connection, m: Message): void {
+    switch (m.type) {
+      case "snapshot_request":
+        conn.send(this.#snapshotMessage());
+        return;
+      case "ready":
+        return;
+      case "transfer_prepare":
+      case "transfer_execute":
+      case "transfer_publish":
+      case "transfer_finalize":
+      case "transfer_abort":
+        return this.#transferPhase(conn, m);
+      default:
+        if (m.id !== undefined) conn.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type} yet`);
+    }
+  }
+
+  #transferPhase(conn: Connection, m: TransferPhaseMessage): void {
+    const x = this.#o.transfers;
+    if (!x) {
+      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", planId: m.planId, phase: m.type.slice("transfer_".length) as "abort", rank: this.#o.rank, ok: false, error: `worker ${this.#o.rank} has no transfer data path` });
+      return;
+    }
+    void x.handle(m).then((ack) => m.id !== undefined && conn.reply(m, { type: "transfer_ack", ...ack }));
+  }
+
+  /** A plan reserved, pinned, published or released blocks: report now, and resume waiting requests. */
+  #afterTransferChange(): void {
+    this.#report();
+    if (this.#engine.hasWork && !this.#exiting) this.#loop ??= this.#run();
+  }
+
+  /** What the control plane's cost model reads: KV bytes per block and cumulative prefill timings. */
+  #controlStats(): MessageOf<"stats"> {
+    const p = this.#engine.timings.byKind.prefill;
+    return { type: "stats", rank: this.#o.rank, counters: { kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs } };
+  }
+
+  #fail(e: Error): void {
+    this.#log(`[worker ${this.#o.rank}] engine failed: ${e.stack ?? e.message}`);
+    for (const id of [...this.#held.keys()]) {
+      this.#o.launcher.send({ type: "finish", requestId: id, reason: "error", tokenIds: [], text: "", error: { name: e.name, message: e.message } });
+      this.#held.delete(id);
+    }
+    this.#exit(1, `engine failed: ${e.message}`);
+  }
+
+  #exit(code: number, why: string): void {
+    if (this.#exiting) return;
+    this.#exiting = true;
+    void this.#o.transfers?.close();
+    this.#control?.close("worker exiting");
+    this.#o.launcher.close("worker exiting");
+    this.#o.onExit(code, why);
+  }
+}

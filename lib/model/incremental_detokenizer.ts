@@ -1,0 +1,74 @@
+/**
+ * Streaming detokenization: token ids in one at a time, text deltas out, never emitting half of a
+ * multi-byte character. It decodes a short window of recent tokens twice (up to the last emitted
+ * token, and with the new ones) and emits the difference, holding back while the window's text
+ * ends in U+FFFD (an incomplete UTF-8 sequence that a later token may complete). Decoding a window
+ * rather than single tokens also keeps tokenizers whose text depends on the previous token right.
+ * @module
+ */
+import type { TextTokenizer } from "../core/engine_api.ts";
+
+const REPLACEMENT = "\uFFFD";
+
+/** Options of IncrementalDetokenizer. */
+export interface IncrementalDetokenizerOptions {
+  skipSpecialTokens?: boolean;
+  /** Last few prompt ids: context for the first window (their text is not emitted). */
+  contextIds?: readonly number[];
+}
+
+/** Turns a stream of token ids into text deltas whose concatenation is the full decode. */
+export class IncrementalDetokenizer {
+  readonly #tokenizer: Pick<TextTokenizer, "decode">;
+  readonly #skipSpecial: boolean;
+  readonly #ids: number[];
+  /** Window start, and the end of what is already emitted (indices into #ids). */
+  #prefixOffset: number;
+  #readOffset: number;
+  #text = "";
+
+  constructor(tokenizer: Pick<TextTokenizer, "decode">, options: IncrementalDetokenizerOptions = {}) {
+    this.#tokenizer = tokenizer;
+    this.#skipSpecial = options.skipSpecialTokens ?? false;
+    this.#ids = [...(options.contextIds ?? [])];
+    this.#prefixOffset = 0;
+    this.#readOffset = this.#ids.length;
+  }
+
+  /** All text emitted so far. */
+  get text(): string {
+    return this.#text;
+  }
+
+  /** Adds one token; returns the text that became final ("" while held back). */
+  push(id: number): string {
+    this.#ids.push(id);
+    return this.#advance(false);
+  }
+
+  /** Adds several tokens; returns the text that became final. */
+  pushMany(ids: readonly number[]): string {
+    for (const id of ids) this.#ids.push(id);
+    return this.#advance(false);
+  }
+
+  /** End of stream: returns whatever is held back (an incomplete character decodes as U+FFFD). */
+  flush(): string {
+    return this.#advance(true);
+  }
+
+  #advance(final: boolean): string {
+    if (this.#readOffset === this.#ids.length) return "";
+    const opts = { skipSpecialTokens: this.#skipSpecial };
+    const prefixText = this.#tokenizer.decode(this.#ids.slice(this.#prefixOffset, this.#readOffset), opts);
+    const newText = this.#tokenizer.decode(this.#ids.slice(this.#prefixOffset), opts);
+    if (!final && (newText.length <= prefixText.length || newText.endsWith(REPLACEMENT))) return "";
+    // A held-back tail can decode shorter once completed only if the prefix text changed, which
+    // the window excludes; guard anyway so a delta is never negative.
+    const delta = newText.length > prefixText.length ? newText.slice(prefixText.length) : "";
+    this.#prefixOffset = this.#readOffset;
+    this.#readOffset = this.#ids.length;
+    this.#text += delta;
+    return delta;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Unix domain sockets as plain byte streams, through node:net (which Bun and Deno both provide).
+ * The protocol layer sees only {@link ByteStream}; nothing else in lib/ touches sockets.
+ * @module
+ */
+import * as net from "node:net";
+import { existsSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { pid } from "./env.ts";
+
+/** A bidirectional byte stream (one side of a Unix socket connection). */
+export interface ByteStream {
+  /** Queues bytes for sending; false once closed (the bytes are dropped). */
+  write(bytes: Uint8Array): boolean;
+  /** Sets the receiver of incoming chunks (chunk boundaries are arbitrary). */
+  onData(handler: (chunk: Uint8Array) => void): void;
+  /** Sets the callback run once when the stream closes, from either side. */
+  onClose(handler: (error?: Error) => void): void;
+  /** Flushes pending writes, then closes. Idempotent. */
+  close(): void;
+  /** Closes at once, dropping pending writes. Idempotent. */
+  destroy(): void;
+  readonly closed: boolean;
+}
+
+/** A listening Unix socket server. */
+export interface UnixServer {
+  readonly path: string;
+  /** Stops accepting, closes every accepted stream and removes the socket file. */
+  close(): Promise<void>;
+}
+
+class SocketByteStream implements ByteStream {
+  #closed = false;
+  #closeHandler: ((error?: Error) => void) | undefined;
+  #closeError: Error | undefined;
+  #pending: Uint8Array[] = [];
+  #dataHandler: ((chunk: Uint8Array) => void) | undefined;
+
+  constructor(private readonly socket: net.Socket) {
+    socket.on("data", (chunk: Uint8Array) => {
+      // Chunks that arrive before a handler is set are kept, not lost.
+      if (this.#dataHandler) this.#dataHandler(chunk);
+      else this.#pending.push(chunk);
+    });
+    socket.on("error", (e: Error) => {
+      this.#closeError = e;
+    });
+    socket.on("close", () => {
+      this.#closed = true;
+      const h = this.#closeHandler;
+      this.#closeHandler = undefined;
+      h?.(this.#closeError);
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed || this.socket.destroyed;
+  }
+
+  write(bytes: Uint8Array): boolean {
+    if (this.closed) return false;
+    this.socket.write(bytes);
+    return true;
+  }
+
+  onData(handler: (chunk: Uint8Array) => void): void {
+    this.#dataHandler = handler;
+    const queued = this.#pending;
+    this.#pending = [];
+    for (const c of queued) handler(c);
+  }
+
+  onClose(handler: (error?: Error) => void): void {
+    if (this.socket.destroyed) {
+      queueMicrotask(() => handler(this.#closeError));
+      return;
+    }
+    this.#closeHandler = handler;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.socket.end();
+    // A peer that never reads must not keep the socket open forever.
+    const t = setTimeout(() => this.socket.destroy(), 1000);
+    (t as { unref?: () => void }).unref?.();
+  }
+
+  destroy(): void {
+    this.#closed = true;
+    this.socket.destroy();
+  }
+}
+
+/** Listens on a Unix socket path (an existing stale socket file there is replaced). */
+export function listenUnix(path: string, onConnection: (stream: ByteStream) => void): Promise<UnixServer> {
+  if (existsSync(path)) unlinkSync(path);
+  const accepted = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    accepted.add(socket);
+    socket.on("close", () => accepted.delete(socket));
+    onConnection(new SocketByteStream(socket));
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", (e: Error) => reject(new Error(`cannot listen on unix socket ${path}: ${e.message}`, { cause: e })));
+    server.listen(path, () => {
+      resolve({
+        path,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of accepted) s.destroy();
+            server.close(() => {
+              if (existsSync(path)) {
+                try {
+                  unlinkSync(path);
+                } catch {
+                  // already gone
+                }
+              }
+              done();
+            });
+          }),
+      });
+    });
+  });
+}
+
+/** Connects to a Unix socket, retrying while the listener is not up yet, until `timeoutMs`. */
+export async function connectUnix(path: string, options: { timeoutMs?: number; retryDelayMs?: number } = {}): Promise<ByteStream> {
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const retryDelayMs = options.retryDelayMs ?? 20;
+  const deadline = Date.now() + timeoutMs;
+  let lastError: Error | undefined;
+  while (Date.now() <= deadline) {
+    try {
+      return await connectOnce(path);
+    } catch (e) {
+      lastError = e as Error;
+      await new Promise((r) => setTimeout(r, retryDelayMs));
+    }
+  }
+  throw new Error(`cannot connect to unix socket ${path} within ${timeoutMs} ms: ${lastError?.message ?? "timed out"}`, { cause: lastError });
+}
+
+function connectOnce(path: string): Promise<ByteStream> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(path);
+    const onError = (e: Error) => {
+      socket.destroy();
+      reject(e);
+    };
+    socket.once("error", onError);
+    socket.once("connect", () => {
+      socket.off("error", onError);
+      resolve(new SocketByteStream(socket));
+    });
+  });
+}
+
+let socketCounter = 0;
+
+/** A fresh socket path in the temp directory (short: Unix socket paths are limited to ~107 bytes). */
+export function tempSocketPath(label: string): string {
+  const name = `lmp-${pid()}-${Date.now().toString(36)}-${(socketCounter++).toString(36)}-${label}.sock`;
+  const dir = tmpdir();
+  const path = `${dir}/${name}`;
+  if (path.length > 100) throw new RangeError(`socket path too long for a Unix socket (${path.length} bytes): ${path}`);
+  return path;
+}

@@ -1,0 +1,102 @@
+/**
+ * POST /v1/chat/completions: messages rendered with the model's chat template, non-streaming and
+ * SSE (`chat.completion.chunk`), n choices.
+ * @module
+ */
+import { collectChoices, mergeChoices, openAIFinishReason, startChoices, usageOf, type ChoiceRun } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, sessionIdOf, unixSeconds, type ServerContext } from "./context.ts";
+import { badRequest } from "./errors.ts";
+import type { RequestScope } from "./lifecycle.ts";
+import { chatLogprobs } from "./logprobs.ts";
+import { chatPrompt, type TokenizedPrompt } from "./prompts.ts";
+import { checkContextLength, toSamplingParams } from "./sampling.ts";
+import { chatCompletionRequestSchema, type ChatCompletionRequest } from "./schemas.ts";
+import { sseResponse } from "./sse.ts";
+
+interface Prepared {
+  body: ChatCompletionRequest;
+  prompt: TokenizedPrompt;
+  runs: ChoiceRun[];
+  id: string;
+  created: number;
+}
+
+/** Handles POST /v1/chat/completions. */
+export async function handleChatCompletions(req: Request, ctx: ServerContext, scope: RequestScope): Promise<Response> {
+  const body = await parseJsonBody(req, chatCompletionRequestSchema);
+  checkModel(ctx, body.model);
+  const { engine } = ctx;
+  if (body.top_logprobs != null && body.top_logprobs > 0 && body.logprobs !== true) {
+    throw badRequest("top_logprobs requires logprobs to be true", "top_logprobs");
+  }
+  const prompt = chatPrompt(body.messages, engine.tokenizer, engine.model.vocabSize, body.add_generation_prompt ?? true);
+  const maxModelLen = engine.model.maxModelLen;
+  // Without a limit the completion may use the rest of the context, as in vLLM (unless the server
+  // sets a default, as it does for the random-weight demo model that rarely samples EOS).
+  const rest = Math.max(1, maxModelLen - prompt.tokenIds.length);
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? Math.min(rest, ctx.defaultChatMaxTokens ?? rest);
+  checkContextLength(prompt.tokenIds.length, maxTokens, maxModelLen, "messages");
+  const params = toSamplingParams(body, maxTokens, body.logprobs === true);
+  const id = newResponseId("chatcmpl");
+  const runs = startChoices(engine, ctx.metrics, {
+    id,
+    prompts: [prompt],
+    params,
+    n: body.n ?? 1,
+    sessionId: sessionIdOf(req, body.user),
+    cacheSalt: body.cache_salt ?? undefined,
+    signal: scope.signal,
+  });
+  const prepared: Prepared = { body, prompt, runs, id, created: unixSeconds() };
+  if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
+  return Response.json(await completeAll(ctx, prepared, scope));
+}
+
+function logprobsOf(ctx: ServerContext, body: ChatCompletionRequest, tokenIds: number[], logprobs: number[]) {
+  if (body.logprobs !== true) return null;
+  return { content: chatLogprobs(ctx.engine.tokenizer, tokenIds, logprobs, (body.top_logprobs ?? 0) > 0) };
+}
+
+async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope) {
+  const finished = await collectChoices(p.runs, (e) => scope.abort(e));
+  let completionTokens = 0;
+  const choices = finished.map((c) => {
+    completionTokens += c.tokenIds.length;
+    return {
+      index: c.index,
+      message: { role: "assistant", content: c.text },
+      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs),
+      finish_reason: openAIFinishReason(c.finishReason),
+    };
+  });
+  return { id: p.id, object: "chat.completion", created: p.created, model: ctx.modelName, choices, usage: usageOf([p.prompt], completionTokens) };
+}
+
+async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
+  const includeUsage = p.body.stream_options?.include_usage === true;
+  const chunk = (choice: Record<string, unknown>) => ({
+    id: p.id,
+    object: "chat.completion.chunk",
+    created: p.created,
+    model: ctx.modelName,
+    choices: [choice],
+    ...(includeUsage ? { usage: null } : {}),
+  });
+  // The role comes first in every choice, as OpenAI streams it.
+  for (const r of p.runs) yield chunk({ index: r.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  let completionTokens = 0;
+  for await (const { run, delta } of mergeChoices(p.runs)) {
+    completionTokens += delta.tokenIds.length;
+    const withLogprobs = p.body.logprobs === true && delta.tokenIds.length > 0;
+    if (!delta.finished && delta.text === "" && !withLogprobs) continue;
+    yield chunk({
+      index: run.index,
+      delta: delta.text === "" && delta.finished ? {} : { content: delta.text },
+      logprobs: logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? []),
+      finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
+    });
+  }
+  if (includeUsage) {
+    yield { id: p.id, object: "chat.completion.chunk", created: p.created, model: ctx.modelName, choices: [], usage: usageOf([p.prompt], completionTokens) };
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Command-line options of `bun run examples/serve.ts` (vLLM's flag names), parsed with
+ * node:util parseArgs. Bad values throw RangeError naming the flag and the value.
+ * @module
+ */
+import { parseArgs } from "node:util";
+
+/** Parsed serve options. */
+export interface ServeCliOptions {
+  /** HF model directory; absent means the embedded random-weight demo model. */
+  model?: string;
+  gpus: number;
+  host: string;
+  port: number;
+  maxModelLen?: number;
+  blockSize?: number;
+  gpuMemoryUtilization?: number;
+  maxNumSeqs?: number;
+  maxNumBatchedTokens?: number;
+  routingPolicy?: string;
+  /** GPU pairs joined by NVLink, e.g. [[0, 1], [2, 3]]. */
+  nvlinkPairs?: Array<[number, number]>;
+  apiKey?: string;
+  servedModelName?: string;
+  backend?: "cpu" | "cuda";
+  help: boolean;
+}
+
+/** The --help text. */
+export const SERVE_USAGE = `Usage: bun run examples/serve.ts [options]     (or: make serve ARGS="...")
+
+OpenAI-compatible server for LMPool. Without --model it serves an embedded demo model with
+random weights (its text is random), generated once and cached.
+
+Options:
+  --model <dir>                     Hugging Face model directory (Qwen3 or Llama)
+  --gpus <n>                        GPUs to serve on, one replica each (default 1)
+  --host <addr>                     Address to listen on (default 127.0.0.1)
+  --port <n>                        Port to listen on; 0 picks a free one (default 8000)
+  --max-model-len <n>               Context length limit (default: the model's)
+  --block-size <n>                  KV cache block size in tokens
+  --gpu-memory-utilization <f>      Fraction of GPU memory for weights + KV cache, in (0, 1]
+  --max-num-seqs <n>                Most sequences in one batch
+  --max-num-batched-tokens <n>      Most tokens in one batch
+  --routing-policy <name>           Request routing policy across GPUs
+  --nvlink-pairs <a-b,c-d>          GPU pairs joined by NVLink, e.g. 0-1,2-3
+  --api-key <key>                   Require 'Authorization: Bearer <key>' on /v1/*
+  --served-model-name <name>        Model name clients use (default: the model's)
+  --backend <cpu|cuda>              Native backend (default: CUDA when a GPU is found, else CPU)
+  -h, --help                        Show this help
+`;
+
+function integer(flag: string, v: string | undefined, min: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === "" || !Number.isSafeInteger(n) || n < min) throw new RangeError(`--${flag} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function fraction(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === "" || !(n > 0 && n <= 1)) throw new RangeError(`--${flag} must be a number in (0, 1], got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Parses "0-1,2-3" into [[0, 1], [2, 3]]. */
+export function parseNvlinkPairs(v: string): Array<[number, number]> {
+  return v.split(",").map((part) => {
+    const m = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(part);
+    if (!m || m[1] === m[2]) throw new RangeError(`--nvlink-pairs entries must look like 0-1 (two different GPUs), got ${JSON.stringify(part)}`);
+    return [Number(m[1]), Number(m[2])];
+  });
+}
+
+/** Parses serve's command line (without the runtime and script arguments). */
+export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: true,
+    options: {
+      model: { type: "string" },
+      gpus: { type: "string" },
+      host: { type: "string" },
+      port: { type: "string" },
+      "max-model-len": { type: "string" },
+      "block-size": { type: "string" },
+      "gpu-memory-utilization": { type: "string" },
+      "max-num-seqs": { type: "string" },
+      "max-num-batched-tokens": { type: "string" },
+      "routing-policy": { type: "string" },
+      "nvlink-pairs": { type: "string" },
+      "api-key": { type: "string" },
+      "served-model-name": { type: "string" },
+      backend: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (positionals.length > 0) throw new RangeError(`unexpected argument ${JSON.stringify(positionals[0])}; see --help`);
+  const backend = values.backend;
+  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  const port = integer("port", values.port, 0) ?? 8000;
+  if (port > 65535) throw new RangeError(`--port must be at most 65535, got ${port}`);
+  for (const [flag, v] of [["model", values.model], ["host", values.host], ["api-key", values["api-key"]], ["served-model-name", values["served-model-name"]]] as const) {
+    if (v !== undefined && v.trim() === "") throw new RangeError(`--${flag} must not be empty`);
+  }
+  return {
+    model: values.model,
+    gpus: integer("gpus", values.gpus, 1) ?? 1,
+    host: values.host ?? "127.0.0.1",
+    port,
+    maxModelLen: integer("max-model-len", values["max-model-len"], 1),
+    blockSize: integer("block-size", values["block-size"], 1),
+    gpuMemoryUtilization: fraction("gpu-memory-utilization", values["gpu-memory-utilization"]),
+    maxNumSeqs: integer("max-num-seqs", values["max-num-seqs"], 1),
+    maxNumBatchedTokens: integer("max-num-batched-tokens", values["max-num-batched-tokens"], 1),
+    routingPolicy: values["routing-policy"],
+    nvlinkPairs: values["nvlink-pairs"] === undefined ? undefined : parseNvlinkPairs(values["nvlink-pairs"]),
+    apiKey: values["api-key"],
+    servedModelName: values["served-model-name"],
+    backend,
+    help: values.help ?? false,
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * POST /v1/completions: legacy text completions, non-streaming and SSE, n choices per prompt.
+ * @module
+ */
+import { collectChoices, mergeChoices, openAIFinishReason, startChoices, usageOf, type ChoiceRun } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, sessionIdOf, unixSeconds, type ServerContext } from "./context.ts";
+import { badRequest } from "./errors.ts";
+import type { RequestScope } from "./lifecycle.ts";
+import { completionLogprobs } from "./logprobs.ts";
+import { completionPrompts, type TokenizedPrompt } from "./prompts.ts";
+import { checkContextLength, toSamplingParams } from "./sampling.ts";
+import { completionRequestSchema, type CompletionRequest } from "./schemas.ts";
+import { sseResponse } from "./sse.ts";
+
+/** vLLM's default max_tokens for completions. */
+const DEFAULT_MAX_TOKENS = 16;
+
+interface Prepared {
+  body: CompletionRequest;
+  prompts: TokenizedPrompt[];
+  runs: ChoiceRun[];
+  id: string;
+  created: number;
+}
+
+/** Handles POST /v1/completions. */
+export async function handleCompletions(req: Request, ctx: ServerContext, scope: RequestScope): Promise<Response> {
+  const body = await parseJsonBody(req, completionRequestSchema);
+  checkModel(ctx, body.model);
+  const { engine } = ctx;
+  const prompts = completionPrompts(body.prompt, engine.tokenizer, engine.model.vocabSize);
+  const maxTokens = body.max_tokens ?? DEFAULT_MAX_TOKENS;
+  prompts.forEach((p, i) => checkContextLength(p.tokenIds.length, maxTokens, engine.model.maxModelLen, prompts.length > 1 ? `prompt[${i}]` : "prompt"));
+  if (body.echo && body.logprobs != null) throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
+  const params = toSamplingParams(body, maxTokens, body.logprobs != null);
+  const id = newResponseId("cmpl");
+  const runs = startChoices(engine, ctx.metrics, {
+    id,
+    prompts,
+    params,
+    n: body.n ?? 1,
+    sessionId: sessionIdOf(req, body.user),
+    cacheSalt: body.cache_salt ?? undefined,
+    signal: scope.signal,
+  });
+  const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds() };
+  if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
+  return Response.json(await completeAll(ctx, prepared, scope));
+}
+
+async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope) {
+  const finished = await collectChoices(p.runs, (e) => scope.abort(e));
+  const withLogprobs = p.body.logprobs != null;
+  let completionTokens = 0;
+  const choices = finished.map((c) => {
+    completionTokens += c.tokenIds.length;
+    const echo = p.body.echo ? (c.prompt.text ?? ctx.engine.tokenizer.decode(c.prompt.tokenIds)) : "";
+    return {
+      index: c.index,
+      text: echo + c.text,
+      logprobs: withLogprobs ? completionLogprobs(ctx.engine.tokenizer, c.tokenIds, c.logprobs, 0, (p.body.logprobs ?? 0) > 0) : null,
+      finish_reason: openAIFinishReason(c.finishReason),
+    };
+  });
+  return { id: p.id, object: "text_completion", created: p.created, model: ctx.modelName, choices, usage: usageOf(p.prompts, completionTokens) };
+}
+
+async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
+  const includeUsage = p.body.stream_options?.include_usage === true;
+  const withLogprobs = p.body.logprobs != null;
+  const chunk = (choice: Record<string, unknown>) => ({
+    id: p.id,
+    object: "text_completion",
+    created: p.created,
+    model: ctx.modelName,
+    choices: [choice],
+    ...(includeUsage ? { usage: null } : {}),
+  });
+  if (p.body.echo) {
+    for (const r of p.runs) {
+      yield chunk({ index: r.index, text: r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds), logprobs: null, finish_reason: null });
+    }
+  }
+  const textOffsets = new Map<number, number>();
+  let completionTokens = 0;
+  for await (const { run, delta } of mergeChoices(p.runs)) {
+    completionTokens += delta.tokenIds.length;
+    if (!delta.finished && delta.text === "" && (!withLogprobs || delta.tokenIds.length === 0)) continue;
+    const offset = textOffsets.get(run.index) ?? 0;
+    textOffsets.set(run.index, offset + delta.text.length);
+    yield chunk({
+      index: run.index,
+      text: delta.text,
+      logprobs: withLogprobs ? completionLogprobs(ctx.engine.tokenizer, delta.tokenIds, delta.logprobs ?? [], offset, (p.body.logprobs ?? 0) > 0) : null,
+      finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
+    });
+  }
+  if (includeUsage) {
+    yield { id: p.id, object: "text_completion", created: p.created, model: ctx.modelName, choices: [], usage: usageOf(p.prompts, completionTokens) };
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * What every route handler gets: the engine, the served model name, metrics and lifecycle, plus the
+ * request helpers they share (JSON body parsing, model-name check, session id).
+ * @module
+ */
+import type { z } from "zod";
+import type { GenerationEngine } from "../core/engine_api.ts";
+import { badRequest, fromZodError, notFound } from "./errors.ts";
+import type { RequestScope, ServerLifecycle } from "./lifecycle.ts";
+import type { ServerMetrics } from "./metrics.ts";
+
+/** Shared state of one running server. */
+export interface ServerContext {
+  engine: GenerationEngine;
+  /** The name clients pass as `model` and see in /v1/models. */
+  modelName: string;
+  metrics: ServerMetrics;
+  lifecycle: ServerLifecycle;
+  /** Unix seconds when the server started (the models' `created`). */
+  startedAt: number;
+  /** Chat max_tokens when the request sets none (default: the rest of the context, as vLLM). */
+  defaultChatMaxTokens?: number;
+}
+
+/** One route: handles a request within its scope. */
+export type RouteHandler = (req: Request, ctx: ServerContext, scope: RequestScope) => Response | Promise<Response>;
+
+/** Reads a JSON body and validates it; non-JSON and schema violations become 400s naming the field. */
+export async function parseJsonBody<S extends z.ZodType>(req: Request, schema: S): Promise<z.infer<S>> {
+  const text = await req.text();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw badRequest(`Request body is not valid JSON: ${why}`, null, "invalid_json");
+  }
+  const parsed = schema.safeParse(raw, { reportInput: true });
+  if (!parsed.success) throw fromZodError(parsed.error);
+  return parsed.data;
+}
+
+/** Rejects a `model` other than the served one (absent means the served model), as vLLM does: 404. */
+export function checkModel(ctx: ServerContext, model: string | null | undefined): void {
+  if (model == null || model === ctx.modelName) return;
+  throw notFound(`The model \`${model}\` does not exist. This server serves \`${ctx.modelName}\`.`, "model", "model_not_found");
+}
+
+/** The session id for affinity routing: the `x-session-id` header, else the `user` field. */
+export function sessionIdOf(req: Request, user: string | null | undefined): string | undefined {
+  return req.headers.get("x-session-id") ?? user ?? undefined;
+}
+
+/** A fresh id with an OpenAI-style prefix (`cmpl-...`, `chatcmpl-...`). */
+export function newResponseId(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID().replace(/-/g, "")}`;
+}
+
+/** Unix time in whole seconds (the `created` field). */
+export function unixSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

@@ -1,0 +1,44 @@
+/**
+ * Read-only routes: GET /v1/models, /health, /version and /metrics.
+ * @module
+ */
+import type { ServerContext } from "./context.ts";
+import { errorResponse, unavailable } from "./errors.ts";
+import { LMPOOL_VERSION } from "./version.ts";
+
+/** GET /v1/models: the one served model, in OpenAI's list shape plus vLLM's max_model_len. */
+export function handleModels(_req: Request, ctx: ServerContext): Response {
+  return Response.json({
+    object: "list",
+    data: [
+      {
+        id: ctx.modelName,
+        object: "model",
+        created: ctx.startedAt,
+        owned_by: "lmpool",
+        root: ctx.engine.model.name,
+        parent: null,
+        max_model_len: ctx.engine.model.maxModelLen,
+      },
+    ],
+  });
+}
+
+/** GET /health: 200 with an empty body while serving; 503 once the engine is dead or the server drains. */
+export function handleHealth(_req: Request, ctx: ServerContext): Response {
+  if (ctx.lifecycle.draining) return errorResponse(unavailable("The server is shutting down"));
+  if (!ctx.engine.healthy) return errorResponse(unavailable("The engine is not healthy"));
+  return new Response(null, { status: 200 });
+}
+
+/** GET /version. */
+export function handleVersion(): Response {
+  return Response.json({ version: LMPOOL_VERSION });
+}
+
+/** GET /metrics: Prometheus text exposition. */
+export function handleMetrics(_req: Request, ctx: ServerContext): Response {
+  // This scrape is itself in flight; it is not a request being served.
+  const text = ctx.metrics.render(ctx.engine.stats(), Math.max(0, ctx.lifecycle.inFlight - 1));
+  return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+}

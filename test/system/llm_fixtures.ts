@@ -1,0 +1,52 @@
+// Models and helpers of the LLM system tests.
+//
+// The "tiny" preset's N(0, 0.02) weights make its greedy output copy the last prompt token: the
+// residual stream is dominated by the token embedding, so outputs hardly depend on the K/V cache.
+// The engine tests need outputs that do depend on every cached token, so they use a variant with
+// larger weights (attention dominates the residual) and a 4096-token vocabulary (a cheap LM head;
+// ids below 4096 are still real Qwen3 tokens, so text decoding works).
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { presetConfig } from "../../lib/model/presets.ts";
+import { writeSyntheticModel } from "../../lib/model/synthetic_writer.ts";
+
+/** Vocabulary of the engine test model. */
+export const ENGINE_TEST_VOCAB = 4096;
+
+const GENERATOR_SOURCES = ["synthetic_writer.ts", "random_weights.ts", "presets.ts", "safetensors_writer.ts", "weight_names.ts", "float_formats.ts"];
+
+/** Directory of the context-sensitive tiny Qwen3 model (generated once, cached under build/). */
+export function engineTestModelDir(): string {
+  const config = { ...presetConfig("tiny"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 };
+  const h = createHash("sha256").update(JSON.stringify(config));
+  for (const f of GENERATOR_SOURCES) h.update(readFileSync(new URL(`../../lib/model/${f}`, import.meta.url)));
+  const dir = fileURLToPath(new URL(`../../build/test-models/engine-${h.digest("hex").slice(0, 12)}`, import.meta.url));
+  if (existsSync(`${dir}/config.json`)) return dir;
+  const tmp = `${dir}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  try {
+    writeSyntheticModel(tmp, { config, seed: 7 });
+    renameSync(tmp, dir);
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(`${dir}/config.json`)) throw e;
+  }
+  return dir;
+}
+
+/** A seeded PRNG (mulberry32). */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `n` random token ids below the test vocabulary. */
+export function randomTokens(next: () => number, n: number): number[] {
+  return Array.from({ length: n }, () => Math.floor(next() * ENGINE_TEST_VOCAB));
+}

@@ -1,0 +1,86 @@
+// Message round trips through msgpackr frames, and rejections that name the type and field.
+import { expect, test } from "bun:test";
+import { FrameDecoder } from "../../../lib/protocol/frame_codec.ts";
+import { decodeMessage, encodeMessage, encodeUnchecked } from "../../../lib/protocol/message_codec.ts";
+import type { Message } from "../../../lib/protocol/messages.ts";
+import { ProtocolError } from "../../../lib/protocol/protocol_errors.ts";
+import { DEFAULT_SAMPLING_PARAMS } from "../../../lib/core/sampling_params.ts";
+
+function roundTrip(m: Message): Message {
+  const frames = new FrameDecoder().push(encodeMessage(m));
+  expect(frames.length).toBe(1);
+  const f = frames[0]!;
+  if (!f.ok) throw f.error;
+  const d = decodeMessage(f.payload);
+  if (!d.ok) throw d.error;
+  return d.message;
+}
+
+const samples: Message[] = [
+  { type: "hello", role: "worker", rank: 3, epoch: 2, pid: 1234 },
+  { type: "route_query", id: 7, requestId: "r1", blockHashes: ["a".repeat(32), "b".repeat(32)], promptTokens: 40, maxTokens: 16, ingressRank: 1 },
+  { type: "route_result", replyTo: 7, requestId: "r1", rank: 2, reason: "cost", matchedBlocks: 2, feasible: true },
+  { type: "dispatch", requestId: "r1", promptTokenIds: [1, 2, 3], sampling: { ...DEFAULT_SAMPLING_PARAMS, stop: ["\n"], seed: 5 }, arrivalTime: 12.5 },
+  { type: "token_delta", items: [{ requestId: "r1", tokenIds: [4, 5], text: "ab", logprobs: [-0.5, -1.25] }, { requestId: "r2", tokenIds: [], text: "" }] },
+  {
+    type: "finish", requestId: "r1", reason: "length", tokenIds: [6], text: "c",
+    output: { tokenIds: [4, 5, 6], text: "abc", metrics: { arrivalTime: 1, firstTokenTime: 2, finishTime: 3, numCachedTokens: 16, rank: 1 } },
+  },
+  { type: "finish", requestId: "r9", reason: "error", tokenIds: [], text: "", error: { name: "CapacityError", message: "too long" } },
+  {
+    type: "block_delta",
+    delta: {
+      rank: 1, epoch: 1, baseVersion: 4, version: 5,
+      capacity: { numBlocks: 10, blockSize: 16, numFree: 5, numReclaimable: 3 },
+      load: { numRunning: 1, numWaiting: 0, runningTokens: 30, waitingTokens: 0 },
+      added: [{ hash: "h", parent: "", block: 3, generation: 2, refCount: 1, lastAccess: 1.5, accessCount: 1 }],
+      removed: [{ hash: "g", block: 1, generation: 1 }],
+      touched: [],
+    },
+    allocated: ["r1"],
+  },
+  { type: "transfer_prepare", id: 1, planId: "p1", mode: "copy", srcRank: 0, dstRank: 1, srcEpoch: 1, dstEpoch: 1, blocks: [{ hash: "h", parent: "", srcBlock: 3, generation: 2 }], deadline: 1e12 },
+  { type: "transfer_ack", replyTo: 1, planId: "p1", phase: "prepare", rank: 1, ok: true, dstBlocks: [7] },
+  { type: "error", code: "schema", message: "bad", messageType: "dispatch", field: "sampling.topP" },
+];
+
+test("every sample message survives encode/decode unchanged", () => {
+  for (const m of samples) expect(roundTrip(m)).toEqual(m);
+});
+
+test("a schema mismatch names the message type and the field path", () => {
+  const d = decodeMessage(encodeUnchecked({ type: "dispatch", requestId: "x", promptTokenIds: [1, -2], sampling: DEFAULT_SAMPLING_PARAMS, arrivalTime: 0 }).subarray(8));
+  expect(d.ok).toBe(false);
+  if (d.ok) return;
+  expect(d.error.code).toBe("schema");
+  expect(d.error.details.messageType).toBe("dispatch");
+  expect(d.error.details.field).toBe("promptTokenIds.1");
+  expect(d.error.message).toContain("-2");
+});
+
+test("an unknown type and a non-map payload are rejected with the offending value", () => {
+  const u = decodeMessage(encodeUnchecked({ type: "teleport", id: 4 }).subarray(8));
+  expect(!u.ok && u.error.code).toBe("unknown_type");
+  expect(!u.ok && u.error.message).toContain('"teleport"');
+  expect(!u.ok && u.error.details.id).toBe(4);
+  const a = decodeMessage(encodeUnchecked([1, 2]).subarray(8));
+  expect(!a.ok && a.error.details.field).toBe("type");
+});
+
+test("undecodable bytes are a ProtocolError, not a throw", () => {
+  for (const bad of [[0x92, 0x01], [0x81, 0xa1], [0xd4, 0x01, 0x02]]) {
+    const d = decodeMessage(new Uint8Array(bad)); // truncated array, truncated map, unknown extension
+    expect(d.ok).toBe(false);
+    expect(!d.ok && d.error).toBeInstanceOf(ProtocolError);
+    expect(!d.ok && d.error.code).toBe("undecodable");
+  }
+});
+
+test("encoding an invalid message throws naming the field", () => {
+  expect(() => encodeMessage({ type: "heartbeat", seq: -1, sentAt: 0 } as Message)).toThrow(/heartbeat.*"seq"/);
+});
+
+test("a -Infinity logprob survives the round trip", () => {
+  const m: Message = { type: "token_delta", items: [{ requestId: "r", tokenIds: [1], text: "", logprobs: [-Infinity] }] };
+  expect(roundTrip(m)).toEqual(m);
+});

@@ -1,0 +1,83 @@
+// Request schemas and the mapping of their errors to OpenAI error bodies that name field and value.
+import { describe, expect, test } from "bun:test";
+import { ApiError, fromZodError, formatParamPath, toApiError } from "../../../lib/server/errors.ts";
+import { chatCompletionRequestSchema, completionRequestSchema } from "../../../lib/server/schemas.ts";
+import { checkContextLength, paramsForChoice, toSamplingParams } from "../../../lib/server/sampling.ts";
+import { CapacityError } from "../../../lib/core/errors.ts";
+
+function errorOf(schema: typeof completionRequestSchema | typeof chatCompletionRequestSchema, body: unknown): ApiError {
+  const r = schema.safeParse(body, { reportInput: true });
+  if (r.success) throw new Error(`expected ${JSON.stringify(body)} to be rejected`);
+  return fromZodError(r.error);
+}
+
+describe("completion schema", () => {
+  test("accepts every prompt form and nulls for unset fields", () => {
+    for (const prompt of ["a", ["a", "b"], [1, 2], [[1], [2, 3]]]) {
+      expect(completionRequestSchema.safeParse({ prompt, temperature: null, stop: null }).success).toBe(true);
+    }
+  });
+
+  test("drops unknown fields", () => {
+    const r = completionRequestSchema.parse({ prompt: "a", whatever: 1 });
+    expect("whatever" in r).toBe(false);
+  });
+
+  test("errors name the field and the value", () => {
+    const e = errorOf(completionRequestSchema, { prompt: "a", top_p: 1.5 });
+    expect(e.status).toBe(400);
+    expect(e.param).toBe("top_p");
+    expect(e.message).toContain("1.5");
+    expect(e.body().error.type).toBe("invalid_request_error");
+    expect(errorOf(completionRequestSchema, { prompt: "a", n: 1.5 }).message).toContain("got 1.5");
+    expect(errorOf(completionRequestSchema, { prompt: [1, "a"] }).message).toContain("list of token ids");
+    expect(errorOf(completionRequestSchema, { prompt: "a", stop: [1] }).param).toBe("stop");
+    expect(errorOf(completionRequestSchema, {}).message).toBe("Missing required parameter 'prompt'");
+    expect(errorOf(completionRequestSchema, { prompt: "a", seed: -1 }).param).toBe("seed");
+  });
+});
+
+describe("chat schema", () => {
+  test("message paths are named like messages[1].role", () => {
+    const e = errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }, { role: "robot", content: "b" }] });
+    expect(e.param).toBe("messages[1].role");
+    expect(e.message).toContain('"robot"');
+    expect(errorOf(chatCompletionRequestSchema, { messages: [] }).param).toBe("messages");
+    expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] }).message).toContain("tools are not supported");
+    expect(formatParamPath(["a", 0, "b"])).toBe("a[0].b");
+  });
+});
+
+describe("sampling and limits", () => {
+  test("maps fields and snake_cases resolveSamplingParams errors", () => {
+    const p = toSamplingParams({ temperature: 0.5, top_k: 3, stop: "x", stop_token_ids: [9], ignore_eos: true, min_tokens: 1 }, 8, true);
+    expect(p).toMatchObject({ temperature: 0.5, topK: 3, stop: ["x"], stopTokenIds: [9], ignoreEos: true, minTokens: 1, maxTokens: 8, logprobs: true });
+    let err: unknown;
+    try {
+      toSamplingParams({ min_tokens: 5 }, 2, false);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).param).toBe("min_tokens");
+    expect((err as ApiError).message).toBe("min_tokens (5) must not exceed max_tokens (2)");
+  });
+
+  test("seeds step per choice; unseeded choices stay unseeded", () => {
+    const p = toSamplingParams({ seed: 4 }, 1, false);
+    expect(paramsForChoice(p, 2).seed).toBe(6);
+    expect(paramsForChoice(toSamplingParams({}, 1, false), 2).seed).toBeUndefined();
+  });
+
+  test("context length check names both numbers", () => {
+    expect(() => checkContextLength(10, 6, 16, "prompt")).not.toThrow();
+    expect(() => checkContextLength(10, 7, 16, "prompt")).toThrow(/16 tokens.*17 tokens \(10 in the prompt, 7 in the completion\)/);
+    expect(() => checkContextLength(16, 1, 16, "messages")).toThrow(/16 input tokens/);
+  });
+
+  test("engine errors map to statuses", () => {
+    expect(toApiError(new CapacityError("too big")).status).toBe(400);
+    expect(toApiError(new Error("boom")).status).toBe(500);
+    expect(toApiError(new TypeError("bug")).status).toBe(500);
+  });
+});

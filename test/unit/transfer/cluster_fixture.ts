@@ -1,0 +1,194 @@
+// An in-process transfer cluster: N workers, each a real BlockManager, a host-memory KV store in
+// the packed layout, a KvPeerChannel on its own Unix socket and a TransferExecutor; one
+// GlobalBlockManager fed by the workers' real snapshots/deltas; one TransferCoordinator whose link
+// calls the executors. Used by the transaction, fault and concurrency tests.
+import { prefixBlockHashes, type BlockHash } from "../../../lib/core/block_hash.ts";
+import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
+import { GlobalBlockManager } from "../../../lib/global/global_block_manager.ts";
+import { TransferCoordinator, type CoordinatorPhase, type PhaseMessage } from "../../../lib/global/transfer_coordinator.ts";
+import { resolveTransferConfig } from "../../../lib/global/transfer_config.ts";
+import { TransferCostModel } from "../../../lib/global/transfer_cost_model.ts";
+import type { PlanCandidate, TransferPlan } from "../../../lib/global/transfer_plan.ts";
+import { BlockManager } from "../../../lib/local/block_manager.ts";
+import { HostCopyDataPath, type PackedKvStore } from "../../../lib/local/kv_data_path.ts";
+import { KvPeerChannel } from "../../../lib/local/kv_peer_channel.ts";
+import { TransferExecutor, type TransferFaultHook, type TransferPhaseMessage } from "../../../lib/local/transfer_executor.ts";
+import { tempSocketPath } from "../../../lib/runtime/unix_socket.ts";
+import { makeSeq, prefill } from "../local/fixtures.ts";
+
+export const BS = 4;
+const IDLE = { numRunning: 0, numWaiting: 0, runningTokens: 0, waitingTokens: 0 };
+
+/** K/V of numBlocks blocks in [L, 2, numBlocks, chunk] bytes; gather packs [L, 2, B, chunk]. */
+export class HostKvStore implements PackedKvStore {
+  readonly data: Uint8Array;
+  readonly blockBytes: number;
+  constructor(
+    readonly numBlocks: number,
+    readonly layers = 2,
+    readonly chunk = 24,
+  ) {
+    this.data = new Uint8Array(layers * 2 * numBlocks * chunk);
+    this.blockBytes = layers * 2 * chunk;
+  }
+  #offset(lw: number, block: number): number {
+    return (lw * this.numBlocks + block) * this.chunk;
+  }
+  gather(ids: Int32Array): Uint8Array {
+    const out = new Uint8Array(ids.length * this.blockBytes);
+    for (let lw = 0; lw < this.layers * 2; lw++) {
+      ids.forEach((b, i) => out.set(this.data.subarray(this.#offset(lw, b), this.#offset(lw, b) + this.chunk), (lw * ids.length + i) * this.chunk));
+    }
+    return out;
+  }
+  scatter(ids: Int32Array, packed: Uint8Array): void {
+    for (let lw = 0; lw < this.layers * 2; lw++) {
+      ids.forEach((b, i) => this.data.set(packed.subarray((lw * ids.length + i) * this.chunk, (lw * ids.length + i + 1) * this.chunk), this.#offset(lw, b)));
+    }
+  }
+  /** Bytes of one block, all layers (for comparisons). */
+  blockContent(b: number): number[] {
+    return [...this.gather(Int32Array.of(b))];
+  }
+}
+
+/** One in-process worker. */
+export interface TestWorker {
+  rank: number;
+  bm: BlockManager;
+  kv: HostKvStore;
+  channel: KvPeerChannel;
+  executor: TransferExecutor;
+}
+
+/** Everything a transfer test observes about one worker. */
+export interface WorkerState {
+  free: number;
+  reclaimable: number;
+  reserved: number;
+  live: number;
+  pins: number;
+  published: string[];
+}
+
+/** A cluster of in-process workers with a page table and a coordinator. */
+export interface TestCluster {
+  workers: TestWorker[];
+  table: GlobalBlockManager;
+  coordinator: TransferCoordinator;
+  /** Messages the link delivered, in order. */
+  sent: { rank: number; type: string; planId: string }[];
+  /** Pushes every worker's pending delta into the page table. */
+  report(): void;
+  state(rank: number): WorkerState;
+  /** The page table's entries of a rank, comparable across time. */
+  tableEntries(rank: number): string[];
+  close(): Promise<void>;
+}
+
+/** Options of {@link makeCluster}. */
+export interface ClusterOptions {
+  ranks?: number;
+  numBlocks?: number;
+  faults?: (rank: number) => TransferFaultHook | undefined;
+  beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
+  /** Links that drop messages to a rank (never answer): simulates a lost worker. */
+  silent?: (rank: number, m: PhaseMessage) => boolean;
+  /** The page table to feed (default: a new one). */
+  table?: GlobalBlockManager;
+}
+
+const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
+
+export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> {
+  const n = o.ranks ?? 2;
+  const paths = Array.from({ length: n }, (_, r) => tempSocketPath(`kv${r}`));
+  const table = o.table ?? new GlobalBlockManager();
+  const workers: TestWorker[] = [];
+  for (let rank = 0; rank < n; rank++) {
+    const bm = new BlockManager({ numBlocks: o.numBlocks ?? 32, blockSize: BS, rank, epoch: 7 });
+    const kv = new HostKvStore(bm.numBlocks);
+    const channel = await KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} });
+    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath: new HostCopyDataPath(kv, channel), faults: o.faults?.(rank) });
+    workers.push({ rank, bm, kv, channel, executor });
+    table.applySnapshot(bm.snapshot(IDLE));
+  }
+  const report = () => {
+    for (const w of workers) {
+      const d = w.bm.takeDelta(IDLE);
+      if (d) {
+        const r = table.applyDelta(d);
+        if (!r.applied) throw new Error(`delta of rank ${w.rank} rejected: ${r.message}`);
+      }
+    }
+  };
+  for (const w of workers) w.executor.onChange = report;
+  const sent: TestCluster["sent"] = [];
+  const coordinator = new TransferCoordinator({
+    blocks: table,
+    cost: new TransferCostModel(resolveTransferConfig("force")),
+    idPrefix: "t",
+    beforePhase: o.beforePhase,
+    log: () => {},
+    abortTimeoutMs: 500,
+    link: async (rank, m) => {
+      sent.push({ rank, type: m.type, planId: m.planId });
+      await Promise.resolve();
+      if (o.silent?.(rank, m)) return new Promise(() => {});
+      return workers[rank]!.executor.handle(m as TransferPhaseMessage);
+    },
+  });
+  return {
+    workers,
+    table,
+    coordinator,
+    sent,
+    report,
+    state(rank) {
+      const bm = workers[rank]!.bm;
+      let pins = 0;
+      const published: string[] = [];
+      for (let block = 0; block < bm.numBlocks; block++) {
+        const i = bm.blockInfo(block);
+        pins += i.pinCount;
+        // Read without bm.snapshot(): that would start a new report version behind the table's back.
+        if (i.hash !== null) published.push(entryKey({ hash: i.hash, block, generation: i.generation, refCount: i.refCount }));
+      }
+      return { free: bm.numFreeBlocks, reclaimable: bm.numReclaimableBlocks, reserved: bm.numReservedBlocks, live: bm.numLiveBlocks, pins, published: published.sort() };
+    },
+    tableEntries(rank) {
+      return [...(table.table(rank)?.entries.values() ?? [])].map(entryKey).sort();
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.channel.close()));
+    },
+  };
+}
+
+/** Prefills `tokens` on a worker, writes recognisable K/V into its blocks, and frees it (cached). */
+export function cachePrompt(w: TestWorker, tokens: number[], seed: number): BlockHash[] {
+  const seq = makeSeq(tokens, BS);
+  if (!prefill(w.bm, seq)) throw new Error(`rank ${w.rank} has no room for ${tokens.length} tokens`);
+  for (const b of seq.blockTable) {
+    const bytes = new Uint8Array(w.kv.blockBytes).map((_, i) => (seed * 31 + b * 7 + i) & 0xff);
+    w.kv.scatter(Int32Array.of(b), bytes);
+  }
+  w.bm.free(seq);
+  return prefixBlockHashes(tokens, BS);
+}
+
+/** A copy/move candidate of the leading `count` blocks of `hashes`, as the page table has them on `src`. */
+export function candidateOf(c: TestCluster, src: number, dst: number, hashes: readonly BlockHash[], mode: "copy" | "move" = "copy", count = hashes.length): PlanCandidate {
+  const t = c.table.table(src)!;
+  const blocks = hashes.slice(0, count).map((h) => {
+    const e = t.entries.get(h);
+    if (!e) throw new Error(`rank ${src} does not publish ${h}`);
+    return { hash: e.hash, parent: e.parent, srcBlock: e.block, generation: e.generation };
+  });
+  return { kind: "background", mode, src, dst, blocks, savedMs: 1, estimatedMs: 1, estimateSource: "fallback" };
+}
+
+/** Tokens 0..n-1 shifted by `from`. */
+export function tokens(n: number, from = 0): number[] {
+  return Array.from({ length: n }, (_, i) => from + i);
+}
