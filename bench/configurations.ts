@@ -58,12 +58,8 @@ async function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// HOOK: multi-GPU LLMEngine configurations. The routing-only ones map onto LLMEngine's
-// `routing.policy`. KV transfer has no LLMEngine option yet: the transfer configurations report
-// "not available" until lib/global/transfer_planner.ts exists; when transfer lands, map
-// `MULTI_GPU_SETTINGS[name].transfer` onto its real option below (and only here).
-// ---------------------------------------------------------------------------------------------
+// Multi-GPU LLMEngine configurations: routing-only ones run with every transfer path off; the
+// transfer ones pass their switches to LLMEngine's `transfers` option (mode "auto": cost-gated).
 const OFF = { foreground: false, background: false };
 const ON = { foreground: true, background: true };
 /** Routing policy (lib/global/routing_config.ts POLICY_NAMES) and transfer switches per configuration. */
@@ -84,9 +80,6 @@ async function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ct
   if (!existsSync(fileURLToPath(url))) throw new ConfigurationUnavailableError(name, "LLMEngine not built yet");
   const s = MULTI_GPU_SETTINGS[name];
   const wantsTransfer = s.transfer.foreground || s.transfer.background;
-  if (wantsTransfer && !existsSync(fileURLToPath(new URL("../lib/global/transfer_planner.ts", import.meta.url)))) {
-    throw new ConfigurationUnavailableError(name, "KV transfer not built yet");
-  }
   const { LLMEngine } = (await import(url.href)) as typeof import("../lib/engine/llm_engine.ts");
   return LLMEngine.create({
     model: ctx.modelDir,
@@ -97,7 +90,7 @@ async function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ct
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,
-    ...(wantsTransfer ? ({ transfer: s.transfer } as Record<string, unknown>) : {}),
+    transfers: wantsTransfer ? { mode: "auto", ...s.transfer } : "off",
   });
 }
 

@@ -4,7 +4,8 @@
  * decode step time at batch 1/16/64/256 (context 1024) vs the weights + KV read roofline at the
  * measured copy bandwidth, and prefill tokens/s at 8 x 2048 vs the measured bf16 GEMM peak.
  * `--quick` runs a tiny shape on the CPU backend in a couple of seconds; `--out <file>` writes
- * the results as JSON (e.g. bench/results/native_step.json).
+ * the results as JSON (e.g. bench/results/native_step.json); `--profile` runs only one prefill
+ * and a few batch-1 decode steps, a short target for a kernel profiler (ncu).
  * @module
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -145,12 +146,18 @@ function si(x: number, unit: string): string {
 }
 
 async function run(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, out: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { quick: { type: "boolean" }, out: { type: "string" }, profile: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  });
   if (values.help) {
-    console.log("usage: bun bench native_step [--quick] [--out results.json]");
+    console.log("usage: bun bench native_step [--quick] [--profile] [--out results.json]");
     return;
   }
-  const plan = values.quick ? QUICK : FULL;
+  const base = values.quick ? QUICK : FULL;
+  const plan: Plan = values.profile
+    ? { ...base, decodeBatches: [1], decodeIters: 5, copy: { bytes: 2 ** 20, iters: 1 }, gemm: { m: 256, n: 256, k: 256, iters: 1 } }
+    : base;
   const native = new Native(plan.backend ? { backend: plan.backend } : {});
   const c = plan.config, bs = plan.blockSize;
   console.log(`native_step on the ${native.backend} backend (${native.path})`);
@@ -174,7 +181,7 @@ async function run(argv: string[]): Promise<void> {
     + 4 * L * c.numHeads * D * plan.prefillSeqs * (plan.prefillLen * (plan.prefillLen + 1)) / 2
     + 2 * c.vocabSize * H * plan.prefillSeqs;
   const prefillMs: number[] = [];
-  const prefillSteps = Math.max(4, numBlocks / perStep);
+  const prefillSteps = values.profile ? 2 : Math.max(4, numBlocks / perStep);
   for (let i = 0; i < prefillSteps; i++) {
     const b = makeStep(plan.prefillSeqs, plan.prefillLen, 0, (i * perStep) % numBlocks, prefillBlocks, bs, c.vocabSize, i + 1);
     const ms = timeMs(() => model.step(kv, b));

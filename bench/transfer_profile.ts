@@ -96,30 +96,6 @@ export function parseTransferProfile(x: unknown): TransferProfile {
   return p;
 }
 
-/** Throws when the profile was measured for another KV shape than the serving model's. */
-export function assertProfileMatches(profile: TransferProfile, bytesPerBlock: number): void {
-  if (profile.bytesPerBlock !== bytesPerBlock) {
-    throw new RangeError(`transfer profile measured ${profile.bytesPerBlock} bytes per block; the serving model has ${bytesPerBlock}`);
-  }
-}
-
-/**
- * p95 latency (ms) of a `blocks`-block transfer on a directed pair and path: linear between measured
- * sizes, linear through the last two points beyond the largest, the smallest point's value below it.
- */
-export function interpolateP95Ms(profile: TransferProfile, src: number, dst: number, blocks: number, path: TransferPathName = profile.defaultPath): number {
-  const pair = profile.pairs.find((p) => p.srcDevice === src && p.dstDevice === dst);
-  const pts = pair?.paths.find((c) => c.path === path)?.points ?? [];
-  if (pts.length === 0) throw new RangeError(`transfer profile has no ${path} curve for ${src} -> ${dst}`);
-  const first = pts[0]!;
-  if (blocks <= first.blocks) return first.p95Ms;
-  if (pts.length === 1) return (first.p95Ms * blocks) / first.blocks;
-  let k = pts.findIndex((p) => p.blocks >= blocks);
-  if (k < 0) k = pts.length - 1;
-  const a = pts[k - 1]!, b = pts[k]!;
-  return Math.max(0, a.p95Ms + ((blocks - a.blocks) * (b.p95Ms - a.p95Ms)) / (b.blocks - a.blocks));
-}
-
 /**
  * The cross-process full path with the smallest geometric mean of p95 / (best p95 at that size)
  * over every measured pair and size: the fastest one across plan sizes, not at one size only.

@@ -1,9 +1,11 @@
 // Paged decode attention (one query token per sequence), flash-decoding style: the grid is
 // (sequence, kv head, split); each CTA reads its slice of the context once for all query heads of
 // its GQA group and leaves an unnormalized partial (or the final output when there is one split).
-// A second kernel merges the splits. The split count depends only on the batch size, so a graph
-// captured for a batch size serves every context length.
+// The last split of a (sequence, kv head) to finish merges the partials, in split order. The
+// split count depends only on the batch size, so a graph captured for a batch size serves every
+// context length.
 #include "device_util.cuh"
+#include "launch.cuh"
 #include "ops.cuh"
 
 namespace {
@@ -13,9 +15,30 @@ const int kUnroll = 4;           // tokens in flight per lane group
 const float kLog2e = 1.4426950408889634f;
 const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences never yields NaN
 
+const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use, all CTAs together
+
+// Merges the splits of the G query heads of one (sequence, kv head) into the output.
+template <int D>
+__device__ void merge_splits(const AttnArgs &a, int di, int kvh, int G, int tok, int splits, const float *split_o,
+                             const float *split_ml) {
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int h = idx / D, d = idx % D, head = kvh * G + h;
+    const size_t first = ((size_t)di * a.num_heads + head) * splits;
+    float M = kNoScore;
+    for (int p = 0; p < splits; p++) M = fmaxf(M, __ldcg(split_ml + (first + p) * 2));
+    float L = 0.f, O = 0.f;
+    for (int p = 0; p < splits; p++) {
+      const float w = exp2f(__ldcg(split_ml + (first + p) * 2) - M);
+      L += __ldcg(split_ml + (first + p) * 2 + 1) * w;
+      O += __ldcg(split_o + (first + p) * D + d) * w;
+    }
+    a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+  }
+}
+
 template <int D, int MAXG>
 __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits,
-                                                             float *split_o, float *split_ml) {
+                                                             float *split_o, float *split_ml, int32_t *counters) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
   constexpr int GROUPS = kWarps * (32 / LANES);   // token rows processed side by side
   __shared__ float s_acc[GROUPS][MAXG][D];
@@ -32,6 +55,19 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   const int grp = (threadIdx.x >> 5) * (32 / LANES) + lane / LANES;
   const size_t slot_elems = (size_t)a.num_kv_heads * D;
   const int bs_mask = (1 << a.block_size_log2) - 1;
+
+  // The cached context and the block table do not depend on the previous kernels (the slot this
+  // step writes is refreshed in L2 by that write): pull this CTA's rows into L2 while they drain.
+  // Only while it all fits in L2 with room to spare: large batches would evict their own rows.
+  pdl_trigger();
+  if ((size_t)gridDim.x * gridDim.y * gridDim.z * chunk * D * 4 <= kMaxPrefetchBytes) {
+    for (int j = lo + (int)threadIdx.x; j < hi; j += blockDim.x) {
+      const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
+      prefetch_l2(a.k_cache + slot * slot_elems + (size_t)kvh * D, D * 2);
+      prefetch_l2(a.v_cache + slot * slot_elems + (size_t)kvh * D, D * 2);
+    }
+  }
+  pdl_wait();
 
   float q[MAXG][8], acc[MAXG][8], mx[MAXG], l[MAXG];
 #pragma unroll
@@ -129,26 +165,23 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       if (d == 0) split_ml[entry * 2] = M, split_ml[entry * 2 + 1] = L;
     }
   }
-}
-
-// Merges the splits of one (sequence, head): blockDim.x == head_dim.
-__global__ void decode_combine_kernel(AttnArgs a, StepMeta m, int splits, const float *split_o,
-                                      const float *split_ml) {
-  const int di = blockIdx.x, head = blockIdx.y, d = threadIdx.x, D = a.head_dim;
-  const int tok = m.query_start[m.decode_seqs[di]];
-  const size_t first = ((size_t)di * a.num_heads + head) * splits;
-  float M = kNoScore;
-  for (int p = 0; p < splits; p++) M = fmaxf(M, split_ml[(first + p) * 2]);
-  float L = 0.f, O = 0.f;
-  for (int p = 0; p < splits; p++) {
-    const float w = exp2f(split_ml[(first + p) * 2] - M);
-    L += split_ml[(first + p) * 2 + 1] * w;
-    O += split_o[(first + p) * D + d] * w;
+  if (splits == 1) return;
+  // Last split done merges (threadfence reduction): partials are visible before the count.
+  __shared__ int s_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t *cnt = counters + (size_t)di * a.num_kv_heads + kvh;
+    s_last = atomicAdd(cnt, 1) == splits - 1;
+    if (s_last) *cnt = 0;  // ready for the next layer
   }
-  a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  merge_splits<D>(a, di, kvh, G, tok, splits, split_o, split_ml);
 }
 
-typedef void (*DecodeKernel)(AttnArgs, StepMeta, int, float *, float *);
+typedef void (*DecodeKernel)(AttnArgs, StepMeta, int, float *, float *, int32_t *);
 
 template <int D>
 DecodeKernel pick_group(int group) {
@@ -171,7 +204,7 @@ int attention_decode_splits(int num_decode, int kv_heads, int num_sms) {
 }
 
 lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
-                                  float *split_o, float *split_ml, cudaStream_t stream) {
+                                  float *split_o, float *split_ml, int32_t *split_counters, cudaStream_t stream) {
   const int group = a.num_heads / a.num_kv_heads;
   LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
@@ -179,12 +212,7 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
   DecodeKernel kernel = a.head_dim == 64 ? pick_group<64>(group)
                         : a.head_dim == 128 ? pick_group<128>(group)
                                             : pick_group<256>(group);
-  kernel<<<dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, 0, stream>>>(a, m, splits, split_o, split_ml);
-  CUDA_CHECK_LAUNCH();
-  if (splits > 1) {
-    decode_combine_kernel<<<dim3(num_decode, a.num_heads), a.head_dim, 0, stream>>>(a, m, splits, split_o,
-                                                                                     split_ml);
-    CUDA_CHECK_LAUNCH();
-  }
+  LP_TRY(launch_kernel(kernel, dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, 0, stream, a, m, splits,
+                       split_o, split_ml, split_counters));
   return LP_OK;
 }

@@ -3,6 +3,7 @@
 // the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul (epilogue).
 // Each warp computes two output rows for every token; 16-byte streaming loads of the weights.
 #include "device_util.cuh"
+#include "launch.cuh"
 #include "ops.cuh"
 
 namespace {
@@ -10,13 +11,40 @@ namespace {
 const int kThreads = 256;
 const int kUnroll = 4;                 // 16-byte loads in flight per row per lane
 const int kMaxSmemBytes = 96 * 1024;   // inputs staged in shared memory as bf16
+const size_t kMaxPrefetchBytes = 32u << 20;  // weights prefetched into L2 (60 MB) ahead of use
+
+// The two weight rows of one warp task: rows 2t, 2t+1, or gate row t and up row t + n_out.
+template <int OUT>
+__device__ __forceinline__ void task_rows(int task, int n_out, int *rows) {
+  if (OUT == GEMV_OUT_SILU_MUL) {
+    rows[0] = task, rows[1] = task + n_out;
+  } else {
+    rows[0] = 2 * task, rows[1] = 2 * task + 1 < n_out ? 2 * task + 1 : -1;
+  }
+}
 
 template <int NT, int IN, int OUT>
 __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
   extern __shared__ uint4 smem_x[];
   __shared__ float scratch[33];
+  __shared__ float partial[kThreads / 32][2][NT];  // per-warp sums when a task is split over warps
   bf16 *xs = reinterpret_cast<bf16 *>(smem_x);
   const int k = a.k;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  // a.ksplit warps share one task, each taking every ksplit-th 256-column slice of k.
+  const int ks = a.ksplit, slots = warps / ks, slot = warp / ks, sub = warp % ks;
+  const int tasks = OUT == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
+  // Weights depend on nothing earlier kernels write: stream this block's rows into L2 while the
+  // previous kernel finishes, then wait for it before touching activations.
+  pdl_trigger();
+  if (a.prefetch && sub == 0 && lane < 2) {
+    for (int task = blockIdx.x * slots + slot; task < tasks; task += gridDim.x * slots) {
+      int rows[2];
+      task_rows<OUT>(task, a.n_out, rows);
+      if (rows[lane] >= 0) prefetch_l2(a.w + (size_t)rows[lane] * k, (uint32_t)k * 2);
+    }
+  }
+  pdl_wait();
   // Prologue: stage (normalized) input rows in shared memory; rows past `tokens` are zero.
   for (int t = 0; t < NT; t++) {
     bf16 *dst = xs + (size_t)t * k;
@@ -37,25 +65,22 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
   }
   __syncthreads();
 
-  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  const int tasks = OUT == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
-  for (int task = blockIdx.x * warps + (threadIdx.x >> 5); task < tasks; task += gridDim.x * warps) {
-    int rows[2];
-    if (OUT == GEMV_OUT_SILU_MUL) {
-      rows[0] = task, rows[1] = task + a.n_out;  // gate row and up row of output `task`
-    } else {
-      rows[0] = 2 * task, rows[1] = 2 * task + 1 < a.n_out ? 2 * task + 1 : -1;
-    }
+  const int step = 256 * ks;  // columns between one warp's consecutive 16-byte loads
+  // Same trip count in every warp: the split reduction below has barriers.
+  for (int base = blockIdx.x * slots; base < tasks; base += gridDim.x * slots) {
+    const int task = base + slot;
+    int rows[2] = {-1, -1};
+    if (task < tasks) task_rows<OUT>(task, a.n_out, rows);
     float acc[2][NT];
 #pragma unroll
     for (int r = 0; r < 2; r++)
 #pragma unroll
       for (int t = 0; t < NT; t++) acc[r][t] = 0.f;
-    for (int kb = lane * 8; kb < k; kb += 32 * 8 * kUnroll) {
+    for (int kb = (sub * 32 + lane) * 8; kb < k; kb += step * kUnroll) {
       uint4 wv[2][kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; u++) {
-        const int kk = kb + u * 256;
+        const int kk = kb + u * step;
 #pragma unroll
         for (int r = 0; r < 2; r++)
           wv[r][u] = (kk < k && rows[r] >= 0) ? ld_stream_16(a.w + (size_t)rows[r] * k + kk)
@@ -63,7 +88,7 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; u++) {
-        const int kk = kb + u * 256;
+        const int kk = kb + u * step;
         if (kk >= k) break;
         float w0[8], w1[8];
         bf16x8_to_f32(wv[0][u], w0);
@@ -84,6 +109,27 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
     for (int r = 0; r < 2; r++)
 #pragma unroll
       for (int t = 0; t < NT; t++) acc[r][t] = warp_sum(acc[r][t]);
+    if (ks > 1) {  // fixed-order sum of the split's warps into the first one
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+          for (int t = 0; t < NT; t++) partial[warp][r][t] = acc[r][t];
+      }
+      __syncthreads();
+      if (sub == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+          for (int t = 0; t < NT; t++) {
+            float sum = 0.f;
+            for (int s2 = 0; s2 < ks; s2++) sum += partial[warp + s2][r][t];
+            acc[r][t] = sum;
+          }
+      }
+      __syncthreads();
+    }
+    if (task >= tasks || sub != 0) continue;
     // Epilogue: lane t writes token t (lane NT + t the second row).
 #pragma unroll
     for (int t = 0; t < NT; t++) {
@@ -154,11 +200,15 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   const int nt = padded_tokens(a.tokens);
   GemvKernel kernel = pick_kernel(in, out, nt);
   LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
+  GemvArgs args = a;
+  // Split long rows over warps so that each warp issues all its loads at once (k <= 1024 each).
+  args.ksplit = 1;
+  while (args.ksplit < 8 && args.ksplit * 1024 < a.k) args.ksplit *= 2;
   const int tasks = out == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
-  const int warps = kThreads / 32;
-  int blocks = (tasks + warps - 1) / warps;
+  const int slots = kThreads / 32 / args.ksplit;
+  int blocks = (tasks + slots - 1) / slots;
   if (blocks > num_sms * 4) blocks = num_sms * 4;
-  kernel<<<blocks, kThreads, (size_t)nt * a.k * 2, stream>>>(a);
-  CUDA_CHECK_LAUNCH();
-  return LP_OK;
+  const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
+  args.prefetch = weight_bytes <= kMaxPrefetchBytes;
+  return launch_kernel(kernel, blocks, kThreads, (size_t)nt * a.k * 2, stream, args);
 }

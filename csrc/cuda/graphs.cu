@@ -18,7 +18,8 @@ struct DecodeGraphs {
   int count;               // usable sizes (within the model's limits)
   bool enabled;
   cudaGraphExec_t exec[kNumSizes];
-  uint64_t kv_id[kNumSizes];
+  uint64_t kv_id[kNumSizes];     // the cache a graph was captured for (id and storage: a view of
+  const void *kv_data[kNumSizes];  // another cache may share the id)
 };
 
 lp_status decode_graphs_create(const LpModel *m, DecodeGraphs **out) {
@@ -72,13 +73,14 @@ lp_status decode_graph_run(LpModel *m, LpKvCache *kv, const StepCounts &c, const
   int i = 0;
   while (i < g->count && kSizes[i] != c.seqs) i++;
   LP_REQUIRE(i < g->count, "no decode graph size %d", c.seqs);
-  if (g->exec[i] && g->kv_id[i] != kv->id) {
+  if (g->exec[i] && (g->kv_id[i] != kv->id || g->kv_data[i] != kv->data)) {
     CUDA_CHECK(cudaGraphExecDestroy(g->exec[i]));
     g->exec[i] = nullptr;
   }
   if (!g->exec[i]) {
     LP_TRY(capture(m, kv, c, dm, &g->exec[i]));
     g->kv_id[i] = kv->id;
+    g->kv_data[i] = kv->data;
   }
   CUDA_CHECK(cudaGraphLaunch(g->exec[i], m->stream));
   return LP_OK;

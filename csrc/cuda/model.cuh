@@ -32,6 +32,7 @@ struct StepBuffers {
   float *logits;            // [max_seqs, vocab]
   float *split_o;           // decode partial outputs [entries, D]
   float *split_ml;          // decode partial (max, sum) [entries, 2]
+  int32_t *split_counters;  // [max_seqs * kv_heads] finished splits (zero between launches)
   int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
   uint8_t *meta;            // device copy of the step metadata
   uint8_t *meta_host;       // pinned staging of the step metadata

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <chrono>
 #include <mutex>
@@ -41,6 +42,15 @@ bool resolve(void *h, const char *name, F *out) {
 }
 
 void load() {
+  // NVLink multicast stays off (shared hosts): default NCCL_NVLS_ENABLE to 0 before NCCL reads its
+  // environment, never replace a value that is set, and refuse to run with it enabled.
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  const char *nvls = getenv("NCCL_NVLS_ENABLE");
+  if (nvls && strcmp(nvls, "0") != 0) {
+    snprintf(load_error, sizeof load_error, "NCCL_NVLS_ENABLE=%s, but NVLink multicast must stay off (set it to 0)", nvls);
+    load_status = LP_ERR_UNSUPPORTED;
+    return;
+  }
   void *h = open_library();
   if (!h) {
     load_status = LP_ERR_UNSUPPORTED;

@@ -40,6 +40,8 @@ struct GemvArgs {
   float eps;
   void *y;
   int ldy;
+  int prefetch;           // set by launch_gemv: prefetch the weights into L2 before the input is ready
+  int ksplit;             // set by launch_gemv: warps sharing one output pair
 };
 // Whether the fused GEMV handles this many tokens of width k.
 bool gemv_fits(int tokens, int k);
@@ -80,8 +82,10 @@ struct AttnArgs {
 // Decode: one query token per sequence; split-K over the context, then a combine.
 bool attention_decode_supported(int head_dim, int group);
 int attention_decode_splits(int num_decode, int kv_heads, int num_sms);
+// split_counters: [num_decode * kv_heads] zeros; the last split of each (sequence, kv head) to
+// finish merges the partials and resets its counter.
 lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
-                                  float *split_o, float *split_ml, cudaStream_t stream);
+                                  float *split_o, float *split_ml, int32_t *split_counters, cudaStream_t stream);
 // Prefill: causal, variable length, tensor cores; keys/values read from the paged cache.
 bool attention_prefill_supported(int head_dim);
 lp_status attention_prefill_configure(void);

@@ -147,6 +147,12 @@ __device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32
   return prefix;
 }
 
+// Online (max, lowest argmax, sum of exp) of one value visited in increasing index order.
+__device__ __forceinline__ void visit(float v, int i, float &mx, float &se, int &arg) {
+  if (v > mx) se = (mx == -INFINITY ? 0.f : se * expf(mx - v)) + 1.f, mx = v, arg = i;
+  else if (mx != -INFINITY) se += expf(v - mx);
+}
+
 __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
                                                             int32_t *out_tokens, float *out_logprobs) {
   __shared__ SampleShared sh;
@@ -156,12 +162,29 @@ __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits,
   const float *row = logits + (size_t)r * vocab;
 
   // Raw max (lowest index) and sum of exp, online, for greedy and the logprob.
+  // One CTA reads the whole row, so keep several 16-byte loads in flight per thread.
   float mx = -INFINITY, se = 0.f;
   int arg = 0x7fffffff;
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float v = row[i];
-    if (v > mx) se = (mx == -INFINITY ? 0.f : se * expf(mx - v)) + 1.f, mx = v, arg = i;
-    else if (mx != -INFINITY) se += expf(v - mx);
+  if (vocab % 4 == 0) {
+    const float4 *row4 = reinterpret_cast<const float4 *>(row);
+    const int v4 = vocab / 4, stride = blockDim.x;
+    for (int base = threadIdx.x; base < v4; base += 4 * stride) {
+      float4 q[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        q[u] = base + u * stride < v4 ? row4[base + u * stride] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int i = (base + u * stride) * 4;
+        if (i >= vocab) break;
+        visit(q[u].x, i, mx, se, arg);
+        visit(q[u].y, i + 1, mx, se, arg);
+        visit(q[u].z, i + 2, mx, se, arg);
+        visit(q[u].w, i + 3, mx, se, arg);
+      }
+    }
+  } else {
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) visit(row[i], i, mx, se, arg);
   }
   float gmax = mx;
   int garg = arg;

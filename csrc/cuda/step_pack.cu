@@ -27,6 +27,14 @@ lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &
   int stride = 0, tiles = 0, decode = 0;
   if (T > 0) {
     LP_REQUIRE(in.max_blocks_per_seq > 0, "max_blocks_per_seq=%d must be positive", in.max_blocks_per_seq);
+    for (int t = 0; t < T; t++) {
+      LP_REQUIRE(in.token_ids[t] >= 0 && in.token_ids[t] < vocab,
+                 "token %d: token id %d out of range [0, vocab_size=%d)", t, in.token_ids[t], vocab);
+      LP_REQUIRE(in.positions[t] >= 0, "token %d: position %d is negative", t, in.positions[t]);
+      LP_REQUIRE(in.slot_mapping[t] >= 0 && in.slot_mapping[t] < slots,
+                 "token %d: slot %d out of range [0, %lld) (%d blocks x %d)", t, in.slot_mapping[t],
+                 (long long)slots, kv->num_blocks, bs);
+    }
     LP_REQUIRE(in.query_start[0] == 0, "query_start[0]=%d must be 0", in.query_start[0]);
     LP_REQUIRE(in.query_start[S] == T, "query_start[num_seqs=%d]=%d must equal num_tokens=%d", S,
                in.query_start[S], T);
@@ -44,17 +52,18 @@ lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &
         LP_REQUIRE(row[j] >= 0 && row[j] < kv->num_blocks,
                    "sequence %d: block id %d (block_tables[%d][%d]) out of range [0, %d)", s, row[j], s, j,
                    kv->num_blocks);
+      // Attention reads this step's K/V back through the block table, so the slots written must be
+      // the ones the table names.
+      for (int t = in.query_start[s]; t < in.query_start[s + 1]; t++) {
+        const int c = cl - ql + (t - in.query_start[s]);
+        const int64_t slot = (int64_t)row[c / bs] * bs + c % bs;
+        LP_REQUIRE(in.slot_mapping[t] == slot,
+                   "token %d (sequence %d, context index %d): slot_mapping %d, but the block table puts it at slot %lld",
+                   t, s, c, in.slot_mapping[t], (long long)slot);
+      }
       stride = std::max(stride, nb);
       if (ql == 1) decode++;
       else tiles += (ql + LP_PREFILL_TILE - 1) / LP_PREFILL_TILE;
-    }
-    for (int t = 0; t < T; t++) {
-      LP_REQUIRE(in.token_ids[t] >= 0 && in.token_ids[t] < vocab,
-                 "token %d: token id %d out of range [0, vocab_size=%d)", t, in.token_ids[t], vocab);
-      LP_REQUIRE(in.positions[t] >= 0, "token %d: position %d is negative", t, in.positions[t]);
-      LP_REQUIRE(in.slot_mapping[t] >= 0 && in.slot_mapping[t] < slots,
-                 "token %d: slot %d out of range [0, %lld) (%d blocks x %d)", t, in.slot_mapping[t],
-                 (long long)slots, kv->num_blocks, bs);
     }
   }
   LP_REQUIRE((int64_t)S * stride <= m->block_table_cap,

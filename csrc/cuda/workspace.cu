@@ -41,6 +41,8 @@ lp_status workspace_alloc(LpModel *m) {
   }
   LP_TRY(device_alloc(&b.split_o, split_entries * c.head_dim, "decode split outputs"));
   LP_TRY(device_alloc(&b.split_ml, split_entries * 2, "decode split stats"));
+  LP_TRY(device_alloc(&b.split_counters, S * (size_t)c.num_kv_heads, "decode split counters"));
+  CUDA_CHECK(cudaMemset(b.split_counters, 0, S * (size_t)c.num_kv_heads * sizeof(int32_t)));
   LP_TRY(device_alloc(&b.sample_out, 2 * S, "sample outputs"));
   // Metadata capacity: every array at its maximum, block tables compacted to the longest context.
   int ctx_bound = c.max_position;
@@ -67,7 +69,7 @@ lp_status workspace_alloc(LpModel *m) {
 void workspace_free(LpModel *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits, b.split_o,
-                 b.split_ml, b.sample_out, b.meta, b.cublas_ws, b.rope_inv_freq};
+                 b.split_ml, b.split_counters, b.sample_out, b.meta, b.cublas_ws, b.rope_inv_freq};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
   cudaFreeHost(b.out_host);

@@ -6,9 +6,10 @@
  * size-bucket EWMAs, which then replace the static estimate for that bucket (correcting it upward
  * or downward). Saved prefill is tokens x prefill ms per token, updated from worker step timings.
  *
- * Profile JSON (the transfer benchmark writes it; `src->dst` keys are directed, `a-b` both ways):
- * `{ "blockBytes": 29360128, "pairs": { "0->1": { "1": 0.21, "8": 0.6, "64": 3.1 } } }`
- * maps plan blocks to P95 ms. Residuals JSON: `{ "pairs": { "0->1": { "1": 0.3, "8": 0.4 } } }`
+ * Profile JSON: what `bun bench transfer` writes (schema "lmpool.transfer-profile/v1", see
+ * bench/transfer_profile.ts; its default path's curve per directed device pair is used, device ids
+ * taken as ranks), or the compact form `{ "blockBytes": 29360128, "pairs": { "0->1": { "1": 0.21,
+ * "8": 0.6, "64": 3.1 } } }` mapping plan blocks to P95 ms (`src->dst` directed, `a-b` both ways). Residuals JSON: `{ "pairs": { "0->1": { "1": 0.3, "8": 0.4 } } }`
  * maps size buckets (1, 2, 4, 8, ...: the largest power of two <= blocks) to P95 residual ms.
  * @module
  */
@@ -62,8 +63,29 @@ function readSizeTable(where: string, table: unknown): [number, number][] {
   return rows.sort((a, b) => a[0] - b[0]);
 }
 
+/** The benchmark's profile schema (bench/transfer_profile.ts), as far as the cost model reads it. */
+const BENCH_SCHEMA = "lmpool.transfer-profile/v1";
+interface BenchProfile {
+  bytesPerBlock: number;
+  defaultPath: string;
+  pairs: { srcDevice: number; dstDevice: number; paths: { path: string; points: { blocks: number; p95Ms: number }[] }[] }[];
+}
+
+/** The compact form of a benchmark profile: its default path's P95 curve per directed pair. */
+function fromBenchProfile(p: BenchProfile): { blockBytes: number; pairs: Record<string, Record<string, number>> } {
+  if (!Array.isArray(p.pairs)) throw new RangeError(`transfer profile (${BENCH_SCHEMA}) needs a pairs array`);
+  const pairs: Record<string, Record<string, number>> = {};
+  for (const pair of p.pairs) {
+    const curve = pair.paths?.find((c) => c.path === p.defaultPath);
+    if (!curve) throw new RangeError(`transfer profile has no ${p.defaultPath} curve for ${pair.srcDevice} -> ${pair.dstDevice}`);
+    pairs[pairKey(pair.srcDevice, pair.dstDevice)] = Object.fromEntries(curve.points.map((pt) => [String(pt.blocks), pt.p95Ms]));
+  }
+  return { blockBytes: p.bytesPerBlock, pairs };
+}
+
 /** Parses and validates a profile JSON value (see the module doc). */
 export function parseTransferProfile(json: unknown): TransferProfile {
+  if ((json as { schema?: unknown })?.schema === BENCH_SCHEMA) json = fromBenchProfile(json as BenchProfile);
   const o = json as { blockBytes?: unknown; pairs?: unknown };
   if (typeof o !== "object" || o === null) throw new RangeError(`transfer profile must be an object, got ${JSON.stringify(json)}`);
   if (typeof o.blockBytes !== "number" || !(o.blockBytes > 0)) throw new RangeError(`transfer profile blockBytes must be > 0, got ${JSON.stringify(o.blockBytes)}`);

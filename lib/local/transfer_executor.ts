@@ -101,7 +101,8 @@ export class TransferExecutor {
     if (!plan) return Promise.resolve(this.#ack(m.planId, phase, false, { error: `unknown plan ${m.planId} on rank ${this.#o.rank}` }));
     const cached = plan.answers.get(phase);
     if (cached) return cached;
-    const answer = this.#run(plan, phase, m);
+    // A bug or a bad message must answer "not ok", never leave the phase unanswered.
+    const answer = this.#run(plan, phase, m).catch((e: Error) => this.#ack(m.planId, phase, false, { error: `${phase} on rank ${this.#o.rank} failed: ${e.message}` }));
     plan.answers.set(phase, answer);
     return answer;
   }
@@ -162,7 +163,12 @@ export class TransferExecutor {
       (plan.timer as { unref?: () => void }).unref?.();
       this.onChange();
       return this.#ack(m.planId, "prepare", true, role === "dst" ? { dstBlocks: [...plan.reserved] } : {});
-    })();
+    })().catch((e: Error) => {
+      // Nothing was pinned or reserved when a check threw: the plan is simply refused.
+      plan.state = "aborted";
+      plan.signalAborted();
+      return this.#ack(m.planId, "prepare", false, { error: `prepare on rank ${this.#o.rank} failed: ${e.message}` });
+    });
     plan.answers.set("prepare", answer);
     return answer;
   }
@@ -276,7 +282,7 @@ export class TransferExecutor {
       this.#forgetLater(p);
       if (changed) this.onChange();
       return this.#ack(planId, "abort", true, {});
-    })();
+    })().catch((e: Error) => this.#ack(planId, "abort", false, { error: `abort on rank ${this.#o.rank} failed: ${e.message}` }));
     p.answers.set("abort", answer);
     return answer;
   }

@@ -26,13 +26,18 @@ function workload(): { warm: number[][]; follow: number[][] } {
 async function run(engine: LLMEngine): Promise<{ warm: RequestOutput[]; follow: RequestOutput[] }> {
   const { warm, follow } = workload();
   const ids = (p: number[]) => ({ promptTokenIds: p });
+  // A finish reaches the launcher before the worker's block delta reaches the control plane: let the
+  // page table catch up, so the follower's route sees the warm-up's blocks.
+  const settle = async () => void (await engine.processes.checkPageTable());
   const w: RequestOutput[] = [];
   const f: RequestOutput[] = [];
   for (const g of [0, 1]) {
     w.push((await engine.generate(ids(warm[g]!), greedy))[0]!);
+    await settle();
     f.push((await engine.generate(ids(follow[g]!), greedy))[0]!);
   }
   w.push(...(await engine.generate([ids(warm[2]!), ids(warm[3]!)], greedy)));
+  await settle();
   const crossed = await engine.generate([ids(follow[3]!), ids(follow[2]!)], greedy);
   f.push(crossed[1]!, crossed[0]!);
   return { warm: w, follow: f };
@@ -97,7 +102,12 @@ describe("a fault injected in every plan", () => {
       const got = await run(engine);
       expect([...got.warm, ...got.follow].map((x) => x.tokenIds)).toEqual([...reference.warm, ...reference.follow].map((x) => x.tokenIds));
       for (const f of got.follow) expect(f.metrics.numCachedTokens).toBe(0);
-      const c = await engine.processes.controlStats();
+      // A hung plan may still be aborting when its request (no longer waiting for it) finishes.
+      let c = await engine.processes.controlStats();
+      for (const end = Date.now() + 5000; (c.transfer_active ?? 0) > 0 && Date.now() < end; ) {
+        await new Promise((r) => setTimeout(r, 20));
+        c = await engine.processes.controlStats();
+      }
       expect(c.transfer_completed ?? 0).toBe(0);
       expect(c.transfer_aborted).toBeGreaterThanOrEqual(4);
       await drainedEverywhere(engine);

@@ -25,6 +25,11 @@ async function untilCounter(engine: LLMEngine, key: string, atLeast: number, tim
   }
 }
 
+/** Waits until the control plane's page table has every worker's latest blocks (finishes reach the launcher first). */
+async function settle(engine: LLMEngine): Promise<void> {
+  await engine.processes.checkPageTable(); // returns once the control plane holds the workers' latest versions
+}
+
 async function expectDrained(engine: LLMEngine): Promise<void> {
   expect((await engine.processes.checkPageTable()).equal).toBe(true);
   const deadline = Date.now() + 5000;
@@ -41,7 +46,10 @@ test("background placement copies a hot prefix to the idle partner; its lease ro
   const transfers = { mode: "force", hotnessThreshold: 3, placementIntervalMs: 20, minLoadSkewTokens: 0, minLoadSkewRatio: 0 } as const;
   await using engine = await LLMEngine.create({ model, ...opts, transfers });
   const outs: RequestOutput[] = [];
-  for (const p of prompts.slice(0, 3)) outs.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
+  for (const p of prompts.slice(0, 3)) {
+    outs.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
+    await settle(engine);
+  }
   expect(outs.map((o) => o.metrics.rank)).toEqual([0, 0, 0]); // the prefix owner
   const c = await untilCounter(engine, "transfer_background_completed", 1);
   expect(c.transfer_background_completed).toBeGreaterThanOrEqual(1);
@@ -66,7 +74,10 @@ test("foreground offload moves a cold chain off a rank short of blocks; the sour
   const opts = { worldSize: 2, numBlocks: 40, maxModelLen: 512, topology: "0-1", log: null, backend: "cpu", routing: { policy: "round-robin" } } satisfies Partial<LLMEngineOptions>;
   const sequence = async (engine: LLMEngine) => {
     const out: RequestOutput[] = [];
-    for (const p of [a, x, b, a]) out.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
+    for (const p of [a, x, b, a]) {
+      out.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
+      await settle(engine);
+    }
     return out;
   };
   await using engine = await LLMEngine.create({ model, ...opts, transfers: "force" });

@@ -41,6 +41,19 @@ describe("cost model", () => {
     expect(() => parseResiduals({ pairs: { "0-1": { "2": -1 } } })).toThrow(/must be a finite ms >= 0, got -1/);
   });
 
+  test("the benchmark's profile schema: its default path's p95 curve per directed device pair", () => {
+    const point = (blocks: number, p95Ms: number) => ({ blocks, bytes: blocks * BLOCK, p50Ms: p95Ms / 2, p95Ms, meanMs: p95Ms, minMs: p95Ms / 3, gbps: 1, samples: 5, validated: true });
+    const bench = {
+      schema: "lmpool.transfer-profile/v1", createdAt: "now", backend: "cuda", bytesPerBlock: BLOCK, defaultPath: "kernel", segmentBytes: 0, ncclChannels: 0,
+      shape: { numLayers: 1, numKvHeads: 1, headDim: 1, blockSize: 1, dtype: "bf16" },
+      pairs: [{ srcDevice: 1, dstDevice: 0, paths: [{ path: "nccl", points: [point(1, 9)] }, { path: "kernel", points: [point(1, 0.1), point(8, 0.8)] }] }],
+    };
+    const m = new TransferCostModel(resolveTransferConfig({ profile: bench }));
+    expect(m.estimate(1, 0, 4, BLOCK)).toEqual({ ms: expect.closeTo(0.4, 10), source: "profile", bytes: 4000 });
+    expect(m.estimate(0, 1, 4, BLOCK).source).toBe("fallback");
+    expect(() => parseTransferProfile({ ...bench, defaultPath: "copy_engine" })).toThrow(/no copy_engine curve for 1 -> 0/);
+  });
+
   test("a profile and residuals may be given as file paths (as the transfer benchmark writes them)", () => {
     const dir = mkdtempSync(`${tmpdir()}/lmp-profile-`);
     writeFileSync(`${dir}/profile.json`, JSON.stringify(profileJson));

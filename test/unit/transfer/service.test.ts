@@ -54,7 +54,7 @@ test("a route with a prefix shortage waits for the copy; a second route for the 
 });
 
 test("a placement pass copies a hot chain to the idle partner and grants a lease routing honours", async () => {
-  const { scheduler, c, service } = await setUp({ foreground: false, hotnessThreshold: 2, minLoadSkewTokens: 0, minLoadSkewRatio: 0 });
+  const { scheduler, c, service } = await setUp({ foreground: false, hotnessThreshold: 3, minLoadSkewTokens: 0, minLoadSkewRatio: 0 });
   const prompt = tokens(41); // 10 full blocks
   const hashes = cachePrompt(c.workers[0]!, prompt, 2);
   c.report();
