@@ -17,22 +17,36 @@ const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences
 
 const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use, all CTAs together
 
-// Merges the splits of the G query heads of one (sequence, kv head) into the output.
-template <int D>
+// Merges the splits of the G query heads of one (sequence, kv head) into the output: the split
+// weights first (one round of loads), then each output element sums its splits.
+template <int D, int MAXG>
 __device__ void merge_splits(const AttnArgs &a, int di, int kvh, int G, int tok, int splits, const float *split_o,
                              const float *split_ml) {
-  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
-    const int h = idx / D, d = idx % D, head = kvh * G + h;
-    const size_t first = ((size_t)di * a.num_heads + head) * splits;
-    float M = kNoScore;
-    for (int p = 0; p < splits; p++) M = fmaxf(M, __ldcg(split_ml + (first + p) * 2));
-    float L = 0.f, O = 0.f;
+  __shared__ float s_w[MAXG][LP_MAX_DECODE_SPLITS], s_l[MAXG][LP_MAX_DECODE_SPLITS], s_inv[MAXG];
+  const size_t first = ((size_t)di * a.num_heads + (size_t)kvh * G) * splits;  // head kvh*G, split 0
+  for (int i = threadIdx.x; i < G * splits; i += blockDim.x) {
+    s_w[i / splits][i % splits] = __ldcg(split_ml + (first + i) * 2);
+    s_l[i / splits][i % splits] = __ldcg(split_ml + (first + i) * 2 + 1);
+  }
+  __syncthreads();
+  if ((int)threadIdx.x < G) {
+    const int h = threadIdx.x;
+    float M = kNoScore, L = 0.f;
+    for (int p = 0; p < splits; p++) M = fmaxf(M, s_w[h][p]);
     for (int p = 0; p < splits; p++) {
-      const float w = exp2f(__ldcg(split_ml + (first + p) * 2) - M);
-      L += __ldcg(split_ml + (first + p) * 2 + 1) * w;
-      O += __ldcg(split_o + (first + p) * D + d) * w;
+      s_w[h][p] = exp2f(s_w[h][p] - M);
+      L += s_l[h][p] * s_w[h][p];
     }
-    a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+    s_inv[h] = L > 0.f ? 1.f / L : 0.f;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int h = idx / D, d = idx % D;
+    const float *o = split_o + (first + (size_t)h * splits) * D + d;
+    float O = 0.f;
+#pragma unroll 8
+    for (int p = 0; p < splits; p++) O += s_w[h][p] * __ldcg(o + (size_t)p * D);
+    a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(O * s_inv[h]);
   }
 }
 
@@ -178,7 +192,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  merge_splits<D>(a, di, kvh, G, tok, splits, split_o, split_ml);
+  merge_splits<D, MAXG>(a, di, kvh, G, tok, splits, split_o, split_ml);
 }
 
 typedef void (*DecodeKernel)(AttnArgs, StepMeta, int, float *, float *, int32_t *);

@@ -56,6 +56,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
   const bool gemv = gemv_fits(T, h) && gemv_fits(T, m->q_dim) && gemv_fits(T, inter);
   LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, gemv ? nullptr : m->layers[0].input_norm, eps,
                       b.xnorm, st));
+  LP_TRY(launch_rope_table(dm.positions, b.rope_inv_freq, T, cfg.head_dim / 2, b.rope_cos_sin, st));
   for (int l = 0; l < L; l++) {
     const LayerWeights &w = m->layers[l];
     if (gemv) {
@@ -66,7 +67,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
       LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, T, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
     }
     RopeArgs r;
-    r.qkv = b.qkv, r.tokens = T, r.positions = dm.positions, r.slots = dm.slots, r.inv_freq = b.rope_inv_freq;
+    r.qkv = b.qkv, r.tokens = T, r.slots = dm.slots, r.cos_sin = b.rope_cos_sin;
     r.q_norm = w.q_norm, r.k_norm = w.k_norm, r.eps = eps;
     r.num_heads = cfg.num_heads, r.num_kv_heads = cfg.num_kv_heads, r.head_dim = cfg.head_dim;
     r.k_cache = kv_layer_base(kv, l, 0), r.v_cache = kv_layer_base(kv, l, 1);

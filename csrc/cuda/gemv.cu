@@ -23,6 +23,18 @@ __device__ __forceinline__ void task_rows(int task, int n_out, int *rows) {
   }
 }
 
+// One warp's 16-byte weight loads for columns kb + u * step of its two rows (zeros past the end).
+__device__ __forceinline__ void load_weights(const GemvArgs &a, const int *rows, int kb, int step,
+                                             uint4 (&wv)[2][kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; u++) {
+    const int kk = kb + u * step;
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+      wv[r][u] = (kk < a.k && rows[r] >= 0) ? ld_stream_16(a.w + (size_t)rows[r] * a.k + kk) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 template <int NT, int IN, int OUT>
 __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
   extern __shared__ uint4 smem_x[];
@@ -34,14 +46,21 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
   // a.ksplit warps share one task, each taking every ksplit-th 256-column slice of k.
   const int ks = a.ksplit, slots = warps / ks, slot = warp / ks, sub = warp % ks;
   const int tasks = OUT == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
-  // Weights depend on nothing earlier kernels write: stream this block's rows into L2 while the
-  // previous kernel finishes, then wait for it before touching activations.
+  const int step = 256 * ks;  // columns between one warp's consecutive 16-byte loads
+  const int kb0 = (sub * 32 + lane) * 8, first_base = blockIdx.x * slots;
+  // Weights depend on nothing earlier kernels write: the first task's loads are issued before
+  // waiting for the previous kernel (and before the prologue), later tasks' rows are streamed
+  // into L2, so the weight latency overlaps the predecessor's tail and the input staging.
   pdl_trigger();
+  int rows[2] = {-1, -1};
+  if (first_base + slot < tasks) task_rows<OUT>(first_base + slot, a.n_out, rows);
+  uint4 wv[2][kUnroll];
+  load_weights(a, rows, kb0, step, wv);
   if (a.prefetch && sub == 0 && lane < 2) {
-    for (int task = blockIdx.x * slots + slot; task < tasks; task += gridDim.x * slots) {
-      int rows[2];
-      task_rows<OUT>(task, a.n_out, rows);
-      if (rows[lane] >= 0) prefetch_l2(a.w + (size_t)rows[lane] * k, (uint32_t)k * 2);
+    for (int task = first_base + slot + gridDim.x * slots; task < tasks; task += gridDim.x * slots) {
+      int later[2];
+      task_rows<OUT>(task, a.n_out, later);
+      if (later[lane] >= 0) prefetch_l2(a.w + (size_t)later[lane] * k, (uint32_t)k * 2);
     }
   }
   pdl_wait();
@@ -65,27 +84,20 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
   }
   __syncthreads();
 
-  const int step = 256 * ks;  // columns between one warp's consecutive 16-byte loads
   // Same trip count in every warp: the split reduction below has barriers.
-  for (int base = blockIdx.x * slots; base < tasks; base += gridDim.x * slots) {
+  for (int base = first_base; base < tasks; base += gridDim.x * slots) {
     const int task = base + slot;
-    int rows[2] = {-1, -1};
-    if (task < tasks) task_rows<OUT>(task, a.n_out, rows);
+    if (base != first_base) {
+      rows[0] = rows[1] = -1;
+      if (task < tasks) task_rows<OUT>(task, a.n_out, rows);
+    }
     float acc[2][NT];
 #pragma unroll
     for (int r = 0; r < 2; r++)
 #pragma unroll
       for (int t = 0; t < NT; t++) acc[r][t] = 0.f;
-    for (int kb = (sub * 32 + lane) * 8; kb < k; kb += step * kUnroll) {
-      uint4 wv[2][kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) {
-        const int kk = kb + u * step;
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-          wv[r][u] = (kk < k && rows[r] >= 0) ? ld_stream_16(a.w + (size_t)rows[r] * k + kk)
-                                               : make_uint4(0, 0, 0, 0);
-      }
+    for (int kb = kb0; kb < k; kb += step * kUnroll) {
+      if (base != first_base || kb != kb0) load_weights(a, rows, kb, step, wv);
 #pragma unroll
       for (int u = 0; u < kUnroll; u++) {
         const int kk = kb + u * step;

@@ -41,6 +41,7 @@ struct StepBuffers {
   void *cublas_ws;          // cuBLAS workspace (fixed so graph capture allocates nothing)
   size_t cublas_ws_bytes;
   float *rope_inv_freq;     // [head_dim / 2]
+  float2 *rope_cos_sin;     // [max_tokens, head_dim / 2] this step's rotation table
 };
 
 struct DecodeGraphs;  // graphs.cu

@@ -57,11 +57,14 @@ lp_status launch_silu_mul(const bf16 *gate_up, int tokens, int inter, bf16 *out,
 // ---- rope.cu: q/k head norm, RoPE and the K/V cache write --------------------------------------
 // inv_freq[i] for i < head_dim / 2, including llama3 scaling (host computation).
 void rope_inv_freq(const lp_model_config *cfg, float *out);
+// cos_sin[t, i] = (cos, sin)(positions[t] * inv_freq[i]), once per step for every layer.
+lp_status launch_rope_table(const int32_t *positions, const float *inv_freq, int tokens, int half,
+                            float2 *cos_sin, cudaStream_t stream);
 struct RopeArgs {
   bf16 *qkv;               // [tokens, (H + 2 KV) * D]; q heads rotated in place
   int tokens;
-  const int32_t *positions, *slots;
-  const float *inv_freq;
+  const int32_t *slots;
+  const float2 *cos_sin;   // [tokens, head_dim / 2] from launch_rope_table
   const bf16 *q_norm, *k_norm;  // NULL: no head norm (Llama)
   float eps;
   int num_heads, num_kv_heads, head_dim;

@@ -32,6 +32,18 @@ void rope_inv_freq(const lp_model_config *cfg, float *out) {
 namespace {
 
 const int kWarps = 4;  // one warp per head; grid (token, head group)
+
+// Accurate sincosf (angles reach position * 1); computed once per step, read by every layer.
+__global__ void rope_table_kernel(const int32_t *positions, const float *inv_freq, int tokens, int half,
+                                  float2 *cos_sin) {
+  pdl_trigger();
+  pdl_wait();
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (size_t)tokens * half) return;
+  float s, c;
+  sincosf((float)positions[i / half] * inv_freq[i % half], &s, &c);
+  cos_sin[i] = make_float2(c, s);
+}
 const int kMaxPairsPerLane = 4;  // head_dim <= 256
 
 __global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
@@ -42,7 +54,7 @@ __global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
   const int q_dim = H * D, kv_dim = KV * D;
   bf16 *row = a.qkv + (size_t)t * (q_dim + 2 * kv_dim);
   const int slot = a.slots[t];
-  const float pos = (float)a.positions[t];
+  const float2 *cs = a.cos_sin + (size_t)t * half;
   for (int u = blockIdx.y * kWarps + (threadIdx.x >> 5); u < H + 2 * KV; u += gridDim.y * kWarps) {
     if (u >= H + KV) {  // V head: copy into the cache
       if (slot < 0) continue;
@@ -77,15 +89,22 @@ __global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
         v1 = round_bf16(v1 * inv * __bfloat162float(norm_w[j]));
         v2 = round_bf16(v2 * inv * __bfloat162float(norm_w[j + half]));
       }
-      float s, c;
-      sincosf(pos * a.inv_freq[j], &s, &c);
-      dst[j] = __float2bfloat16(v1 * c - v2 * s);
-      dst[j + half] = __float2bfloat16(v2 * c + v1 * s);
+      const float2 r = cs[j];  // (cos, sin)
+      dst[j] = __float2bfloat16(v1 * r.x - v2 * r.y);
+      dst[j + half] = __float2bfloat16(v2 * r.x + v1 * r.y);
     }
   }
 }
 
 }  // namespace
+
+lp_status launch_rope_table(const int32_t *positions, const float *inv_freq, int tokens, int half,
+                            float2 *cos_sin, cudaStream_t stream) {
+  LP_REQUIRE(tokens > 0 && half > 0, "rope table: bad shape tokens=%d half=%d", tokens, half);
+  const size_t n = (size_t)tokens * half;
+  return launch_kernel(rope_table_kernel, (unsigned)((n + 255) / 256), 256, 0, stream, positions, inv_freq, tokens,
+                       half, cos_sin);
+}
 
 lp_status launch_qk_norm_rope_kv(const RopeArgs &a, cudaStream_t stream) {
   LP_REQUIRE(a.tokens > 0 && a.num_heads > 0 && a.num_kv_heads > 0, "rope: bad shape tokens=%d heads=%d/%d",

@@ -11,7 +11,7 @@
 
 namespace {
 
-const int kThreads = 512;
+const int kThreads = 1024;
 const float kFixedOne = 1099511627776.f;  // 2^40: fixed-point unit of probability mass
 
 __device__ __forceinline__ uint32_t order_key(float f) {
@@ -147,10 +147,30 @@ __device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32
   return prefix;
 }
 
-// Online (max, lowest argmax, sum of exp) of one value visited in increasing index order.
-__device__ __forceinline__ void visit(float v, int i, float &mx, float &se, int &arg) {
-  if (v > mx) se = (mx == -INFINITY ? 0.f : se * expf(mx - v)) + 1.f, mx = v, arg = i;
-  else if (mx != -INFINITY) se += expf(v - mx);
+// Applies f(value, index) to every logit of a row, each thread in increasing index order, with
+// four 16-byte loads in flight per thread (one CTA reads the whole row).
+template <class F>
+__device__ __forceinline__ void for_each_logit(const float *row, int vocab, F f) {
+  if (vocab % 4 != 0) {
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) f(row[i], i);
+    return;
+  }
+  const float4 *row4 = reinterpret_cast<const float4 *>(row);
+  const int v4 = vocab / 4, stride = blockDim.x;
+  for (int base = threadIdx.x; base < v4; base += 4 * stride) {
+    float4 q[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) q[u] = base + u * stride < v4 ? row4[base + u * stride] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const int i = (base + u * stride) * 4;
+      if (i >= vocab) break;
+      f(q[u].x, i);
+      f(q[u].y, i + 1);
+      f(q[u].z, i + 2);
+      f(q[u].w, i + 3);
+    }
+  }
 }
 
 __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
@@ -162,36 +182,17 @@ __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits,
   const float *row = logits + (size_t)r * vocab;
 
   // Raw max (lowest index) and sum of exp, online, for greedy and the logprob.
-  // One CTA reads the whole row, so keep several 16-byte loads in flight per thread.
-  float mx = -INFINITY, se = 0.f;
-  int arg = 0x7fffffff;
-  if (vocab % 4 == 0) {
-    const float4 *row4 = reinterpret_cast<const float4 *>(row);
-    const int v4 = vocab / 4, stride = blockDim.x;
-    for (int base = threadIdx.x; base < v4; base += 4 * stride) {
-      float4 q[4];
-#pragma unroll
-      for (int u = 0; u < 4; u++)
-        q[u] = base + u * stride < v4 ? row4[base + u * stride] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-#pragma unroll
-      for (int u = 0; u < 4; u++) {
-        const int i = (base + u * stride) * 4;
-        if (i >= vocab) break;
-        visit(q[u].x, i, mx, se, arg);
-        visit(q[u].y, i + 1, mx, se, arg);
-        visit(q[u].z, i + 2, mx, se, arg);
-        visit(q[u].w, i + 3, mx, se, arg);
-      }
-    }
-  } else {
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) visit(row[i], i, mx, se, arg);
-  }
-  float gmax = mx;
-  int garg = arg;
+  // Raw max (lowest index on ties), then the sum of exp below it: greedy and the logprob.
+  float gmax = -INFINITY;
+  int garg = 0x7fffffff;
+  for_each_logit(row, vocab, [&](float v, int i) {
+    if (v > gmax) gmax = v, garg = i;
+  });
   block_argmax(gmax, garg, sh);
-  float part = mx == -INFINITY ? 0.f : se * expf(mx - gmax);
-  part = warp_sum(part);
-  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = part;
+  float se = 0.f;
+  for_each_logit(row, vocab, [&](float v, int) { se += __expf(v - gmax); });
+  se = warp_sum(se);
+  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = se;
   __syncthreads();
   float total = 0.f;
   for (int w = 0; w < (int)(blockDim.x >> 5); w++) total += sh.f[w];

@@ -61,7 +61,8 @@ lp_status workspace_alloc(LpModel *m) {
   LP_TRY(device_alloc((uint8_t **)&b.cublas_ws, b.cublas_ws_bytes, "cuBLAS workspace"));
   std::vector<float> inv((size_t)c.head_dim / 2);
   rope_inv_freq(&c, inv.data());
-  LP_TRY(device_alloc(&b.rope_inv_freq, inv.size(), "rope table"));
+  LP_TRY(device_alloc(&b.rope_inv_freq, inv.size(), "rope frequencies"));
+  LP_TRY(device_alloc(&b.rope_cos_sin, T * inv.size(), "rope table"));
   CUDA_CHECK(cudaMemcpy(b.rope_inv_freq, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));
   return LP_OK;
 }
@@ -69,7 +70,7 @@ lp_status workspace_alloc(LpModel *m) {
 void workspace_free(LpModel *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits, b.split_o,
-                 b.split_ml, b.split_counters, b.sample_out, b.meta, b.cublas_ws, b.rope_inv_freq};
+                 b.split_ml, b.split_counters, b.sample_out, b.meta, b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
   cudaFreeHost(b.out_host);

@@ -197,7 +197,8 @@ lp_status lp_xfer_wait(uint64_t job, int32_t timeout_ms);
 lp_status lp_xfer_release(uint64_t job);
 
 /* Same-process device-to-device copy of blocks src_ids of src_kv into dst_ids of dst_kv (both
- * caches of one model shape; either may be a view from lp_kv_ipc_open). Modes:
+ * caches of one model shape; either may be a view from lp_kv_ipc_open; one cache is allowed when
+ * the two block lists are disjoint). Modes:
  *  LP_PEER_COPY_ENGINE: pack on the source device, cudaMemcpyPeerAsync of each packed segment,
  *    unpack on the destination device (pipelined through staging rings);
  *  LP_PEER_KERNEL: one kernel on the source device reads the source blocks and stores straight

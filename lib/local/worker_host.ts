@@ -84,7 +84,7 @@ export class WorkerHost {
         return;
       }
       case "stats_request":
-        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats() } });
+        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats(), rank: this.#o.rank } });
         return;
       case "snapshot_request": {
         // A consistency check: the launcher and the control plane get the same new version.
@@ -199,7 +199,7 @@ export class WorkerHost {
     const now = Date.now();
     if (now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
       this.#lastStats = now;
-      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats() } });
+      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats(), rank: this.#o.rank } });
       this.#control?.send(this.#controlStats());
     }
   }

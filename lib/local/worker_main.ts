@@ -57,7 +57,7 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
   const t0 = performance.now();
   // Probe which backend loads (CUDA when a GPU is visible) to know whether `gpu` applies.
   const backend = new Native({ backend: config.engine.backend }).backend;
-  const llm = await LLM.create({ ...config.engine, backend, ...(backend === "cuda" ? { device: config.gpu } : {}) });
+  const llm = await LLM.create({ ...config.engine, backend, rank: config.rank, epoch: config.epoch, ...(backend === "cuda" ? { device: config.gpu } : {}) });
   let stream;
   try {
     stream = await connectUnix(config.launcherSocketPath, { timeoutMs: 5000 });
