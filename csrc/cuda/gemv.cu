@@ -60,7 +60,8 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
     for (int task = first_base + slot + gridDim.x * slots; task < tasks; task += gridDim.x * slots) {
       int later[2];
       task_rows<OUT>(task, a.n_out, later);
-      if (later[lane] >= 0) prefetch_l2(a.w + (size_t)later[lane] * k, (uint32_t)k * 2);
+      const int row = lane == 0 ? later[0] : later[1];
+      if (row >= 0) prefetch_l2(a.w + (size_t)row * k, (uint32_t)k * 2);
     }
   }
   pdl_wait();

@@ -51,6 +51,7 @@ export class WorkerHost {
   #allocated: string[] = [];
   #control: Connection | undefined;
   #loop: Promise<void> | undefined;
+  #lastStatsShape = "";
   #lastStats = 0;
   #exiting = false;
 
@@ -196,10 +197,15 @@ export class WorkerHost {
         this.#control!.send({ type: "block_delta", delta: this.#stamp(delta), ...(queued.length ? { queued } : {}), ...(allocated.length ? { allocated } : {}) });
       }
     }
+    // Push stats on every change of the running/waiting set (so /metrics never shows a request
+    // that has ended, or misses one that started) and at least every statsIntervalMs meanwhile.
     const now = Date.now();
-    if (now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
+    const stats = this.#engine.rankStats();
+    const shape = `${stats.numRunning}/${stats.numWaiting}/${stats.numFinished}`;
+    if (shape !== this.#lastStatsShape || now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
       this.#lastStats = now;
-      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats(), rank: this.#o.rank } });
+      this.#lastStatsShape = shape;
+      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...stats, rank: this.#o.rank } });
       this.#control?.send(this.#controlStats());
     }
   }

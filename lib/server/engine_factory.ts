@@ -4,7 +4,8 @@
  * @module
  */
 import type { GenerationEngine } from "../core/engine_api.ts";
-import { LLM } from "../engine/llm.ts";
+import { LLMEngine } from "../engine/llm_engine.ts";
+import { POLICY_NAMES, type PolicyName } from "../global/routing_config.ts";
 import type { ServeCliOptions } from "./cli.ts";
 
 /** Engine options the CLI controls (the model is a resolved directory). */
@@ -31,11 +32,16 @@ export async function createServeEngine(o: ServeEngineOptions, hooks: ServeEngin
     maxModelLen: o.maxModelLen,
     onProgress: hooks.onLoadProgress,
   };
-  // SWITCH POINT: once lib/engine/llm_engine.ts exists, serve every --gpus value (1 GPU = 1 worker)
-  // through `LLMEngine.create({ ...perGpu, gpus: o.gpus, routingPolicy: o.routingPolicy, nvlinkPairs: o.nvlinkPairs })`.
-  if (o.gpus > 1) {
-    throw new RangeError(`--gpus ${o.gpus} needs the multi-GPU LLMEngine (lib/engine/llm_engine.ts), which this build does not have yet; use --gpus 1`);
+  // Every --gpus value runs through LLMEngine (1 GPU = 1 worker process), so the server always has
+  // the control plane's routing, supervision and metrics; `LLM` stays the in-process library API.
+  if (o.routingPolicy !== undefined && !(POLICY_NAMES as readonly string[]).includes(o.routingPolicy)) {
+    throw new RangeError(`--routing-policy ${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`);
   }
-  if (o.routingPolicy !== undefined || o.nvlinkPairs !== undefined) hooks.warn("--routing-policy and --nvlink-pairs only matter with --gpus > 1; ignored.");
-  return LLM.create(perGpu);
+  const { onProgress: _inProcessOnly, ...workerOptions } = perGpu;
+  return LLMEngine.create({
+    ...workerOptions,
+    gpus: o.gpus,
+    ...(o.routingPolicy !== undefined ? { routing: { policy: o.routingPolicy as PolicyName } } : {}),
+    ...(o.nvlinkPairs !== undefined ? { topology: o.nvlinkPairs } : {}),
+  });
 }
