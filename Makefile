@@ -35,16 +35,27 @@ node_modules/.installed: package.json package-lock.json
 # Always the CPU library; the CUDA one too where nvcc and cuBLAS are found.
 native: native-cpu $(if $(HAVE_CUDA),native-cuda,)
 native-cpu: $(CPU_LIB)
-native-cuda: $(CUDA_LIB)
+native-cuda:
+	@$(MAKE) --no-print-directory -j$(shell nproc) $(CUDA_LIB)
 
 $(CPU_LIB): $(COMMON_SRC) $(CPU_SRC) $(HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -shared -o $@ $(COMMON_SRC) $(CPU_SRC) -lm
 
-$(CUDA_LIB): $(COMMON_SRC) $(CUDA_SRC) $(HEADERS)
-	@mkdir -p $(BUILD)/cuda
-	$(NVCC) $(NVFLAGS) $(NCCL_INC) -shared -o $@ $(COMMON_SRC) $(CUDA_SRC) \
-	  -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB)
+# One object per source so the CUDA build compiles in parallel (one serial nvcc call takes minutes).
+CUDA_OBJ_DIR := $(BUILD)/cuda-obj
+CUDA_OBJ := $(patsubst csrc/%,$(CUDA_OBJ_DIR)/%.o,$(COMMON_SRC) $(CUDA_SRC))
+
+$(CUDA_OBJ_DIR)/%.cu.o: csrc/%.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $(NCCL_INC) -c -o $@ $<
+
+$(CUDA_OBJ_DIR)/%.c.o: csrc/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O3 -fPIC -Wall -Wextra -Wno-unused-parameter -c -o $@ $<
+
+$(CUDA_LIB): $(CUDA_OBJ)
+	$(NVCC) $(NVFLAGS) -shared -o $@ $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB)
 
 test: deps native-cpu
 	$(BUN) test
