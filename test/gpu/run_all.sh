@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every GPU acceptance check in one device call (nvidia-h200-x2), logs under $OUT (at most 8 files):
+#   source .gpu/env.sh is done here; run from the repo root with carry [".gpu"].
+# Steps, most important first, each under its own time limit so a hang cannot eat the lease.
+set -uo pipefail
+OUT=${OUT:-/tmp/lmpool-gpu}
+mkdir -p "$OUT"
+source .gpu/env.sh > "$OUT/build.log" 2>&1
+nvidia-smi topo -m >> "$OUT/build.log" 2>&1
+{ time make native-cuda native-cpu; } >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "build ok"
+
+step() { # name limit_s log command...
+  local name=$1 limit=$2 log=$3; shift 3
+  echo "== $name" >> "$log"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >> "$log" 2>&1
+  echo "$name rc=$? in $((SECONDS - t0)) s"
+}
+
+# Issue 2/3: the FFI and native suites against CUDA, and the GPU-only suites (CUDA vs CPU step, graphs, transfer).
+LMPOOL_BACKEND=cuda step "native+gpu tests" 100 "$OUT/tests.log" bun test test/native test/gpu
+tail -8 "$OUT/tests.log"
+# Issue 3: logits vs transformers' own forward, Qwen3 and Llama (llama3 rope scaling), prefill and decode paths.
+step "hf reference" 90 "$OUT/parity.log" bash -c "python3 test/gpu/hf_reference.py /tmp/hf-qwen3 qwen3 && python3 test/gpu/hf_reference.py /tmp/hf-llama llama"
+step "hf parity" 60 "$OUT/parity.log" bun run test/gpu/hf_parity.ts /tmp/hf-qwen3 /tmp/hf-llama
+grep '"pass"' "$OUT/parity.log"
+# Issue 6: transfer path vs the link peak measured in the same run.
+step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --reps 20 --out "$OUT/transfer-profile.json"
+# Issue 4: throughput on random-256 (the shared workload, regenerated identically by the bench).
+step "throughput" 80 "$OUT/bench.log" bun run bench/main.ts throughput --preset qwen3-0.6b
+tail -12 "$OUT/bench.log"
+# Issues 5-7: both GPUs serving through LLMEngine, with transfers, on the load-skew workload.
+step "e2e load-skew" 100 "$OUT/e2e.log" bun run bench/main.ts e2e --workload load-skew --configs round-robin,lmpool-routing,lmpool --repetitions 1 --out /tmp/e2e
+cp /tmp/e2e/summary.md "$OUT/e2e-summary.md" 2>/dev/null; cat "$OUT/e2e-summary.md" 2>/dev/null | head -30
