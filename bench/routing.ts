@@ -14,24 +14,13 @@ import { GlobalScheduler } from "../lib/global/global_scheduler.ts";
 import { POLICY_NAMES, type PolicyName } from "../lib/global/routing_config.ts";
 import type { RouteQuery } from "../lib/global/routing_context.ts";
 import { NvlinkTopology } from "../lib/global/topology.ts";
+import { seededRandom } from "../lib/core/seeded_random.ts";
 
 const RANKS = 8;
 const BLOCK_SIZE = 16;
 const TARGET_BLOCKS = 100_000;
 const TARGET_ROUTES_PER_S = 20_000;
 const TARGET_P99_US = 200;
-
-/** Deterministic PRNG (mulberry32) so runs are comparable. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One prefix tree: a shared trunk and branches (conversations) hanging off it. */
 interface PrefixTree {
@@ -187,7 +176,7 @@ const entry: BenchEntry = {
     const pIdx = argv.indexOf("--policy");
     const only = pIdx >= 0 ? argv[pIdx + 1] : undefined;
     if (only !== undefined && !(POLICY_NAMES as readonly string[]).includes(only)) throw new RangeError(`unknown --policy ${JSON.stringify(only)}; valid: ${POLICY_NAMES.join(", ")}`);
-    const rand = rng(42);
+    const rand = seededRandom(42);
     const tBuild = performance.now();
     const { trees, snapshots } = buildWorld(rand);
     const queries = buildQueries(trees, quick ? 10_000 : 50_000, rand);

@@ -35,16 +35,7 @@ export function engineTestModelDir(): string {
 }
 
 /** A seeded PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom as rng } from "../../lib/core/seeded_random.ts";
 
 /** `n` random token ids below the test vocabulary. */
 export function randomTokens(next: () => number, n: number): number[] {
