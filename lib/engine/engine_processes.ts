@@ -8,7 +8,8 @@ import type { RankPair } from "../global/topology.ts";
 import { GlobalBlockManager } from "../global/global_block_manager.ts";
 import { diffPageTable, type PageTableDiff } from "../global/page_table_diff.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
-import type { TransferConfigInput } from "../global/transfer_config.ts";
+import { resolveTransferConfig, type TransferConfigInput } from "../global/transfer_config.ts";
+import type { WorkerDataPathConfig } from "../local/worker_data_path.ts";
 import type { WorkerMainConfig } from "../local/worker_main.ts";
 import { Connection, type Outgoing } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
@@ -47,6 +48,19 @@ interface WorkerSlot {
 /** True when the transfer setting turns transfers off entirely. */
 function transfersOff(t: TransferConfigInput | undefined): boolean {
   return (typeof t === "string" ? t : t?.mode) === "off";
+}
+
+/** A worker's data-path settings: the transfer config's choice, its NVLink partners and their devices. */
+function workerDataPath(o: EngineProcessesOptions, rank: number): WorkerDataPathConfig {
+  const t = resolveTransferConfig(o.transfers ?? {});
+  const partners = o.pairs.flatMap(([a, b]) => (a === rank ? [b] : b === rank ? [a] : []));
+  return {
+    mode: t.dataPath,
+    peers: partners.map((p) => ({ rank: p, gpu: o.gpus[p]! })),
+    ncclTimeoutMs: t.ncclTimeoutMs,
+    // Waiting longer for a partner than start-up may take is pointless: start-up fails then.
+    rendezvousTimeoutMs: o.startTimeoutMs,
+  };
 }
 
 /** Restarts allowed within a minute before the control plane is given up on. */
@@ -278,7 +292,7 @@ export class EngineProcesses {
       controlSocketPath: this.controlSocket,
       engine: this.#o.engine,
       heartbeat: this.#o.heartbeat,
-      ...(transfersOff(this.#o.transfers) ? {} : { peerSocketDir: this.#run.dir }),
+      ...(transfersOff(this.#o.transfers) ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
     });
     const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, alive: true, onReady: readyResolve };
     this.#workers.set(rank, slot);

@@ -36,7 +36,9 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
   /**
    * KV transfer between NVLink partners: "off", "auto" (cost-gated; the default) or "force" (admit
    * every valid candidate, for tests and benchmarks), or a partial TransferConfig with `mode`,
-   * `foreground`, `background` and the policy knobs (lib/global/transfer_config.ts).
+   * `foreground`, `background`, the policy knobs and `dataPath` (how workers move K/V: "auto" =
+   * NCCL pairs between NVLink partners where they come up, else host sockets; "host"; "nccl" =
+   * NCCL required at start-up) (lib/global/transfer_config.ts).
    */
   transfers?: TransferConfigInput;
   /** Heartbeat timing of every connection (default 1 s, dead after 5 missed). */

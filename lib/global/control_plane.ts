@@ -1,8 +1,9 @@
 /**
  * The control-plane server: one Unix socket that the launcher and every worker connect to, and one
  * event loop that applies every authoritative change (routes, releases, snapshots, deltas, dead
- * ranks) to the Global Scheduler in arrival order. Runs inside control_main.ts, or in-process for
- * tests.
+ * ranks) to the Global Scheduler in arrival order. It also relays NCCL unique ids between NVLink
+ * partners at start-up (on short-lived connections that open with nccl_id_offer). Runs inside
+ * control_main.ts, or in-process for tests.
  * @module
  */
 import { CapacityError } from "../core/errors.ts";
@@ -12,6 +13,7 @@ import type { Message, MessageOf } from "../protocol/messages.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "./global_block_manager.ts";
 import { GlobalScheduler, NoHealthyRankError } from "./global_scheduler.ts";
+import { NcclRendezvous } from "./nccl_rendezvous.ts";
 import type { RoutingConfigInput } from "./routing_config.ts";
 import type { NvlinkTopology } from "./topology.ts";
 import { resolveTransferConfig, type TransferConfigInput } from "./transfer_config.ts";
@@ -46,6 +48,8 @@ export class ControlPlane {
   readonly scheduler: GlobalScheduler;
   /** KV transfer decisions and plans (issue 6). */
   readonly transfers: TransferService;
+  /** NCCL unique-id relay and pair health. */
+  readonly nccl: NcclRendezvous;
   readonly #server: UnixServer;
   readonly #o: ControlPlaneOptions;
   readonly #workers = new Map<number, { conn: Connection; epoch: number }>();
@@ -67,6 +71,13 @@ export class ControlPlane {
       beforePhase: o.beforeTransferPhase,
     });
     this.transfers.start();
+    this.nccl = new NcclRendezvous({
+      topology: o.topology,
+      sendPairDown: (rank, peerRank, reason) => {
+        this.#log(`[control] NCCL pair ${Math.min(rank, peerRank)}-${Math.max(rank, peerRank)}: telling rank ${rank} to use the host path (${reason})`);
+        this.#workers.get(rank)?.conn.send({ type: "nccl_pair_down", peerRank, reason });
+      },
+    });
   }
 
   /** Starts listening on `options.socketPath`. */
@@ -110,9 +121,11 @@ export class ControlPlane {
   }
 
   #accept(conn: Connection): void {
-    let role: "launcher" | "worker" | undefined;
+    let role: "launcher" | "worker" | "rendezvous" | undefined;
     let rank = -1;
     conn.onMessage((m) => {
+      if (!role && m.type === "nccl_id_offer") role = "rendezvous";
+      if (role === "rendezvous") return this.#rendezvous(conn, m);
       if (!role) {
         if (m.type !== "hello") {
           conn.replyError(m, "protocol", `expected hello as the first message, got ${m.type}`);
@@ -145,6 +158,8 @@ export class ControlPlane {
       } else if (role === "launcher") {
         this.#launchers.delete(conn);
         this.#o.onLauncherGone?.(reason);
+      } else if (role === "rendezvous") {
+        this.nccl.dropOwner(conn);
       }
     });
   }
@@ -160,10 +175,11 @@ export class ControlPlane {
       case "rank_down":
         this.scheduler.dropRank(m.rank, m.epoch);
         this.transfers.onRankDown(m.rank);
+        this.nccl.onRankDown(m.rank);
         this.#log(`[control] rank ${m.rank} epoch ${m.epoch} down: ${m.reason}`);
         return;
       case "stats_request":
-        conn.reply(m, { type: "stats", counters: { ...this.scheduler.counters(), ...this.transfers.counters() } });
+        conn.reply(m, { type: "stats", counters: { ...this.scheduler.counters(), ...this.transfers.counters(), ...this.nccl.counters() } });
         return;
       case "page_table_request":
         conn.reply(m, { type: "page_table", snapshots: this.scheduler.blocks.toSnapshots() });
@@ -203,9 +219,26 @@ export class ControlPlane {
       case "stats":
         this.transfers.observeWorkerStats(rank, m.counters);
         return;
+      case "nccl_pair_status":
+        if (m.rank !== rank) return void conn.replyError(m, "schema", `rank ${rank} sent the pair status of rank ${m.rank}`, "rank");
+        this.nccl.status(m);
+        return;
       default:
         if (m.id !== undefined) conn.replyError(m, "unexpected", `the control plane does not handle ${m.type} from a worker`);
     }
+  }
+
+  /** A rendezvous connection carries offers only; each is answered once its partner's arrives. */
+  #rendezvous(conn: Connection, m: Message): void {
+    if (m.type !== "nccl_id_offer") {
+      if (m.id !== undefined) conn.replyError(m, "protocol", `a connection that opened with nccl_id_offer carries offers only, got ${m.type}`);
+      return;
+    }
+    this.nccl.offer(m, conn, (answer) => {
+      const reply = { type: "nccl_id" as const, ...answer };
+      if (m.id === undefined) conn.send(reply);
+      else conn.reply(m, reply);
+    });
   }
 
   #transferRequest(rank: number, m: PhaseMessage, timeoutMs: number): Promise<TransferAck> {

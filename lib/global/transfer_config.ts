@@ -1,7 +1,8 @@
 /**
  * Every KV-transfer knob in one typed config with documented defaults: the mode switch, the
- * foreground (shortage) and background (placement) policies, plan deadlines, leases and the cost
- * model's cold-start fallback. Times are ms; sizes are blocks unless named otherwise.
+ * foreground (shortage) and background (placement) policies, plan deadlines, leases, the cost
+ * model's cold-start fallback and the workers' payload data path (NCCL pairs or host sockets).
+ * Times are ms; sizes are blocks unless named otherwise.
  * @module
  */
 
@@ -9,6 +10,16 @@
 export const TRANSFER_MODES = ["off", "auto", "force"] as const;
 /** One of TRANSFER_MODES. */
 export type TransferModeSetting = (typeof TRANSFER_MODES)[number];
+
+/**
+ * How workers move a plan's K/V payload. auto: an NCCL pair per direct NVLink partner where it
+ * comes up (cuda backend, distinct devices), the host socket path elsewhere and after a pair fails.
+ * host: always the host socket path. nccl: like auto, but a pair that cannot come up at start-up
+ * is a start-up error (the worker exits naming the pair and the cause).
+ */
+export const DATA_PATHS = ["auto", "host", "nccl"] as const;
+/** One of DATA_PATHS. */
+export type DataPathSetting = (typeof DATA_PATHS)[number];
 
 /** The whole transfer configuration. */
 export interface TransferConfig {
@@ -72,6 +83,10 @@ export interface TransferConfig {
   interferenceFactor: number;
   /** Weight of a new observation in the online EWMAs. Default 0.2. */
   ewmaAlpha: number;
+  /** Worker-to-worker payload path (see DATA_PATHS). Default "auto". */
+  dataPath: DataPathSetting;
+  /** Bound on creating and warming one NCCL pair at start-up, and on one plan's NCCL transfer. Default 30000 ms. */
+  ncclTimeoutMs: number;
   /** Measured latency profile (JSON value or a file path; format in transfer_cost_model.ts). Unset: the fallback. */
   profile?: unknown;
   /** Calibration residuals (JSON value or a file path; format in transfer_cost_model.ts). */
@@ -110,12 +125,14 @@ export const DEFAULT_TRANSFER_CONFIG: Readonly<TransferConfig> = Object.freeze({
   fallbackBytesPerMs: 1e7,
   interferenceFactor: 1,
   ewmaAlpha: 0.2,
+  dataPath: "auto",
+  ncclTimeoutMs: 30_000,
 });
 
 /** A partial config; a bare mode string means `{ mode }`. */
 export type TransferConfigInput = TransferModeSetting | Partial<TransferConfig>;
 
-const POSITIVE = ["safetyRatio", "hotnessHalfLifeMs", "placementIntervalMs", "foregroundDeadlineMs", "backgroundDeadlineMs", "fallbackBytesPerMs", "prefillMsPerToken"] as const;
+const POSITIVE = ["ncclTimeoutMs", "safetyRatio", "hotnessHalfLifeMs", "placementIntervalMs", "foregroundDeadlineMs", "backgroundDeadlineMs", "fallbackBytesPerMs", "prefillMsPerToken"] as const;
 const INTEGER = ["minBatchBlocks", "foregroundMaxBlocks", "backgroundCopyMaxBlocks", "backgroundCopyBatchMaxBlocks", "maxTrackedChains", "targetReserveBlocks", "foregroundMaxReuse"] as const;
 
 /** Fills defaults and validates; throws RangeError naming the bad field and value. */
@@ -123,8 +140,9 @@ export function resolveTransferConfig(input: TransferConfigInput = {}): Transfer
   const partial = typeof input === "string" ? { mode: input } : input;
   const c: TransferConfig = { ...DEFAULT_TRANSFER_CONFIG, ...partial };
   if (!(TRANSFER_MODES as readonly string[]).includes(c.mode)) throw new RangeError(`transfers mode must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(c.mode)}`);
+  if (!(DATA_PATHS as readonly string[]).includes(c.dataPath)) throw new RangeError(`transfers.dataPath must be one of ${DATA_PATHS.join(", ")}, got ${JSON.stringify(c.dataPath)}`);
   for (const [k, v] of Object.entries(c)) {
-    if (k === "mode" || k === "profile" || k === "residuals") continue;
+    if (k === "mode" || k === "dataPath" || k === "profile" || k === "residuals") continue;
     if (typeof DEFAULT_TRANSFER_CONFIG[k as keyof TransferConfig] === "boolean") {
       if (typeof v !== "boolean") throw new RangeError(`transfers.${k} must be a boolean, got ${String(v)}`);
       continue;

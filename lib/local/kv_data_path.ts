@@ -9,10 +9,11 @@
  * - {@link HostCopyDataPath} (here): gather to host memory, move the bytes over the workers' own
  *   Unix sockets ({@link KvPeerChannel}), scatter on the other side. The CPU backend's path; it also
  *   works on CUDA (through host memory), as a fallback.
- * - CUDA (native side): a class implementing KvDataPath over the pair's NCCL communicator (or
- *   cudaMemcpyPeerAsync/IPC), gathering into a device staging buffer, ncclSend/ncclRecv on a
- *   dedicated stream, scattering on the receiver. worker_main.ts picks it when the backend is cuda
- *   and the native library exposes the pair transfer; nothing else changes.
+ * - NcclDataPath (nccl_data_path.ts): the CUDA backend's path over the NCCL pair of a
+ *   direct NVLink partner, packing, sending and unpacking on the GPUs.
+ * - PerPeerDataPath (per_peer_data_path.ts): what a worker runs (worker_data_path.ts opens
+ *   it): NCCL for partners whose pair came up, host copies for every other peer and after a pair
+ *   breaks.
  * @module
  */
 import type { KvPeerChannel } from "./kv_peer_channel.ts";

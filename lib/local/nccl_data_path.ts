@@ -7,7 +7,8 @@
  * sides in the same order per direction, and each side posts its half when execute arrives. A
  * posted half cannot be withdrawn, so a plan cancelled (or timed out) after posting aborts its
  * pair: otherwise the orphaned half would pair up with the next plan's. Later plans with that
- * peer fail at once until the worker builds a new pair (onPairBroken tells it to).
+ * peer fail at once; onPairBroken tells the worker, whose PerPeerDataPath moves the peer to the
+ * host path.
  * @module
  */
 import type { KvDataPath, KvTransferJob } from "./kv_data_path.ts";
@@ -84,6 +85,11 @@ export class NcclDataPath implements KvDataPath {
     if (this.#cancelled.size > 1024) this.#cancelled.delete(this.#cancelled.keys().next().value!);
     const peer = this.#posted.get(planId);
     if (peer !== undefined) this.#breakPair(peer, `plan ${planId} cancelled after its half was posted: ${reason}`);
+  }
+
+  /** Aborts and disposes the pair with `peer` (its partner dropped its end); later plans with that peer fail at once. */
+  dropPeer(peer: number, reason: string): void {
+    this.#breakPair(peer, reason);
   }
 
   async close(): Promise<void> {

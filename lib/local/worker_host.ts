@@ -6,6 +6,7 @@
  * @module
  */
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
+import type { RankStats } from "../core/engine_api.ts";
 import { Sequence } from "../core/sequence.ts";
 import type { StreamDelta } from "../core/outputs.ts";
 import { Connection } from "../protocol/connection.ts";
@@ -14,6 +15,7 @@ import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import type { LocalEngine } from "./local_engine.ts";
+import type { DirectPeerStatus } from "./per_peer_data_path.ts";
 import type { TransferExecutor, TransferPhaseMessage } from "./transfer_executor.ts";
 import type { z } from "zod";
 
@@ -28,12 +30,26 @@ export interface WorkerHostOptions {
   controlSocketPath: string;
   /** Worker side of KV transfer plans (issue 6); without it transfer phases are refused. */
   transfers?: TransferExecutor;
+  /** The per-peer data path (lib/local/per_peer_data_path.ts): its counters, NCCL pair health and fallback. */
+  dataPath?: PeerDataPathControl;
   heartbeat?: Partial<HeartbeatOptions> | false;
   /** Minimum ms between stats pushes to the launcher (default 500). */
   statsIntervalMs?: number;
   log?: (line: string) => void;
   /** Called once when the worker must end (launcher gone, shutdown, engine failure). */
   onExit: (code: number, why: string) => void;
+}
+
+/** What the worker host reads from and tells its per-peer data path. */
+export interface PeerDataPathControl {
+  /** Stats counters merged into the worker's stats. */
+  counters(): Record<string, number>;
+  /** Health of each NCCL pair tried at start-up (reported to the control plane on every connect). */
+  status(): DirectPeerStatus[];
+  /** Moves a peer to the host path (the control plane says the partner dropped the pair). */
+  fallBack(peerRank: number, reason: string): void;
+  /** Set by the host: a peer fell back at run time. */
+  onFallback: (peerRank: number, reason: string) => void;
 }
 
 const yieldToEventLoop: () => Promise<void> =
@@ -62,6 +78,7 @@ export class WorkerHost {
     o.launcher.onMessage((m) => this.#fromLauncher(m));
     o.launcher.onClose(({ reason }) => this.#exit(0, `launcher connection ended (${reason})`));
     if (o.transfers) o.transfers.onChange = () => this.#afterTransferChange();
+    if (o.dataPath) o.dataPath.onFallback = (peerRank, reason) => void this.#control?.send({ type: "nccl_pair_status", rank: o.rank, peerRank, ok: false, error: reason });
     void this.#connectControl();
   }
 
@@ -85,7 +102,7 @@ export class WorkerHost {
         return;
       }
       case "stats_request":
-        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: { ...this.#engine.rankStats(), rank: this.#o.rank } });
+        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: this.#rankCounters(this.#engine.rankStats()) });
         return;
       case "snapshot_request": {
         // A consistency check: the launcher and the control plane get the same new version.
@@ -205,7 +222,7 @@ export class WorkerHost {
     if (shape !== this.#lastStatsShape || now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
       this.#lastStats = now;
       this.#lastStatsShape = shape;
-      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: { ...stats, rank: this.#o.rank } });
+      this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: this.#rankCounters(stats) });
       this.#control?.send(this.#controlStats());
     }
   }
@@ -241,6 +258,7 @@ export class WorkerHost {
         this.#control = conn;
         conn.send(this.#snapshotMessage());
         conn.send(this.#controlStats());
+        for (const s of this.#o.dataPath?.status() ?? []) conn.send({ type: "nccl_pair_status", rank: this.#o.rank, ...s });
         return;
       } catch {
         await new Promise((r) => setTimeout(r, 100)); // the launcher is restarting it
@@ -254,6 +272,9 @@ export class WorkerHost {
         conn.send(this.#snapshotMessage());
         return;
       case "ready":
+        return;
+      case "nccl_pair_down":
+        this.#o.dataPath?.fallBack(m.peerRank, `the control plane says: ${m.reason}`);
         return;
       case "transfer_prepare":
       case "transfer_execute":
@@ -279,6 +300,11 @@ export class WorkerHost {
   #afterTransferChange(): void {
     this.#report();
     if (this.#engine.hasWork && !this.#exiting) this.#loop ??= this.#run();
+  }
+
+  /** The launcher's view of this rank: engine stats, data-path counters, the rank. */
+  #rankCounters(stats: RankStats): Record<string, number> {
+    return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank };
   }
 
   /** What the control plane's cost model reads: KV bytes per block and cumulative prefill timings. */

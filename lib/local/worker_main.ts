@@ -11,10 +11,10 @@ import { Connection } from "../protocol/connection.ts";
 import { getEnv, pid } from "../runtime/env.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
-import { HostCopyDataPath, type KvDataPath } from "./kv_data_path.ts";
-import { KvPeerChannel } from "./kv_peer_channel.ts";
+import type { PerPeerDataPath } from "./per_peer_data_path.ts";
 import { TransferExecutor } from "./transfer_executor.ts";
 import { parseTransferFaults } from "./transfer_faults.ts";
+import { openWorkerDataPath, type WorkerDataPathConfig } from "./worker_data_path.ts";
 import { WorkerHost } from "./worker_host.ts";
 
 /** What the launcher passes to a worker process. */
@@ -30,23 +30,28 @@ export interface WorkerMainConfig {
   heartbeat?: { intervalMs: number; missLimit: number };
   /** Directory of the workers' KV peer sockets (`kv-<rank>.sock`); unset: no transfers. */
   peerSocketDir?: string;
-}
-
-/** The KV peer socket of a rank. */
-export function peerSocketPath(dir: string, rank: number): string {
-  return `${dir}/kv-${rank}.sock`;
+  /** Data path choice and NVLink partners (NCCL pairs); unset: host path only. */
+  dataPath?: WorkerDataPathConfig;
 }
 
 /**
- * The worker's transfer data path. Host copies over the workers' own sockets on every backend for
- * now; the CUDA build's NCCL/peer-copy path plugs in here (a KvDataPath over the pair
- * communicators) when the backend is cuda.
+ * The worker's transfer data path: host copies over the workers' own sockets, plus NCCL pairs with
+ * its NVLink partners on the cuda backend (lib/local/worker_data_path.ts).
  */
-async function openDataPath(config: WorkerMainConfig, llm: LLM): Promise<KvDataPath | undefined> {
-  const dir = config.peerSocketDir;
-  if (!dir) return undefined;
-  const channel = await KvPeerChannel.listen({ rank: config.rank, socketPath: peerSocketPath(dir, config.rank), peerSocketPath: (r) => peerSocketPath(dir, r) });
-  return new HostCopyDataPath(llm.engine.kv, channel);
+async function openDataPath(config: WorkerMainConfig, llm: LLM, log: (line: string) => void): Promise<PerPeerDataPath | undefined> {
+  if (!config.peerSocketDir) return undefined;
+  return await openWorkerDataPath({
+    rank: config.rank,
+    epoch: config.epoch,
+    gpu: config.gpu,
+    backend: llm.config.backend,
+    kv: llm.engine.kv,
+    peerSocketDir: config.peerSocketDir,
+    controlSocketPath: config.controlSocketPath,
+    config: config.dataPath,
+    heartbeat: config.heartbeat,
+    log,
+  });
 }
 
 /** Loads the engine and serves until told to stop. */
@@ -58,16 +63,25 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
   // Probe which backend loads (CUDA when a GPU is visible) to know whether `gpu` applies.
   const backend = new Native({ backend: config.engine.backend }).backend;
   const llm = await LLM.create({ ...config.engine, backend, rank: config.rank, epoch: config.epoch, ...(backend === "cuda" ? { device: config.gpu } : {}) });
+  // Also before connecting: creating NCCL pairs blocks the event loop (bounded by its timeout).
+  let dataPath: PerPeerDataPath | undefined;
+  try {
+    dataPath = await openDataPath(config, llm, log);
+  } catch (e) {
+    log(`${tag} cannot open the KV data path, exiting: ${(e as Error).message}`);
+    await llm.shutdown();
+    exitProcess(1);
+  }
   let stream;
   try {
     stream = await connectUnix(config.launcherSocketPath, { timeoutMs: 5000 });
   } catch (e) {
     log(`${tag} cannot reach the launcher, exiting: ${(e as Error).message}`);
+    await dataPath?.close();
     await llm.shutdown();
     exitProcess(1);
   }
   const launcher = new Connection(stream, { name: `worker${config.rank}->launcher`, heartbeat: config.heartbeat, log });
-  const dataPath = await openDataPath(config, llm);
   const transfers = dataPath
     ? new TransferExecutor({ rank: config.rank, epoch: config.epoch, blocks: llm.engine.blocks, dataPath, faults: parseTransferFaults(getEnv("LMPOOL_TRANSFER_FAULTS")) })
     : undefined;
@@ -82,7 +96,7 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
     exitProcess(code);
   };
   onTerminationSignal((sig) => void exit(0, sig));
-  new WorkerHost({ rank: config.rank, epoch: config.epoch, pid: pid(), engine: llm.engine, launcher, controlSocketPath: config.controlSocketPath, transfers, heartbeat: config.heartbeat, log, onExit: (code, why) => void exit(code, why) });
+  new WorkerHost({ rank: config.rank, epoch: config.epoch, pid: pid(), engine: llm.engine, launcher, controlSocketPath: config.controlSocketPath, transfers, dataPath, heartbeat: config.heartbeat, log, onExit: (code, why) => void exit(code, why) });
   launcher.send({ type: "hello", role: "worker", rank: config.rank, epoch: config.epoch, pid: pid() });
   launcher.send({
     type: "ready",

@@ -23,6 +23,7 @@ import {
   StatsRequestMessage,
   TokenDeltaMessage,
 } from "./runtime_messages.ts";
+import { NcclIdMessage, NcclIdOfferMessage, NcclPairDownMessage, NcclPairStatusMessage } from "./nccl_messages.ts";
 import {
   TransferAbortMessage,
   TransferAckMessage,
@@ -60,6 +61,10 @@ export const MESSAGE_SCHEMAS = {
   transfer_finalize: TransferFinalizeMessage,
   transfer_abort: TransferAbortMessage,
   transfer_ack: TransferAckMessage,
+  nccl_id_offer: NcclIdOfferMessage,
+  nccl_id: NcclIdMessage,
+  nccl_pair_status: NcclPairStatusMessage,
+  nccl_pair_down: NcclPairDownMessage,
 } as const;
 
 /** Every message type name. */

@@ -19,7 +19,7 @@ step() { # name limit_s log command...
 }
 
 # Issue 2/3: the FFI and native suites against CUDA, and the GPU-only suites (CUDA vs CPU step, graphs, transfer).
-LMPOOL_BACKEND=cuda step "native+gpu tests" 100 "$OUT/tests.log" bun test test/native test/gpu
+LMPOOL_BACKEND=cuda step "native+gpu tests" 150 "$OUT/tests.log" bun test test/native test/gpu
 tail -8 "$OUT/tests.log"
 # Issue 3: logits vs transformers' own forward, Qwen3 and Llama (llama3 rope scaling), prefill and decode paths.
 step "hf reference" 90 "$OUT/parity.log" bash -c "python3 test/gpu/hf_reference.py /tmp/hf-qwen3 qwen3 && python3 test/gpu/hf_reference.py /tmp/hf-llama llama"

@@ -3,6 +3,8 @@
 // lacks it, so forced foreground copies happen and the follower prefills from the copied blocks;
 // greedy outputs equal those with transfers off. Crossing followers copy in both directions at
 // once. With a fault injected at a phase every plan aborts, outputs still match, nothing leaks.
+// On the CPU backend, dataPath "auto" opens no NCCL pair (no rendezvous traffic at all) and every
+// payload goes over the workers' host sockets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RequestOutput } from "../../lib/core/outputs.ts";
 import { LLMEngine, type LLMEngineOptions } from "../../lib/engine/llm_engine.ts";
@@ -43,6 +45,16 @@ async function run(engine: LLMEngine): Promise<{ warm: RequestOutput[]; follow: 
   return { warm: w, follow: f };
 }
 
+type Counters = Record<string, number>;
+const sum = (rs: Counters[], k: string) => rs.reduce((t, r) => t + (r[k] ?? 0), 0);
+
+/** Both ranks' pushed stats counters, once `ready` holds (or after 5 s). */
+async function rankCounters(engine: LLMEngine, ready: (rs: Counters[]) => boolean): Promise<Counters[]> {
+  const read = () => engine.stats().ranks as unknown as Counters[];
+  for (const end = Date.now() + 5000; Date.now() < end && !(read().length === 2 && ready(read())); ) await new Promise((r) => setTimeout(r, 50));
+  return read();
+}
+
 async function drainedEverywhere(engine: LLMEngine): Promise<void> {
   const diff = await engine.processes.checkPageTable();
   expect(diff.equal).toBe(true);
@@ -64,8 +76,8 @@ beforeAll(async () => {
 });
 
 describe("transfers forced on", () => {
-  test("followers are served from blocks copied to their rank; outputs equal transfers off", async () => {
-    await using engine = await LLMEngine.create({ model, ...base, transfers: "force" });
+  test("followers are served from blocks copied to their rank over the host path; outputs equal transfers off", async () => {
+    await using engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", dataPath: "auto" } });
     const got = await run(engine);
     const tokens = (o: { warm: RequestOutput[]; follow: RequestOutput[] }) => [...o.warm, ...o.follow].map((x) => x.tokenIds);
     expect(tokens(got)).toEqual(tokens(reference));
@@ -84,6 +96,11 @@ describe("transfers forced on", () => {
     expect(c.transfer_bytes).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 1100)); // the launcher polls control-plane counters each second
     expect(engine.stats().transfers).toEqual({ count: 4, blocks: 40, bytes: c.transfer_bytes! });
+    expect(c.nccl_offers).toBe(0);
+    const counters = await rankCounters(engine, (rs) => sum(rs, "data_path_host_sent_bytes") === c.transfer_bytes);
+    expect(sum(counters, "data_path_host_sent_bytes")).toBe(c.transfer_bytes!);
+    expect(sum(counters, "data_path_host_received_bytes")).toBe(c.transfer_bytes!);
+    expect(counters.map((r) => [r.data_path_nccl_peers, r.data_path_nccl_sent_bytes, r.data_path_nccl_received_bytes])).toEqual([[0, 0, 0], [0, 0, 0]]);
     await drainedEverywhere(engine);
   });
 });

@@ -5,51 +5,14 @@
 import { describe, expect, test } from "bun:test";
 import type { KvTransferJob } from "../../../lib/local/kv_data_path.ts";
 import type { NcclPair } from "../../../ffi/kv_transfer.ts";
-import { NcclDataPath, type PairLink, type PendingTransfer, TransferTimeoutError } from "../../../lib/local/nccl_data_path.ts";
+import { NcclDataPath, type PairLink, TransferTimeoutError } from "../../../lib/local/nccl_data_path.ts";
+import { FakePair } from "./fake_nccl_pair.ts";
 
 // The native pair is a PairLink (checked at compile time).
 const _nativePairIsALink: (p: NcclPair) => PairLink = (p) => p;
 void _nativePairIsALink;
 
 const kv = { handle: 1n, numBlocks: 64, blockBytes: 1000 };
-
-/** A pair whose halves complete when the test says so; abort fails the pending ones. */
-class FakePair implements PairLink {
-  posted: string[] = [];
-  aborted = false;
-  disposed = false;
-  #pending: { done: boolean; failed: boolean }[] = [];
-  #half(kind: string, ids: Int32Array): PendingTransfer {
-    this.posted.push(`${kind}:${Array.from(ids).join(",")}`);
-    const state = { done: false, failed: false };
-    this.#pending.push(state);
-    return {
-      wait: async (timeoutMs: number) => {
-        const end = Date.now() + timeoutMs;
-        while (!state.done && !state.failed && Date.now() < end) await new Promise((r) => setTimeout(r, 1));
-        if (state.failed) throw new Error("the NCCL pair of this transfer was aborted");
-        return state.done;
-      },
-      dispose: () => {},
-    };
-  }
-  send(_kv: unknown, ids: Int32Array): PendingTransfer {
-    return this.#half("send", ids);
-  }
-  recv(_kv: unknown, ids: Int32Array): PendingTransfer {
-    return this.#half("recv", ids);
-  }
-  completeAll(): void {
-    for (const p of this.#pending) p.done = true;
-  }
-  abort(): void {
-    this.aborted = true;
-    for (const p of this.#pending) if (!p.done) p.failed = true;
-  }
-  dispose(): void {
-    this.disposed = true;
-  }
-}
 
 function job(planId: string, peerRank: number, n = 2): KvTransferJob {
   return { planId, peerRank, srcBlocks: Int32Array.from({ length: n }, (_, i) => i), dstBlocks: Int32Array.from({ length: n }, (_, i) => 10 + i) };
