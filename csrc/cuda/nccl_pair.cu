@@ -11,6 +11,17 @@
 
 namespace {
 
+// Polls a communicator slot that NCCL fills asynchronously (see the create loop), up to the deadline.
+lp_status wait_comm_assigned(ncclComm_t *slot, int64_t deadline_ms) {
+  using namespace std::chrono;
+  while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == nullptr) {
+    if (duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count() >= deadline_ms)
+      return LP_FAIL(LP_ERR_TIMEOUT, "NCCL communicator handle still unassigned at the deadline (peer not joining?)");
+    std::this_thread::yield();
+  }
+  return LP_OK;
+}
+
 constexpr uint64_t kPairMagic = 0x4c504e50414952ULL;  // "LPNPAIR"
 
 ncclConfig_t pair_config(int nchannels) {
@@ -157,6 +168,10 @@ lp_status create_pair(const ncclUniqueId &id, const int *ranks, const int *devic
     if (r == ncclSuccess || r == ncclInProgress) r = end;
     if (st == LP_OK && r != ncclSuccess && r != ncclInProgress)
       st = nccl_fail(api, r, d == 0 ? "ncclCommInitRankConfig" : "ncclCommSplit", __FILE__, __LINE__);
+    // A non-blocking init/split issued inside a group may assign its handle only when NCCL's
+    // background work runs, after GroupEnd returned ncclInProgress: wait for the slot first.
+    for (int e = 0; e < count && st == LP_OK; e++) st = wait_comm_assigned(&pair->ep[e].comm[d], deadline);
+    if (st != LP_OK) return fail_create(pair, st);
     for (int e = 0; e < count; e++) pair->health->comms[pair->health->count++] = pair->ep[e].comm[d];
     if (st == LP_OK) st = nccl_wait_ready(api, pair->health->comms, pair->health->count, deadline);
     if (st != LP_OK) return fail_create(pair, st);
