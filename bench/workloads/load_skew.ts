@@ -8,21 +8,15 @@
  * @module
  */
 import { SeededRandom } from "./prng.ts";
-import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
+import { positiveInt, requestId, type RoutingWorkloadOptions, type Workload, type WorkloadRequest } from "./types.ts";
 
 /** Parameters of the load-skew workload (defaults are the reference's counts). */
-export interface LoadSkewOptions {
-  seed?: number;
+export interface LoadSkewOptions extends RoutingWorkloadOptions {
   hotGroups?: number;
   /** Requests after warm-up, spread evenly over the hot groups. */
   revisits?: number;
   prefixTokens?: number;
   questionTokens?: [number, number];
-  outputTokens?: number;
-  maxInFlight?: number;
-  kvBlocksPerGpu?: number;
-  blockSize?: number;
-  maxTokenId?: number;
 }
 
 /** Builds the load-skew workload. */

@@ -9,13 +9,12 @@
  * @module
  */
 import { SeededRandom } from "./prng.ts";
-import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
+import { positiveInt, requestId, type RoutingWorkloadOptions, type Workload, type WorkloadRequest } from "./types.ts";
 
 /** Parameters of the locality workload (defaults are the reference's). */
-export interface LocalityOptions {
+export interface LocalityOptions extends RoutingWorkloadOptions {
   /** Prefix length multiplier: 1, 3 or 5 in the reference sweep. */
   scale?: number;
-  seed?: number;
   numRequests?: number;
   groups?: number;
   /** Tokens of the repeated instruction block. */
@@ -24,12 +23,6 @@ export interface LocalityOptions {
   headerTokens?: [number, number];
   /** Smallest and largest per-request question. */
   questionTokens?: [number, number];
-  outputTokens?: number;
-  maxInFlight?: number;
-  kvBlocksPerGpu?: number;
-  blockSize?: number;
-  /** Token ids are drawn from [0, maxTokenId]. */
-  maxTokenId?: number;
 }
 
 /** Builds the locality workload. */

@@ -11,11 +11,10 @@
  * @module
  */
 import { SeededRandom } from "./prng.ts";
-import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
+import { positiveInt, requestId, type RoutingWorkloadOptions, type Workload, type WorkloadRequest } from "./types.ts";
 
 /** Parameters of the memory-skew workload. */
-export interface MemorySkewOptions {
-  seed?: number;
+export interface MemorySkewOptions extends RoutingWorkloadOptions {
   sessions?: number;
   pressureRequests?: number;
   reuseRequests?: number;
@@ -24,11 +23,6 @@ export interface MemorySkewOptions {
   anchorTokens?: number;
   coldTokens?: [number, number];
   questionTokens?: [number, number];
-  outputTokens?: number;
-  maxInFlight?: number;
-  kvBlocksPerGpu?: number;
-  blockSize?: number;
-  maxTokenId?: number;
 }
 
 /** Builds the memory-skew workload. */

@@ -61,3 +61,14 @@ export function positiveInt(name: string, value: unknown): number {
 export function requestId(name: string, i: number): string {
   return `${name}-${String(i).padStart(4, "0")}`;
 }
+
+/** Options the routing workloads (locality, load skew, memory skew) share. */
+export interface RoutingWorkloadOptions {
+  seed?: number;
+  outputTokens?: number;
+  maxInFlight?: number;
+  kvBlocksPerGpu?: number;
+  blockSize?: number;
+  /** Token ids are drawn from [0, maxTokenId]. */
+  maxTokenId?: number;
+}
