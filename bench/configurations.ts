@@ -23,6 +23,8 @@ export interface EngineContext {
   gpus: number;
   blockSize?: number;
   kvBlocksPerGpu?: number;
+  /** NVLink pairs, e.g. "0-1" (default: LLMEngine's, from LMPOOL_NVLINK_PAIRS or nvidia-smi). */
+  topology?: string;
 }
 
 /** Names of all configurations, in report order. */
@@ -87,6 +89,7 @@ async function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ct
     ...(ctx.backend ? { backend: ctx.backend } : {}),
     ...(ctx.blockSize ? { blockSize: ctx.blockSize } : {}),
     ...(ctx.kvBlocksPerGpu ? { numBlocks: ctx.kvBlocksPerGpu } : {}),
+    ...(ctx.topology ? { topology: ctx.topology } : {}),
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,

@@ -3,8 +3,9 @@
  * 1x/3x/5x) on every configuration (single GPU; each routing policy with transfers off;
  * transfer with round-robin; full LMPool), several repetitions each on a fresh engine, and
  * writes results.json, summary.md and SVG charts under bench/results/<UTC timestamp>/.
- * `--quick` runs the CPU backend with the tiny model on a scaled-down locality workload, two
- * repetitions and the five reference configurations, and still writes every artifact.
+ * `--quick` runs the CPU backend with the tiny model on a scaled-down workload (locality, or the
+ * load-skew/memory-skew forms when named), two repetitions and the five reference configurations,
+ * and still writes every artifact.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -28,15 +29,26 @@ export const QUICK_LOCALITY = {
   outputTokens: 4, maxInFlight: 4, blockSize: 16, kvBlocksPerGpu: 64,
 };
 
+/** The scaled-down load-skew workload of --quick: the same 3 hot prefixes of 36 complete blocks and
+ * a partial one, revisited by 63 requests, on 16-token blocks (token ids fit the test models). */
+export const QUICK_LOAD_SKEW = { revisits: 63, prefixTokens: 583, blockSize: 16, kvBlocksPerGpu: 384, maxTokenId: 4000 };
+
+/** The scaled-down memory-skew workload of --quick: same phases and block counts, 16-token blocks. */
+export const QUICK_MEMORY_SKEW = { sessionPrefixTokens: 1158, anchorTokens: 16, coldTokens: [262, 327], blockSize: 16, kvBlocksPerGpu: 384, maxTokenId: 4000 };
+
+const QUICK_OVERRIDES: Readonly<Record<string, Record<string, unknown>>> = { locality: QUICK_LOCALITY, "load-skew": QUICK_LOAD_SKEW, "memory-skew": QUICK_MEMORY_SKEW };
+
 /** The configurations of --quick: the reference's five-way comparison (single GPU, round-robin,
  * routing only, transfer only, full LMPool), to keep the CI form short. */
 export const QUICK_CONFIGURATIONS = ["single-gpu", "round-robin", "lmpool-routing", "transfer-rr", "lmpool"];
 
 const HELP = `usage: bun bench e2e [options]
-  --quick                 CPU backend, tiny model, scaled-down locality, 2 repetitions
+  --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew, 2 repetitions
   --workload A,B          any of ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default locality)
   --scales 1,3,5          locality prefix scales (default 1,3,5)
   --workload-file PATH    JSONL trace for --workload jsonl
+  --workload-options JSON generator options over the defaults (and --quick's), e.g. '{"revisits":30}'
+  --topology PAIRS        NVLink pairs of the multi-GPU configurations, e.g. 0-1 (default: nvidia-smi)
   --configs a,b           subset of ${CONFIGURATION_NAMES.join(",")} (--quick: ${QUICK_CONFIGURATIONS.join(",")})
   --model NAME|DIR        preset (tiny, qwen3-0.6b, qwen3-1.7b) or model directory (default qwen3-0.6b)
   --backend cpu|cuda      native backend (default: the loader's choice)
@@ -75,13 +87,25 @@ function positive(name: string, text: string | undefined, fallback: number): num
   return v;
 }
 
+function parseWorkloadOptions(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new RangeError(`--workload-options must be a JSON object, got ${JSON.stringify(text)}: ${(e as Error).message}`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RangeError(`--workload-options must be a JSON object, got ${JSON.stringify(text)}`);
+  return v as Record<string, unknown>;
+}
+
 /** Runs the e2e comparison with command-line `argv`; returns the results and where they went (null for --help). */
 export async function runE2E(argv: string[], log: (line: string) => void = console.log): Promise<{ results: BenchResults; dir: string } | null> {
   const { values: a } = parseArgs({
     args: argv,
     options: {
       quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, workload: { type: "string" }, scales: { type: "string" },
-      "workload-file": { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
+      "workload-file": { type: "string" }, "workload-options": { type: "string" }, topology: { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
       gpus: { type: "string" }, repetitions: { type: "string" }, seed: { type: "string" }, arrival: { type: "string" },
       "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, out: { type: "string" },
     },
@@ -100,10 +124,12 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const repetitions = positive("repetitions", a.repetitions, quick ? 2 : 3);
   const gpus = positive("gpus", a.gpus, 2);
   const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => positive("scales", s.trim(), 1));
+  const extra = parseWorkloadOptions(a["workload-options"]);
+  const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
   const specs: WorkloadSpec[] = (a.workload ?? "locality").split(",").map((s) => s.trim()).flatMap((name): WorkloadSpec[] =>
     name === "locality"
-      ? scales.map((scale) => ({ name, scale, seed, ...(quick ? { overrides: QUICK_LOCALITY } : {}) }))
-      : [{ name, seed, ...(a["workload-file"] ? { path: a["workload-file"] } : {}) }]);
+      ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) }))
+      : [{ name, seed, overrides: overridesOf(name), ...(a["workload-file"] ? { path: a["workload-file"] } : {}) }]);
   const workloads = specs.map(buildWorkload);
   const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((s) => s.trim()).filter(Boolean);
   const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
@@ -127,7 +153,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   let written: { files: string[] } | undefined;
   for (const w of workloads) {
     const blockSize = w.settings.blockSize ?? 256;
-    const ctx: EngineContext = { modelDir, gpus, blockSize, ...(backend ? { backend } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
+    const ctx: EngineContext = { modelDir, gpus, blockSize, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
     const traceProfile = await traceProfileOf(w, blockSize, modelDir);
     log(`\n${w.name}: ${w.requests.length} requests, trace request share ${(traceProfile.requestShare * 100).toFixed(2)}%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`);
     const scenario: ScenarioResult = {

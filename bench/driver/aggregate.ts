@@ -119,5 +119,8 @@ export function scalarMetrics(m: RunMetrics): Record<string, number> {
     tokenReuse: m.tokenReuse,
     transferCount: m.transfers.count,
     transferBlocks: m.transfers.blocks,
+    // Plans that started but did not complete, and routes moved by placement leases.
+    transferAborted: m.routing.transfer_aborted ?? 0,
+    leaseRoutes: m.routing.lease_routes ?? 0,
   };
 }

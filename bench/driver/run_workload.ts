@@ -27,7 +27,7 @@ export interface RunResult extends ScheduledRun {
 }
 
 /** The part of GenerationEngine the driver uses. */
-export type DrivenEngine = Pick<GenerationEngine, "stream" | "stats">;
+export type DrivenEngine = Pick<GenerationEngine, "stream" | "stats" | "currentStats">;
 
 function promptOf(r: WorkloadRequest): PromptInput {
   if (r.promptTokenIds) return { promptTokenIds: r.promptTokenIds };
@@ -35,9 +35,10 @@ function promptOf(r: WorkloadRequest): PromptInput {
   throw new TypeError(`request ${r.id} has neither promptTokenIds nor prompt`);
 }
 
-function safeStats(engine: DrivenEngine): EngineStats | null {
+async function safeStats(engine: DrivenEngine): Promise<EngineStats | null> {
   try {
-    return structuredClone(engine.stats());
+    // Current counters: a lagging snapshot would miss the run's last transfers and routes.
+    return structuredClone(engine.currentStats ? await engine.currentStats() : engine.stats());
   } catch {
     return null;
   }
@@ -83,7 +84,7 @@ async function sendToEngine(engine: DrivenEngine, r: WorkloadRequest, now: () =>
 
 /** Runs `workload` on `engine` and measures every request. */
 export async function runWorkload(engine: DrivenEngine, workload: Workload, options: RunOptions = {}): Promise<RunResult> {
-  const statsBefore = safeStats(engine);
+  const statsBefore = await safeStats(engine);
   const run = await runSchedule(workload, options, (r, now, dueMs) => sendToEngine(engine, r, now, dueMs, options));
-  return { ...run, statsBefore, statsAfter: safeStats(engine) };
+  return { ...run, statsBefore, statsAfter: await safeStats(engine) };
 }

@@ -46,9 +46,17 @@ function configurationRow(c: ConfigurationResult): string[] {
     formatInterval(i.e2eMean, 1),
     formatInterval(i.prefixHitRate, 1, 100),
     formatInterval(i.tokenReuse, 1, 100),
-    i.transferCount ? `${+i.transferCount.mean.toFixed(1)} / ${+(i.transferBlocks?.mean ?? 0).toFixed(1)}` : "—",
+    transferCell(i),
     ranks,
   ];
+}
+
+/** "done / blocks", then aborted plans and lease-moved routes when there were any. */
+function transferCell(i: ConfigurationResult["intervals"]): string {
+  const n = (k: string) => +(i[k]?.mean ?? 0).toFixed(1);
+  if (!i.transferCount) return "—";
+  const extra = [n("transferAborted") ? `${n("transferAborted")} aborted` : "", n("leaseRoutes") ? `${n("leaseRoutes")} lease routes` : ""].filter(Boolean);
+  return [`${n("transferCount")} / ${n("transferBlocks")}`, ...extra].join(", ");
 }
 
 /** The section of one scenario. */

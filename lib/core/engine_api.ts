@@ -68,6 +68,11 @@ export interface GenerationEngine {
   generate(inputs: PromptInput | PromptInput[], params?: Partial<SamplingParams>, options?: RequestOptions): Promise<RequestOutput[]>;
   abort(requestId: string): void;
   stats(): EngineStats;
+  /**
+   * Stats with every counter read now (LLMEngine polls its control plane's routing and transfer
+   * counters only once a second; stats() may lag by that much). Absent: stats() is current.
+   */
+  currentStats?(): Promise<EngineStats>;
   /** True while the engine accepts requests (false once dead or draining). */
   readonly healthy: boolean;
   shutdown(): Promise<void>;

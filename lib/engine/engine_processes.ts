@@ -58,6 +58,7 @@ function workerDataPath(o: EngineProcessesOptions, rank: number): WorkerDataPath
     mode: t.dataPath,
     peers: partners.map((p) => ({ rank: p, gpu: o.gpus[p]! })),
     ncclTimeoutMs: t.ncclTimeoutMs,
+    ipcTimeoutMs: t.ipcTimeoutMs,
     // Waiting longer for a partner than start-up may take is pointless: start-up fails then.
     rendezvousTimeoutMs: o.startTimeoutMs,
   };

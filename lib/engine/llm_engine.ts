@@ -37,8 +37,9 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
    * KV transfer between NVLink partners: "off", "auto" (cost-gated; the default) or "force" (admit
    * every valid candidate, for tests and benchmarks), or a partial TransferConfig with `mode`,
    * `foreground`, `background`, the policy knobs and `dataPath` (how workers move K/V: "auto" =
-   * NCCL pairs between NVLink partners where they come up, else host sockets; "host"; "nccl" =
-   * NCCL required at start-up) (lib/global/transfer_config.ts).
+   * per NVLink partner, CUDA IPC copy-engine copies where they come up, else an NCCL pair, else
+   * host sockets; "host"; "ipc" / "nccl" = that path required at start-up)
+   * (lib/global/transfer_config.ts).
    */
   transfers?: TransferConfigInput;
   /** Heartbeat timing of every connection (default 1 s, dead after 5 missed). */
@@ -198,6 +199,12 @@ export class LLMEngine implements GenerationEngine {
       routing: { ...r, control_plane_restarts: this.#procs.controlRestarts },
       transfers: { count: r.transfer_completed ?? 0, blocks: r.transfer_blocks ?? 0, bytes: r.transfer_bytes ?? 0 },
     };
+  }
+
+  /** stats() after reading the control plane's counters now. */
+  async currentStats(): Promise<EngineStats> {
+    await this.#pollRouting();
+    return this.stats();
   }
 
   /** The process machinery (pids, kill hooks, page-table checks); for tests and tools. */

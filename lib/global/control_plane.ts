@@ -1,9 +1,9 @@
 /**
  * The control-plane server: one Unix socket that the launcher and every worker connect to, and one
  * event loop that applies every authoritative change (routes, releases, snapshots, deltas, dead
- * ranks) to the Global Scheduler in arrival order. It also relays NCCL unique ids between NVLink
- * partners at start-up (on short-lived connections that open with nccl_id_offer). Runs inside
- * control_main.ts, or in-process for tests.
+ * ranks) to the Global Scheduler in arrival order. It also relays NCCL unique ids and CUDA IPC
+ * handles between NVLink partners at start-up (on short-lived connections that open with
+ * nccl_id_offer or ipc_offer). Runs inside control_main.ts, or in-process for tests.
  * @module
  */
 import { CapacityError } from "../core/errors.ts";
@@ -13,6 +13,7 @@ import type { Message, MessageOf } from "../protocol/messages.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "./global_block_manager.ts";
 import { GlobalScheduler, NoHealthyRankError } from "./global_scheduler.ts";
+import { IpcRendezvous } from "./ipc_rendezvous.ts";
 import { NcclRendezvous } from "./nccl_rendezvous.ts";
 import type { RoutingConfigInput } from "./routing_config.ts";
 import type { NvlinkTopology } from "./topology.ts";
@@ -48,8 +49,10 @@ export class ControlPlane {
   readonly scheduler: GlobalScheduler;
   /** KV transfer decisions and plans (issue 6). */
   readonly transfers: TransferService;
-  /** NCCL unique-id relay and pair health. */
+  /** NCCL unique-id relay and the health of every direct pair (NCCL or CUDA IPC). */
   readonly nccl: NcclRendezvous;
+  /** CUDA IPC handle relay. */
+  readonly ipc: IpcRendezvous;
   readonly #server: UnixServer;
   readonly #o: ControlPlaneOptions;
   readonly #workers = new Map<number, { conn: Connection; epoch: number }>();
@@ -74,10 +77,11 @@ export class ControlPlane {
     this.nccl = new NcclRendezvous({
       topology: o.topology,
       sendPairDown: (rank, peerRank, reason) => {
-        this.#log(`[control] NCCL pair ${Math.min(rank, peerRank)}-${Math.max(rank, peerRank)}: telling rank ${rank} to use the host path (${reason})`);
+        this.#log(`[control] direct pair ${Math.min(rank, peerRank)}-${Math.max(rank, peerRank)}: telling rank ${rank} to use the host path (${reason})`);
         this.#workers.get(rank)?.conn.send({ type: "nccl_pair_down", peerRank, reason });
       },
     });
+    this.ipc = new IpcRendezvous({ topology: o.topology });
   }
 
   /** Starts listening on `options.socketPath`. */
@@ -124,7 +128,7 @@ export class ControlPlane {
     let role: "launcher" | "worker" | "rendezvous" | undefined;
     let rank = -1;
     conn.onMessage((m) => {
-      if (!role && m.type === "nccl_id_offer") role = "rendezvous";
+      if (!role && (m.type === "nccl_id_offer" || m.type === "ipc_offer")) role = "rendezvous";
       if (role === "rendezvous") return this.#rendezvous(conn, m);
       if (!role) {
         if (m.type !== "hello") {
@@ -160,6 +164,7 @@ export class ControlPlane {
         this.#o.onLauncherGone?.(reason);
       } else if (role === "rendezvous") {
         this.nccl.dropOwner(conn);
+        this.ipc.dropOwner(conn);
       }
     });
   }
@@ -176,10 +181,11 @@ export class ControlPlane {
         this.scheduler.dropRank(m.rank, m.epoch);
         this.transfers.onRankDown(m.rank);
         this.nccl.onRankDown(m.rank);
+        this.ipc.onRankDown(m.rank);
         this.#log(`[control] rank ${m.rank} epoch ${m.epoch} down: ${m.reason}`);
         return;
       case "stats_request":
-        conn.reply(m, { type: "stats", counters: { ...this.scheduler.counters(), ...this.transfers.counters(), ...this.nccl.counters() } });
+        conn.reply(m, { type: "stats", counters: { ...this.scheduler.counters(), ...this.transfers.counters(), ...this.nccl.counters(), ...this.ipc.counters() } });
         return;
       case "page_table_request":
         conn.reply(m, { type: "page_table", snapshots: this.scheduler.blocks.toSnapshots() });
@@ -230,15 +236,10 @@ export class ControlPlane {
 
   /** A rendezvous connection carries offers only; each is answered once its partner's arrives. */
   #rendezvous(conn: Connection, m: Message): void {
-    if (m.type !== "nccl_id_offer") {
-      if (m.id !== undefined) conn.replyError(m, "protocol", `a connection that opened with nccl_id_offer carries offers only, got ${m.type}`);
-      return;
-    }
-    this.nccl.offer(m, conn, (answer) => {
-      const reply = { type: "nccl_id" as const, ...answer };
-      if (m.id === undefined) conn.send(reply);
-      else conn.reply(m, reply);
-    });
+    const answer = (reply: Parameters<Connection["send"]>[0]) => (m.id === undefined ? conn.send(reply) : conn.reply(m, reply));
+    if (m.type === "nccl_id_offer") return this.nccl.offer(m, conn, (a) => void answer({ type: "nccl_id", ...a }));
+    if (m.type === "ipc_offer") return this.ipc.offer(m, conn, (a) => void answer({ type: "ipc_answer", ...a }));
+    if (m.id !== undefined) conn.replyError(m, "protocol", `a rendezvous connection carries nccl_id_offer and ipc_offer only, got ${m.type}`);
   }
 
   #transferRequest(rank: number, m: PhaseMessage, timeoutMs: number): Promise<TransferAck> {

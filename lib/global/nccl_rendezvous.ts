@@ -4,8 +4,9 @@
  * - rendezvous: holds a worker's nccl_id_offer until its partner's arrives, then answers both with
  *   the lower rank's unique id (or the reason one side cannot join), so both create the pair at
  *   about the same time and neither waits out the NCCL timeout for a partner still loading;
- * - health: remembers each side's last nccl_pair_status and, when one side has no pair while the
- *   other still uses one, tells the other to drop it, so both sides of a pair use the same path.
+ * - health: remembers each side's last nccl_pair_status (of its direct pair: NCCL or CUDA IPC) and,
+ *   when one side has no pair while the other still uses one, tells the other to drop it, so both
+ *   sides of a pair use the same path.
  * @module
  */
 import type { MessageOf } from "../protocol/messages.ts";
@@ -86,8 +87,8 @@ export class NcclRendezvous {
     const other = this.#status.get(key(peerRank, rank));
     if (!other || other.ok === ok) return;
     this.#counts.nccl_pairs_dropped++;
-    if (ok) this.#o.sendPairDown(rank, peerRank, `rank ${peerRank} has no NCCL pair with rank ${rank}: ${other.error ?? "unknown reason"}`);
-    else this.#o.sendPairDown(peerRank, rank, `rank ${rank} lost its NCCL pair with rank ${peerRank}: ${m.error ?? "unknown reason"}`);
+    if (ok) this.#o.sendPairDown(rank, peerRank, `rank ${peerRank} has no direct pair with rank ${rank}: ${other.error ?? "unknown reason"}`);
+    else this.#o.sendPairDown(peerRank, rank, `rank ${rank} lost its direct pair with rank ${peerRank}: ${m.error ?? "unknown reason"}`);
   }
 
   /** Forgets a dead rank's statuses and offers. */

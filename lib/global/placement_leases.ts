@@ -1,9 +1,14 @@
 /**
  * Placement leases: after a background copy publishes, routing prefers its destination for that
  * prefix for a while (the copy was made to take load off the owner). The lease holds only while
- * the destination still publishes the copied chain, has room, and its projected cost is within
- * leaseRouteBonusTokens of the policy's pick; it applies to the lmpool policy only (the baselines
- * stay what they are).
+ * the destination still publishes the copied chain and has room, and either its projected cost is
+ * within leaseRouteBonusTokens of the policy's pick or the pick is still as much more loaded as
+ * placement required (minLoadSkewTokens and minLoadSkewRatio of queue work). The second case routes
+ * to a destination that holds only the copied part of a long prefix (a copy is capped at
+ * backgroundCopyMaxBlocks per chain): the request prefills the rest there once, the destination
+ * then holds the whole prefix, and routing balances the two by load. Its prefill shows in the
+ * destination's queue work at once, so one such request at a time goes there. Leases apply to the
+ * lmpool policy only (the baselines stay what they are).
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
@@ -28,12 +33,16 @@ export class PlacementLeases implements RouteAdvisor {
   readonly #byHash = new Map<BlockHash, Lease[]>();
   readonly #now: () => number;
   readonly #bonusTokens: number;
+  readonly #skewTokens: number;
+  readonly #skewRatio: number;
   /** Routes moved to a lease's rank, and routes the policy already sent there. */
   routed = 0;
   hits = 0;
 
-  constructor(options: { bonusTokens: number; now?: () => number }) {
+  constructor(options: { bonusTokens: number; minLoadSkewTokens?: number; minLoadSkewRatio?: number; now?: () => number }) {
     this.#bonusTokens = options.bonusTokens;
+    this.#skewTokens = options.minLoadSkewTokens ?? Infinity;
+    this.#skewRatio = options.minLoadSkewRatio ?? Infinity;
     this.#now = options.now ?? Date.now;
   }
 
@@ -78,11 +87,12 @@ export class PlacementLeases implements RouteAdvisor {
         return undefined;
       }
       const candidates = ctx.topologyCandidates();
-      const base = projectRouteCost(ctx, choice.rank).total;
+      const base = projectRouteCost(ctx, choice.rank);
       for (const l of live) {
         if (!candidates.includes(l.rank) || ctx.match(l.rank).blocks < l.depth) continue;
         const c = projectRouteCost(ctx, l.rank);
-        if (c.feasible && c.total <= base + this.#bonusTokens) {
+        const skewed = base.queueWork - c.queueWork >= this.#skewTokens && base.queueWork >= this.#skewRatio * c.queueWork;
+        if (c.feasible && (c.total <= base.total + this.#bonusTokens || skewed)) {
           this.routed++;
           return { rank: l.rank, reason: "lease" };
         }

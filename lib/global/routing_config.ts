@@ -34,6 +34,14 @@ export interface CostModelConfig {
   spillLoadRatio: number;
   /** ...and the extra prefill the spill causes (owner's cached tokens lost) is at most this. Default 4096. */
   spillMaxExtraPrefillTokens: number;
+  /**
+   * Shared-prefix spill: when live sequences on the owner share the request's prefix, the spill's
+   * extra prefill is paid once and then serves the requests that follow (the target holds the
+   * prefix from then on), so it is divided by 1 + those sharers, counting at most this many. The
+   * owner is then bypassed when it carries spillLoadRatio x the target's queue work and the gap
+   * exceeds that amortized prefill (no absolute gap needed). 0 disables. Default 8.
+   */
+  spillMaxSharers: number;
 }
 
 /** SGLang cache-aware router thresholds. */
@@ -87,6 +95,7 @@ export const DEFAULT_ROUTING_CONFIG: Readonly<RoutingConfig> = Object.freeze({
     spillLoadGapTokens: 8192,
     spillLoadRatio: 2,
     spillMaxExtraPrefillTokens: 4096,
+    spillMaxSharers: 8,
   }),
   cacheAware: Object.freeze({ balanceAbsThreshold: 64, balanceRelThreshold: 1.5, matchThreshold: 0.3 }),
   weightedScorers: Object.freeze({ prefix: 3, queue: 2, kvUtilization: 2 }),

@@ -12,12 +12,14 @@ export const TRANSFER_MODES = ["off", "auto", "force"] as const;
 export type TransferModeSetting = (typeof TRANSFER_MODES)[number];
 
 /**
- * How workers move a plan's K/V payload. auto: an NCCL pair per direct NVLink partner where it
- * comes up (cuda backend, distinct devices), the host socket path elsewhere and after a pair fails.
- * host: always the host socket path. nccl: like auto, but a pair that cannot come up at start-up
- * is a start-up error (the worker exits naming the pair and the cause).
+ * How workers move a plan's K/V payload between direct NVLink partners on distinct devices (cuda
+ * backend). auto: per partner, the fastest path that comes up: CUDA IPC (the source copies into the
+ * partner's cache with the copy engine), else an NCCL pair, else the host socket path (also used
+ * after a direct path fails). host: always the host socket path. ipc / nccl: only that direct path;
+ * a pair that cannot come up at start-up is a start-up error (the worker exits naming the pair and
+ * the cause).
  */
-export const DATA_PATHS = ["auto", "host", "nccl"] as const;
+export const DATA_PATHS = ["auto", "host", "ipc", "nccl"] as const;
 /** One of DATA_PATHS. */
 export type DataPathSetting = (typeof DATA_PATHS)[number];
 
@@ -35,8 +37,14 @@ export interface TransferConfig {
   minBatchBlocks: number;
   /** Largest foreground plan (one request's shortage). Default 256. */
   foregroundMaxBlocks: number;
-  /** Deadline of a foreground plan (it delays the request's dispatch). Default 2000 ms. */
+  /** Deadline of a foreground plan (the plan may outlive its request's wait and still publish). Default 2000 ms. */
   foregroundDeadlineMs: number;
+  /**
+   * Longest a route's reply waits for the foreground plans its request needs (its own, or one
+   * already bringing its prefix); in auto mode never longer than the prefill those plans save.
+   * The request then goes without them and prefills. Default 100 ms.
+   */
+  foregroundWaitMs: number;
   /** Deadline of a background plan. Default 5000 ms. */
   backgroundDeadlineMs: number;
   /** Per-chain cap of a background candidate (background_copy_max_blocks). Default 8. */
@@ -75,10 +83,17 @@ export interface TransferConfig {
   foregroundMaxReuse: number;
   /** Prefill cost per token until worker step timings say otherwise. Default 0.02 ms. */
   prefillMsPerToken: number;
-  /** Cold-start transfer cost: fixed latency (default 0 ms) ... */
+  /** Cold-start cost of a direct-path (NVLink) transfer: fixed latency (default 0 ms) ... */
   fallbackFixedMs: number;
-  /** ... plus bytes / this bandwidth (default 1e7 bytes/ms = 10 GB/s). */
+  /**
+   * ... plus bytes / this bandwidth (default 3.7e8 bytes/ms = 370 GB/s, the H200 pair's copy-engine
+   * path: a 28 MiB block in ~0.09 ms).
+   */
   fallbackBytesPerMs: number;
+  /** Cold-start cost of a host-path transfer (gather, worker socket, scatter): fixed latency (default 1 ms) ... */
+  hostFixedMs: number;
+  /** ... plus bytes / this bandwidth (default 2e5 bytes/ms = 200 MB/s: 28 MiB in ~150 ms). */
+  hostBytesPerMs: number;
   /** Loaded-inference interference on the data-path term. Default 1. */
   interferenceFactor: number;
   /** Weight of a new observation in the online EWMAs. Default 0.2. */
@@ -87,6 +102,8 @@ export interface TransferConfig {
   dataPath: DataPathSetting;
   /** Bound on creating and warming one NCCL pair at start-up, and on one plan's NCCL transfer. Default 30000 ms. */
   ncclTimeoutMs: number;
+  /** Bound on one plan's CUDA IPC copy, and on each side's wait for the other's signal. Default 10000 ms. */
+  ipcTimeoutMs: number;
   /** Measured latency profile (JSON value or a file path; format in transfer_cost_model.ts). Unset: the fallback. */
   profile?: unknown;
   /** Calibration residuals (JSON value or a file path; format in transfer_cost_model.ts). */
@@ -102,6 +119,7 @@ export const DEFAULT_TRANSFER_CONFIG: Readonly<TransferConfig> = Object.freeze({
   minBatchBlocks: 1,
   foregroundMaxBlocks: 256,
   foregroundDeadlineMs: 2000,
+  foregroundWaitMs: 100,
   backgroundDeadlineMs: 5000,
   backgroundCopyMaxBlocks: 8,
   backgroundCopyBatchMaxBlocks: 128,
@@ -122,17 +140,20 @@ export const DEFAULT_TRANSFER_CONFIG: Readonly<TransferConfig> = Object.freeze({
   foregroundMaxReuse: 4,
   prefillMsPerToken: 0.02,
   fallbackFixedMs: 0,
-  fallbackBytesPerMs: 1e7,
+  fallbackBytesPerMs: 3.7e8,
+  hostFixedMs: 1,
+  hostBytesPerMs: 2e5,
   interferenceFactor: 1,
   ewmaAlpha: 0.2,
   dataPath: "auto",
   ncclTimeoutMs: 30_000,
+  ipcTimeoutMs: 10_000,
 });
 
 /** A partial config; a bare mode string means `{ mode }`. */
 export type TransferConfigInput = TransferModeSetting | Partial<TransferConfig>;
 
-const POSITIVE = ["ncclTimeoutMs", "safetyRatio", "hotnessHalfLifeMs", "placementIntervalMs", "foregroundDeadlineMs", "backgroundDeadlineMs", "fallbackBytesPerMs", "prefillMsPerToken"] as const;
+const POSITIVE = ["ncclTimeoutMs", "ipcTimeoutMs", "safetyRatio", "hotnessHalfLifeMs", "placementIntervalMs", "foregroundDeadlineMs", "backgroundDeadlineMs", "fallbackBytesPerMs", "hostBytesPerMs", "prefillMsPerToken"] as const;
 const INTEGER = ["minBatchBlocks", "foregroundMaxBlocks", "backgroundCopyMaxBlocks", "backgroundCopyBatchMaxBlocks", "maxTrackedChains", "targetReserveBlocks", "foregroundMaxReuse"] as const;
 
 /** Fills defaults and validates; throws RangeError naming the bad field and value. */

@@ -5,7 +5,9 @@
  * passes. While a plan runs, in-flight markers in the global block manager keep its source blocks
  * out of reclaim accounting, and the coordinator knows which blocks are arriving where (so plans do
  * not duplicate each other) and which are leaving (so nothing plans on blocks a move releases).
- * Plan ids are unique per control-plane incarnation; starting a known id returns its outcome.
+ * Plan ids are unique per control-plane incarnation; starting a known id returns its outcome. A
+ * plan that passes its deadline tells the cost model it cost at least that long, so a data path
+ * slower than its estimate stops being admitted instead of timing out plan after plan.
  *
  * The source finalizes before the destination: once the source committed (a move released its
  * blocks) nothing undoes the destination's copy.
@@ -45,6 +47,14 @@ export interface PlanOutcome {
   released: number;
 }
 
+/** A running plan that brings blocks to a rank. */
+export interface InboundPlan {
+  plan: TransferPlan;
+  done: Promise<PlanOutcome>;
+  /** When it started (the coordinator's clock, ms). */
+  startedAt: number;
+}
+
 /** Options of a {@link TransferCoordinator}. */
 export interface TransferCoordinatorOptions {
   blocks: GlobalBlockManager;
@@ -62,7 +72,12 @@ export interface TransferCoordinatorOptions {
 }
 
 class PhaseFailure extends Error {
-  override readonly name = "PhaseFailure";
+  override readonly name: string = "PhaseFailure";
+}
+
+/** The plan's deadline passed before a phase ended. */
+class DeadlineFailure extends PhaseFailure {
+  override readonly name = "DeadlineFailure";
 }
 
 /** Runs plans; one instance per control plane. */
@@ -70,7 +85,9 @@ export class TransferCoordinator {
   readonly #o: TransferCoordinatorOptions;
   readonly #now: () => number;
   readonly #plans = new Map<string, Promise<PlanOutcome>>();
-  readonly #inbound = new Map<number, Map<BlockHash, Promise<PlanOutcome>>>();
+  /** Running plans: resolves true once both sides accepted prepare (the source pinned its blocks). */
+  readonly #prepared = new Map<string, { promise: Promise<boolean>; resolve: (ok: boolean) => void }>();
+  readonly #inbound = new Map<number, Map<BlockHash, InboundPlan>>();
   readonly #movingOut = new Set<string>();
   readonly #pairs = new Map<string, number>();
   readonly #counters = new Map<string, number>();
@@ -102,16 +119,16 @@ export class TransferCoordinator {
     return this.#inbound.get(rank)?.has(hash) ?? false;
   }
 
-  /** Outcomes of running plans bringing any of `hashes` to `rank`. */
-  inboundPlans(rank: number, hashes: readonly BlockHash[]): Promise<PlanOutcome>[] {
+  /** Running plans bringing any of `hashes` to `rank`, each with how many of those hashes it brings. */
+  inboundPlans(rank: number, hashes: readonly BlockHash[]): (InboundPlan & { blocks: number })[] {
     const m = this.#inbound.get(rank);
     if (!m) return [];
-    const out = new Set<Promise<PlanOutcome>>();
+    const out = new Map<InboundPlan, number>();
     for (const h of hashes) {
       const p = m.get(h);
-      if (p) out.add(p);
+      if (p) out.set(p, (out.get(p) ?? 0) + 1);
     }
-    return [...out];
+    return [...out].map(([p, blocks]) => ({ ...p, blocks }));
   }
 
   /** A running move takes `hash` away from `rank`. */
@@ -122,6 +139,14 @@ export class TransferCoordinator {
   /** A plan runs between `a` and `b`, in either direction. */
   pairBusy(a: number, b: number): boolean {
     return (this.#pairs.get(pairName(a, b)) ?? 0) > 0;
+  }
+
+  /**
+   * Resolves true once both sides accepted `planId`'s prepare (the source's blocks are pinned, so
+   * the source cannot reclaim them any more), false when the plan ended before or is unknown.
+   */
+  prepared(planId: string): Promise<boolean> {
+    return this.#prepared.get(planId)?.promise ?? Promise.resolve(false);
   }
 
   /** The outcome of a started plan id. */
@@ -141,12 +166,15 @@ export class TransferCoordinator {
     if (known) return known;
     if (plan.src === plan.dst) throw new RangeError(`plan ${plan.planId} has source and destination rank ${plan.src}`);
     if (plan.blocks.length === 0) throw new RangeError(`plan ${plan.planId} has no blocks`);
+    let resolvePrepared!: (ok: boolean) => void;
+    this.#prepared.set(plan.planId, { promise: new Promise<boolean>((r) => (resolvePrepared = r)), resolve: resolvePrepared });
     const done = this.#drive(plan);
     this.#plans.set(plan.planId, done);
     if (this.#plans.size > 4096) this.#plans.delete(this.#plans.keys().next().value!);
-    const inbound = this.#inbound.get(plan.dst) ?? new Map<BlockHash, Promise<PlanOutcome>>();
+    const inbound = this.#inbound.get(plan.dst) ?? new Map<BlockHash, InboundPlan>();
     this.#inbound.set(plan.dst, inbound);
-    for (const b of plan.blocks) inbound.set(b.hash, done);
+    const record: InboundPlan = { plan, done, startedAt: this.#now() };
+    for (const b of plan.blocks) inbound.set(b.hash, record);
     if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.add(`${plan.src}:${b.hash}`);
     const pair = pairName(plan.src, plan.dst);
     this.#pairs.set(pair, (this.#pairs.get(pair) ?? 0) + 1);
@@ -154,9 +182,11 @@ export class TransferCoordinator {
     this.#active++;
     this.count("transfer_started");
     void done.then(() => {
+      resolvePrepared(false); // no-op once prepared
+      this.#prepared.delete(plan.planId);
       this.#active--;
       this.#o.blocks.unlockInFlight(plan.planId);
-      for (const b of plan.blocks) if (inbound.get(b.hash) === done) inbound.delete(b.hash);
+      for (const b of plan.blocks) if (inbound.get(b.hash) === record) inbound.delete(b.hash);
       if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.delete(`${plan.src}:${b.hash}`);
       const n = (this.#pairs.get(pair) ?? 1) - 1;
       if (n <= 0) this.#pairs.delete(pair);
@@ -182,6 +212,7 @@ export class TransferCoordinator {
       const dstPrep = (await this.#all(plan, [src, dst], prepare))[1]!;
       const dstBlocks = dstPrep.dstBlocks ?? [];
       if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
+      this.#prepared.get(planId)?.resolve(true);
       phase = "execute";
       await this.#o.beforePhase?.(plan, phase);
       const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }))[0]!;
@@ -205,10 +236,13 @@ export class TransferCoordinator {
       return { plan, status: "completed", bytes, publishMs, released };
     } catch (e) {
       const reason = (e as Error).message;
+      const timedOut = e instanceof DeadlineFailure;
+      // Ran out of time: it costs at least this much, so the cost gate stops admitting its like.
+      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0);
       await this.#abortBoth(plan, `${phase} failed: ${reason}`);
       this.count("transfer_aborted");
       this.count(`transfer_abort_${phase}`);
-      if (/deadline/.test(reason)) this.count("transfer_deadline_aborts");
+      if (timedOut) this.count("transfer_deadline_aborts");
       return { plan, status: "aborted", failedPhase: phase, reason, bytes, publishMs, released };
     }
   }
@@ -216,10 +250,10 @@ export class TransferCoordinator {
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
   async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage): Promise<TransferAck[]> {
     const left = plan.deadline - this.#now();
-    if (left <= 0) throw new PhaseFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
+    if (left <= 0) throw new DeadlineFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new PhaseFailure(`plan ${plan.planId} passed its deadline during ${message.type}`)), left);
+      timer = setTimeout(() => reject(new DeadlineFailure(`plan ${plan.planId} passed its deadline during ${message.type}`)), left);
     });
     try {
       // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).

@@ -1,10 +1,15 @@
 /**
  * The transfer cost model: estimated dispatch-to-publish time of a plan and the prefill time it
- * saves. With a measured profile the estimate is residual_P95(pair, size bucket) + interference x
- * data_path_P95(pair, bytes), the data-path term interpolated on payload bytes; without one, a
- * cold-start scalar (fixed latency + bytes / bandwidth). Observed transactions update per pair and
- * size-bucket EWMAs, which then replace the static estimate for that bucket (correcting it upward
- * or downward). Saved prefill is tokens x prefill ms per token, updated from worker step timings.
+ * saves. The pair's data path (reported by its workers, see pair_data_paths.ts) decides the static
+ * estimate: a direct path (NVLink: CUDA IPC or NCCL) uses the measured profile,
+ * residual_P95(pair, size bucket) + interference x data_path_P95(pair, bytes) with the data-path
+ * term interpolated on payload bytes, or without one a cold-start scalar (fixed latency + bytes /
+ * bandwidth, defaults from the H200 copy-engine measurement); the host path (gather to host memory,
+ * worker-to-worker socket, scatter) has its own, far slower scalar. Observed transactions update per
+ * pair and size-bucket EWMAs, which then replace the static estimate for that bucket (correcting it
+ * upward or downward); a plan that ran out of time counts as at least the time it took, so a path
+ * slower than its estimate stops being admitted instead of timing out again and again. Saved
+ * prefill is tokens x prefill ms per token, updated from worker step timings.
  *
  * Profile JSON: what `bun bench transfer` writes (schema "lmpool.transfer-profile/v1", see
  * bench/transfer_profile.ts; its default path's curve per directed device pair is used, device ids
@@ -14,6 +19,7 @@
  * @module
  */
 import { readText } from "../runtime/files.ts";
+import { PairDataPaths } from "./pair_data_paths.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 
 /** A measured latency curve of one directed pair: payload bytes -> P95 ms, ascending. */
@@ -138,8 +144,8 @@ export function interpolateCurve(c: LatencyCurve, bytes: number): number {
   return c.p95Ms[n - 1]! + Math.max(0, slope) * (bytes - c.bytes[n - 1]!);
 }
 
-/** Where an estimate came from. */
-export type EstimateSource = "observed" | "profile" | "fallback";
+/** Where an estimate came from: EWMA of this pair and size, the profile, or a cold-start scalar (direct or host path). */
+export type EstimateSource = "observed" | "profile" | "fallback" | "host-fallback";
 
 /** Estimated cost of one plan. */
 export interface TransferEstimate {
@@ -151,6 +157,8 @@ export interface TransferEstimate {
 /** Static profile + calibration residuals + online EWMAs, and prefill time per token. */
 export class TransferCostModel {
   readonly profile: TransferProfile | undefined;
+  /** The data path of each pair, from worker stats. */
+  readonly paths = new PairDataPaths();
   readonly #residuals: Map<string, Map<number, number>>;
   readonly #config: TransferConfig;
   /** Dispatch-to-publish and source-transfer EWMAs, keyed "src->dst#bucket". */
@@ -176,6 +184,8 @@ export class TransferCostModel {
     const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
     const observed = this.#publishEwma.get(key);
     if (observed !== undefined) return { ms: observed, source: "observed", bytes };
+    // A profile measures the direct path; it says nothing about a pair that moves through host memory.
+    if (this.paths.pathOf(src, dst).kind === "host") return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback", bytes };
     const curve = this.profile?.pairs.get(pairKey(src, dst));
     if (curve) {
       const residual = this.#residuals.get(pairKey(src, dst))?.get(sizeBucket(blocks)) ?? 0;
@@ -189,6 +199,16 @@ export class TransferCostModel {
     const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
     this.#publishEwma.set(key, this.#ewma(this.#publishEwma.get(key), times.publishMs));
     if (times.sourceMs !== undefined) this.#sourceEwma.set(key, this.#ewma(this.#sourceEwma.get(key), times.sourceMs));
+  }
+
+  /**
+   * Folds in a plan that ran out of time after `elapsedMs` (a deadline passed): the transfer costs
+   * at least that much, so the bucket's estimate rises to it (never falls). Later completions of
+   * that size correct it as usual.
+   */
+  observeTimeout(src: number, dst: number, blocks: number, elapsedMs: number): void {
+    const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
+    this.#publishEwma.set(key, Math.max(this.#publishEwma.get(key) ?? 0, elapsedMs));
   }
 
   /** Source-transfer EWMA of a pair and size, if observed. */

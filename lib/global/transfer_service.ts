@@ -1,7 +1,8 @@
 /**
  * The control plane's transfer policy loop: after each route it records hotness and, when the
- * chosen rank has a real shortage, starts foreground plans and holds the route's reply until they
- * end (bounded by their deadline), so the request arrives to find the blocks; a timer runs
+ * chosen rank has a real shortage, starts foreground plans and holds the route's reply until the
+ * prefix copy it needs ends (briefly: never longer than the prefill it saves), so the request
+ * arrives to find the blocks; a timer runs
  * background placement passes and grants placement leases for published copies. Plans run on the
  * {@link TransferCoordinator}; routing honours leases through GlobalScheduler.routeAdvisor.
  * @module
@@ -14,7 +15,7 @@ import { projectRouteCost } from "./route_cost.ts";
 import { RoutingContext, type RouteQuery } from "./routing_context.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 import { TransferCostModel } from "./transfer_cost_model.ts";
-import { TransferCoordinator, type CoordinatorPhase, type PlanOutcome, type TransferLink } from "./transfer_coordinator.ts";
+import { TransferCoordinator, type CoordinatorPhase, type TransferLink } from "./transfer_coordinator.ts";
 import type { TransferPlan } from "./transfer_plan.ts";
 import { netFreeBlocks, planOffload, planPrefixCopy, type PlannerEnv } from "./transfer_planner.ts";
 
@@ -55,7 +56,7 @@ export class TransferService {
     this.cost = new TransferCostModel(o.config);
     this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase });
     this.hotness = new HotnessTracker(o.config);
-    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, now: this.#now });
+    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, now: this.#now });
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
   }
 
@@ -77,8 +78,9 @@ export class TransferService {
     this.#timer = undefined;
   }
 
-  /** Folds in a worker's counters: KV bytes per block and cumulative prefill timings. */
+  /** Folds in a worker's counters: KV bytes per block, its data paths, cumulative prefill timings. */
   observeWorkerStats(rank: number, counters: Record<string, number>): void {
+    this.cost.paths.observe(rank, counters);
     const bytes = counters.kv_block_bytes;
     if (bytes && this.#blockBytes.get(rank) !== bytes) {
       this.#blockBytes.set(rank, bytes);
@@ -91,8 +93,12 @@ export class TransferService {
 
   /**
    * Called after each route: records hotness, starts foreground plans for a shortage on the chosen
-   * rank, and returns a promise that settles when the plans the request depends on end (undefined
-   * when there are none: reply at once).
+   * rank, and returns a promise that settles when the request may go (undefined: reply at once).
+   * The request waits only for plans that bring its own prefix (its prefix copy, or a running plan
+   * already bringing those blocks), only for plans expected to end within the wait, and at most
+   * foregroundWaitMs and, in auto mode, the prefill those blocks save: a late plan then finishes
+   * without it. An offload holds the reply only until its source pinned the chains it moves (at
+   * most foregroundWaitMs); the worker admits the request once the move frees them.
    */
   afterRoute(query: RouteQuery, decision: RouteDecision): Promise<void> | undefined {
     if (!this.enabled) return undefined;
@@ -103,17 +109,44 @@ export class TransferService {
     this.hotness.observe(query.requestId, query.blockHashes, resident, decision.matchedBlocks > 0, this.#now());
     if (!this.config.foreground) return undefined;
     const env = this.#plannerEnv(ctx);
-    const waits = new Set<Promise<PlanOutcome>>();
-    for (const verdict of [planPrefixCopy(env, decision.rank, decision.feasible), planOffload(env, decision.rank)]) {
-      if (verdict.ok) waits.add(this.coordinator.start(verdict.plan, this.config.foregroundDeadlineMs).done);
-      else if (verdict.reason !== "no_shortage") this.coordinator.count(`transfer_skip_${verdict.reason}`);
+    const c = this.coordinator;
+    // Running plans bringing this prefix here: join them rather than copy twice.
+    const joined = c.inboundPlans(decision.rank, query.blockHashes);
+    const copy = planPrefixCopy(env, decision.rank, decision.feasible);
+    const offload = planOffload(env, decision.rank);
+    for (const v of [copy, offload]) if (!v.ok && v.reason !== "no_shortage") c.count(`transfer_skip_${v.reason}`);
+    // An offload saves cold chains from the eviction this request would cause: the request must
+    // not reach the rank before the source pinned them, but needs nothing more from the move.
+    const pinned = offload.ok ? c.prepared(c.start(offload.plan, this.config.foregroundDeadlineMs).plan.planId) : undefined;
+    const waits: Promise<unknown>[] = [];
+    let savedMs = 0;
+    if (copy.ok) {
+      waits.push(c.start(copy.plan, this.config.foregroundDeadlineMs).done);
+      savedMs += copy.plan.savedMs;
     }
-    // Plans already bringing this prefix to the rank: wait for them rather than copy twice.
-    for (const p of this.coordinator.inboundPlans(decision.rank, query.blockHashes)) waits.add(p);
-    if (waits.size === 0) return undefined;
+    const now = this.#now();
+    const bs = ctx.capacity(decision.rank).blockSize;
+    for (const j of joined) {
+      const saves = this.cost.savedPrefillMs(decision.rank, j.blocks * bs);
+      // A plan its own estimate says ends after the prefill it would save is not worth waiting for.
+      if (this.config.mode === "auto" && j.startedAt + j.plan.estimatedMs - now > saves) continue;
+      waits.push(j.done);
+      savedMs += saves;
+    }
+    if (waits.length === 0 && !pinned) return undefined;
+    const boundMs = this.config.mode === "force" ? this.config.foregroundWaitMs : Math.min(this.config.foregroundWaitMs, savedMs);
+    return Promise.all([this.#bounded(waits, boundMs), pinned && this.#bounded([pinned], this.config.foregroundWaitMs)]).then(() => undefined);
+  }
+
+  /** Settles when every one of `waits` settled, or after `ms` (counted as an expired wait). */
+  #bounded(waits: readonly Promise<unknown>[], ms: number): Promise<void> | undefined {
+    if (waits.length === 0) return undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((r) => (timer = setTimeout(r, this.config.foregroundDeadlineMs + 100)));
-    return Promise.race([Promise.allSettled(waits).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), ms)));
+    return Promise.race([Promise.allSettled(waits), late]).then((r) => {
+      clearTimeout(timer);
+      if (r === "late") this.coordinator.count("transfer_route_wait_expired");
+    });
   }
 
   /** A routed request ended: its ingress demand no longer counts. */
@@ -121,9 +154,10 @@ export class TransferService {
     this.hotness.release(requestId);
   }
 
-  /** A rank died: its leases go. */
+  /** A rank died: its leases and data-path report go. */
   onRankDown(rank: number): void {
     this.leases.dropRank(rank);
+    this.cost.paths.forget(rank);
   }
 
   /** One background placement pass; returns the plans started. */

@@ -9,11 +9,14 @@
  * - {@link HostCopyDataPath} (here): gather to host memory, move the bytes over the workers' own
  *   Unix sockets ({@link KvPeerChannel}), scatter on the other side. The CPU backend's path; it also
  *   works on CUDA (through host memory), as a fallback.
+ * - IpcDataPath (ipc_data_path.ts): the CUDA backend's fastest path: the source copies its blocks
+ *   straight into the partner's reserved blocks through a CUDA IPC mapping of its cache (copy
+ *   engine, no packing) and tells the destination when they landed.
  * - NcclDataPath (nccl_data_path.ts): the CUDA backend's path over the NCCL pair of a
  *   direct NVLink partner, packing, sending and unpacking on the GPUs.
  * - PerPeerDataPath (per_peer_data_path.ts): what a worker runs (worker_data_path.ts opens
- *   it): NCCL for partners whose pair came up, host copies for every other peer and after a pair
- *   breaks.
+ *   it): CUDA IPC or NCCL for partners whose direct path came up, host copies for every other peer
+ *   and after a direct path breaks.
  * @module
  */
 import type { KvPeerChannel } from "./kv_peer_channel.ts";
@@ -39,12 +42,18 @@ export interface KvTransferJob {
 
 /**
  * Moves one plan's packed K/V between two workers. The control plane sends execute to both sides
- * at once and in the same order per direction, and waits for both acks before publish; a
- * one-sided path (a CUDA IPC peer copy done by the source) may resolve `receive` at once.
+ * at once and in the same order per direction, and waits for both acks before publish. Whatever
+ * the path, `receive` resolves only once the bytes are in the destination's blocks (a one-sided
+ * CUDA IPC copy: when the source reports it complete).
  */
 export interface KvDataPath {
   /** Bytes of one block (for the payload size and the cost model). */
   readonly blockBytes: number;
+  /**
+   * The path plans with `peerRank` take: "host" (the bytes move through this worker's event loop
+   * and sockets) or a direct path's name. Absent: "host".
+   */
+  pathOf?(peerRank: number): string;
   /** Source side: sends `job.srcBlocks` to `job.peerRank` once. Resolves with the bytes sent. */
   send(job: KvTransferJob): Promise<number>;
   /**

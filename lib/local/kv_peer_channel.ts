@@ -5,6 +5,9 @@
  * id, so a payload may arrive before or after the destination asks for it. Payloads never pass
  * through the launcher or the control plane.
  *
+ * Small signals of another data path may share the channel ({@link KvPeerChannel.divert}): frames
+ * whose plan id ends with a registered suffix go to that path's handler instead of the mailbox.
+ *
  * Frame: "LKV1" | u32 source rank | u32 plan-id bytes | u64 payload bytes | plan id | payload
  * (big-endian). The payload is written as is, without a copy into the frame.
  * @module
@@ -48,6 +51,7 @@ export class KvPeerChannel {
   readonly #waiting = new Map<string, Waiter>();
   /** Cancelled plan ids (bounded), so a payload arriving later is dropped. */
   readonly #cancelled = new Set<string>();
+  readonly #diverted = new Map<string, (from: number, planId: string, payload: Uint8Array) => void>();
   #closed = false;
   /** Bytes sent and received, for stats. */
   readonly counters = { framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, dropped: 0 };
@@ -103,6 +107,16 @@ export class KvPeerChannel {
     return new Promise((resolve, reject) => this.#waiting.set(planId, { from: fromRank, resolve, reject }));
   }
 
+  /**
+   * Hands every frame whose plan id ends with `suffix` to `handler` (as it arrives, never
+   * buffered, never cancelled) instead of the mailbox. One handler per suffix.
+   */
+  divert(suffix: string, handler: (from: number, planId: string, payload: Uint8Array) => void): void {
+    if (suffix.length === 0) throw new RangeError("divert needs a non-empty plan id suffix");
+    if (this.#diverted.has(suffix)) throw new RangeError(`plan id suffix ${JSON.stringify(suffix)} is already diverted`);
+    this.#diverted.set(suffix, handler);
+  }
+
   /** Abandons a plan: its pending receive rejects, its buffered or late payload is dropped. */
   cancel(planId: string, reason: string): void {
     this.#cancelled.add(planId);
@@ -155,6 +169,15 @@ export class KvPeerChannel {
   #deliver(from: number, planId: string, payload: Uint8Array): void {
     this.counters.framesReceived++;
     this.counters.bytesReceived += payload.byteLength;
+    for (const [suffix, handler] of this.#diverted) {
+      if (!planId.endsWith(suffix)) continue;
+      try {
+        handler(from, planId, payload);
+      } catch (e) {
+        (this.#o.log ?? console.error)(`[kv ${this.rank}] handler of ${JSON.stringify(suffix)} frames failed on ${JSON.stringify(planId)} from rank ${from}: ${(e as Error).message}`);
+      }
+      return;
+    }
     if (this.#cancelled.has(planId)) {
       this.counters.dropped++;
       return;

@@ -11,11 +11,9 @@
  * timeout, refused) is logged on one line naming it and the cause, and left to the host path.
  * @module
  */
-import { Connection } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { MessageOf } from "../protocol/messages.ts";
-import { ConnectionClosedError, RequestTimeoutError } from "../protocol/protocol_errors.ts";
-import { connectUnix } from "../runtime/unix_socket.ts";
+import { meetPartner, safely } from "./control_rendezvous.ts";
 import type { PairLink } from "./nccl_data_path.ts";
 import { pairName } from "./per_peer_data_path.ts";
 
@@ -75,7 +73,8 @@ export async function setUpNcclPairs(o: NcclPairSetupOptions): Promise<NcclPairS
     }
     let answer: MessageOf<"nccl_id">;
     try {
-      answer = await meetPartner(o, peer, offered, problem);
+      const offer = { type: "nccl_id_offer" as const, rank: o.rank, epoch: o.epoch, peerRank: peer, ...(offered ? { uniqueId: offered } : {}), ...(problem !== undefined ? { unavailable: problem } : {}) };
+      answer = await meetPartner(o, peer, offer, "nccl_id");
     } catch (e) {
       fail(`rendezvous through the control plane failed: ${(e as Error).message}`);
       continue;
@@ -99,37 +98,4 @@ export async function setUpNcclPairs(o: NcclPairSetupOptions): Promise<NcclPairS
     log(`[worker ${o.rank}] NCCL pair ${pair} up (pair rank ${pairRank} on device ${o.device}) in ${(performance.now() - t0).toFixed(0)} ms`);
   }
   return out;
-}
-
-/**
- * Offers this rank's side of the pair with `peer` and waits for the control plane's answer. A lost
- * connection (control plane restarting) is retried with the same offer until the deadline.
- */
-async function meetPartner(o: NcclPairSetupOptions, peer: number, uniqueId: Uint8Array | undefined, unavailable: string | undefined): Promise<MessageOf<"nccl_id">> {
-  const deadline = Date.now() + o.rendezvousTimeoutMs;
-  const offer = { type: "nccl_id_offer" as const, rank: o.rank, epoch: o.epoch, peerRank: peer, ...(uniqueId ? { uniqueId } : {}), ...(unavailable !== undefined ? { unavailable } : {}) };
-  for (;;) {
-    const left = deadline - Date.now();
-    if (left <= 0) throw new Error(`rank ${peer} did not reach the rendezvous within ${o.rendezvousTimeoutMs} ms`);
-    const stream = await connectUnix(o.controlSocketPath, { timeoutMs: left });
-    const conn = new Connection(stream, { name: `worker${o.rank}->control (nccl ${pairName(o.rank, peer)})`, heartbeat: o.heartbeat, log: o.log });
-    conn.onMessage(() => {});
-    try {
-      return await conn.request(offer, { expect: ["nccl_id"], timeoutMs: left });
-    } catch (e) {
-      if (e instanceof RequestTimeoutError) throw new Error(`rank ${peer} did not reach the rendezvous within ${o.rendezvousTimeoutMs} ms`);
-      if (!(e instanceof ConnectionClosedError)) throw e;
-    } finally {
-      conn.close("rendezvous over");
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function safely<T>(f: () => T): { ok: true; value: T } | { ok: false; error: string } {
-  try {
-    return { ok: true, value: f() };
-  } catch (e) {
-    return { ok: false, error: e instanceof Error ? e.message : String(e) };
-  }
 }

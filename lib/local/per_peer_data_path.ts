@@ -1,22 +1,29 @@
 /**
- * A worker's {@link KvDataPath} chosen per peer rank: a direct device path (NCCL pairs, named
- * "nccl") for the peers whose pair came up at start-up, the host socket path for every other peer.
- * A peer whose direct path breaks (a plan timed out or was cancelled after posting, or the partner
- * dropped its end) falls back to the host path for the rest of the run: logged once, counted, and
- * reported through onFallback so the worker can tell the control plane. A plan already posted on the
- * broken path fails (its partner posted the matching half there); the next plan uses the host path.
+ * A worker's {@link KvDataPath} chosen per peer rank: a direct device path for the peers it came up
+ * with at start-up (in order of preference, e.g. CUDA IPC mappings "ipc", then NCCL pairs "nccl"),
+ * the host socket path for every other peer. A peer whose direct path breaks (a plan timed out or
+ * was cancelled after posting, a copy failed, or the partner dropped its end) falls back to the host
+ * path for the rest of the run: logged once, counted, and reported through onFallback so the worker
+ * can tell the control plane. A plan already under way on the broken path fails; the next plan uses
+ * the host path.
  * @module
  */
 import type { KvDataPath, KvTransferJob } from "./kv_data_path.ts";
 
-/** A direct path that can give up one peer (NcclDataPath). */
+/** A direct path that can give up one peer (IpcDataPath, NcclDataPath). */
 export interface DirectDataPath extends KvDataPath {
   dropPeer(peer: number, reason: string): void;
 }
 
-/** The direct path of a {@link PerPeerDataPath}. */
+/** Names of the direct paths a worker may have, in order of preference; always in the counters. */
+export const DIRECT_PATH_NAMES = ["ipc", "nccl"] as const;
+
+/** One direct path of a {@link PerPeerDataPath} and the peers it was tried for. */
 export interface DirectPeers {
-  path: DirectDataPath;
+  /** Name in counters and log lines ("ipc", "nccl"). */
+  name: string;
+  /** Absent when it came up with no peer. */
+  path?: DirectDataPath;
   /** Peers the direct path serves. */
   peers: Iterable<number>;
   /** Peers it was tried for and could not serve, with the cause. */
@@ -27,9 +34,8 @@ export interface DirectPeers {
 export interface PerPeerDataPathOptions {
   rank: number;
   host: KvDataPath;
-  direct?: DirectPeers;
-  /** Name of the direct path in counters and log lines (default "nccl"). */
-  directName?: string;
+  /** Direct paths in order of preference: a peer takes the first that serves it. */
+  direct?: readonly DirectPeers[];
   log?: (line: string) => void;
 }
 
@@ -46,8 +52,11 @@ export class PerPeerDataPath implements KvDataPath {
   onFallback: (peerRank: number, reason: string) => void = () => {};
   readonly #o: PerPeerDataPathOptions;
   readonly #log: (line: string) => void;
-  readonly #name: string;
-  readonly #up = new Set<number>();
+  readonly #direct: readonly DirectPeers[];
+  /** Peer -> the direct path it uses now. */
+  readonly #up = new Map<number, DirectPeers>();
+  /** Peers tried by each direct path. */
+  readonly #tried = new Map<string, Set<number>>();
   readonly #down = new Map<number, string>();
   readonly #bytes = new Map<string, number>();
   #fallbacks = 0;
@@ -55,18 +64,32 @@ export class PerPeerDataPath implements KvDataPath {
   constructor(o: PerPeerDataPathOptions) {
     this.#o = o;
     this.#log = o.log ?? ((l) => console.error(l));
-    this.#name = o.directName ?? "nccl";
-    for (const p of o.direct?.peers ?? []) this.#up.add(p);
-    for (const [p, why] of o.direct?.failed ?? []) if (!this.#up.has(p)) this.#down.set(p, why);
+    this.#direct = o.direct ?? [];
+    for (const d of this.#direct) {
+      const tried = new Set<number>();
+      this.#tried.set(d.name, tried);
+      for (const p of d.peers) {
+        tried.add(p);
+        if (d.path && !this.#up.has(p)) this.#up.set(p, d);
+      }
+      for (const p of d.failed?.keys() ?? []) tried.add(p);
+    }
+    for (const d of this.#direct) {
+      for (const [p, why] of d.failed ?? []) {
+        if (this.#up.has(p)) continue;
+        const before = this.#down.get(p);
+        this.#down.set(p, `${before === undefined ? "" : `${before}; `}${d.name}: ${why}`);
+      }
+    }
   }
 
   get blockBytes(): number {
     return this.#o.host.blockBytes;
   }
 
-  /** The path plans with `peer` take now: the direct path's name, or "host". */
+  /** The path plans with `peer` take now: a direct path's name, or "host". */
   pathOf(peer: number): string {
-    return this.#up.has(peer) ? this.#name : "host";
+    return this.#up.get(peer)?.name ?? "host";
   }
 
   send(job: KvTransferJob): Promise<number> {
@@ -78,50 +101,57 @@ export class PerPeerDataPath implements KvDataPath {
   }
 
   cancel(planId: string, reason: string): void {
-    // The plan may be on either path (or not started): both forget it.
-    this.#o.direct?.path.cancel(planId, reason);
+    // The plan may be on any path (or not started): all forget it.
+    for (const d of this.#direct) d.path?.cancel(planId, reason);
     this.#o.host.cancel(planId, reason);
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#o.direct?.path.close(), this.#o.host.close()]);
+    await Promise.all([...this.#direct.map((d) => d.path?.close()), this.#o.host.close()]);
   }
 
-  /** Moves `peer` to the host path for good (idempotent); the direct path drops its end. */
+  /** Moves `peer` to the host path for good (idempotent); its direct path drops its end. */
   fallBack(peer: number, reason: string): void {
-    if (!this.#up.delete(peer)) return;
-    this.#down.set(peer, reason);
+    const d = this.#up.get(peer);
+    if (!d) return;
+    this.#up.delete(peer);
+    this.#down.set(peer, `${d.name}: ${reason}`);
     this.#fallbacks++;
-    this.#log(`[worker ${this.#o.rank}] ${this.#name} pair ${pairName(this.#o.rank, peer)} broke; plans with rank ${peer} use the host path from now on: ${reason}`);
-    this.#o.direct!.path.dropPeer(peer, reason);
+    this.#log(`[worker ${this.#o.rank}] ${d.name} pair ${pairName(this.#o.rank, peer)} broke; plans with rank ${peer} use the host path from now on: ${reason}`);
+    d.path?.dropPeer(peer, reason);
     this.onFallback(peer, reason);
   }
 
-  /** Every peer the direct path was tried for: up, or down with the cause. */
+  /** Every peer a direct path was tried for: up, or down with the causes. */
   status(): DirectPeerStatus[] {
-    const up = [...this.#up].map((peerRank) => ({ peerRank, ok: true }));
+    const up = [...this.#up.keys()].map((peerRank) => ({ peerRank, ok: true }));
     const down = [...this.#down].map(([peerRank, error]) => ({ peerRank, ok: false, error }));
     return [...up, ...down].sort((a, b) => a.peerRank - b.peerRank);
   }
 
   /**
-   * Stats counters: `data_path_<name>_peers` (peers on the direct path now), `data_path_<name>_peer_<r>`
-   * (1 on it, 0 fallen back or never up), `data_path_fallbacks`, and payload bytes per path and side
-   * (`data_path_<path>_sent_bytes`, `data_path_<path>_received_bytes`).
+   * Stats counters, for every direct path name (DIRECT_PATH_NAMES and those given):
+   * `data_path_<name>_peers` (peers on it now), `data_path_<name>_peer_<r>` (1 on it, 0 fallen back
+   * or never up, for each peer it was tried for), `data_path_fallbacks`, and payload bytes per path
+   * and side (`data_path_<path>_sent_bytes`, `data_path_<path>_received_bytes`, host included).
    */
   counters(): Record<string, number> {
-    const name = this.#name;
-    const out: Record<string, number> = { [`data_path_${name}_peers`]: this.#up.size, data_path_fallbacks: this.#fallbacks };
-    for (const s of this.status()) out[`data_path_${name}_peer_${s.peerRank}`] = s.ok ? 1 : 0;
-    for (const path of [name, "host"]) for (const side of ["sent", "received"]) out[`data_path_${path}_${side}_bytes`] = this.#bytes.get(`${path}_${side}`) ?? 0;
+    const names = [...new Set([...DIRECT_PATH_NAMES, ...this.#direct.map((d) => d.name)])];
+    const out: Record<string, number> = { data_path_fallbacks: this.#fallbacks };
+    for (const name of names) {
+      const on = [...this.#up.values()].filter((d) => d.name === name).length;
+      out[`data_path_${name}_peers`] = on;
+      for (const p of [...(this.#tried.get(name) ?? [])].sort((a, b) => a - b)) out[`data_path_${name}_peer_${p}`] = this.#up.get(p)?.name === name ? 1 : 0;
+    }
+    for (const path of [...names, "host"]) for (const side of ["sent", "received"]) out[`data_path_${path}_${side}_bytes`] = this.#bytes.get(`${path}_${side}`) ?? 0;
     return out;
   }
 
   async #run(job: KvTransferJob, side: "sent" | "received"): Promise<number> {
-    const direct = this.#up.has(job.peerRank) ? this.#o.direct! : undefined;
-    const path = direct?.path ?? this.#o.host;
+    const d = this.#up.get(job.peerRank);
+    const path = d?.path ?? this.#o.host;
     const bytes = await (side === "sent" ? path.send(job) : path.receive(job));
-    const k = `${direct ? this.#name : "host"}_${side}`;
+    const k = `${d ? d.name : "host"}_${side}`;
     this.#bytes.set(k, (this.#bytes.get(k) ?? 0) + bytes);
     return bytes;
   }

@@ -187,12 +187,16 @@ export class Scheduler {
     return seq;
   }
 
-  /** Load as routing weighs it. */
+  /**
+   * Load as routing weighs it. A waiting sequence counts only the tokens its admission will
+   * prefill: its cached prefix is not work (counting it made a rank with a few requests queued
+   * behind a long prefill look a whole prompt busier per request, and turned routing away from it).
+   */
   load(): RankLoad {
     let runningTokens = 0;
     let waitingTokens = 0;
     for (const s of this.running) runningTokens += s.numTokens;
-    for (const s of this.waiting) waitingTokens += s.numTokens;
+    for (const s of this.waiting) waitingTokens += s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize;
     return { numRunning: this.running.length, numWaiting: this.waiting.length, runningTokens, waitingTokens };
   }
 

@@ -78,6 +78,12 @@ export class TransferExecutor {
   readonly #o: TransferExecutorOptions;
   readonly #now: () => number;
   readonly #plans = new Map<string, LocalPlan>();
+  /**
+   * Host-path plans whose payload is moving: a source from execute to finalize (its bytes may sit
+   * in its socket until then), a destination until received.
+   */
+  readonly #moving = new Set<LocalPlan>();
+  #settled: { promise: Promise<void>; resolve: () => void } | undefined;
   #closed = false;
 
   constructor(o: TransferExecutorOptions) {
@@ -90,6 +96,32 @@ export class TransferExecutor {
     let n = 0;
     for (const p of this.#plans.values()) if (p.pinned.length > 0 || p.reserved.length > 0) n++;
     return n;
+  }
+
+  /**
+   * Host-path payloads on their way through this worker (sending, or receiving). They move only
+   * while the worker's event loop turns, so the worker holds its next step while any is. A direct
+   * path (NVLink) moves without this worker's loop and never counts.
+   */
+  get payloadsInFlight(): number {
+    return this.#moving.size;
+  }
+
+  /** Resolves once no payload is in flight (at once when none is). */
+  payloadsSettled(): Promise<void> {
+    if (this.#moving.size === 0) return Promise.resolve();
+    if (!this.#settled) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.#settled = { promise, resolve };
+    }
+    return this.#settled.promise;
+  }
+
+  #stopMoving(plan: LocalPlan): void {
+    if (!this.#moving.delete(plan) || this.#moving.size > 0) return;
+    this.#settled?.resolve();
+    this.#settled = undefined;
   }
 
   /** Answers one phase message (idempotently). Never rejects. */
@@ -194,7 +226,10 @@ export class TransferExecutor {
           return no(`plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`);
         }
         const op = plan.role === "src" ? path.send(job) : path.receive(job);
+        if ((path.pathOf?.(plan.peer) ?? "host") === "host") this.#moving.add(plan);
         plan.execution = op.catch(() => {});
+        // The source's bytes may still sit in its socket until the destination has them (finalize).
+        if (plan.role === "dst") void plan.execution.then(() => this.#stopMoving(plan));
         let bytes: number;
         try {
           bytes = await op;
@@ -231,6 +266,7 @@ export class TransferExecutor {
         if (plan.state !== "executed") return no(`cannot finalize plan ${plan.planId} on the source: it is ${plan.state}`);
         bm.unpinSource(plan.pinned);
         plan.pinned = [];
+        this.#stopMoving(plan);
         const released = plan.mode === "move" ? bm.reclaimSuffix(plan.srcBlocks) : [];
         plan.state = "finalized";
         clearTimeout(plan.timer);
@@ -265,6 +301,7 @@ export class TransferExecutor {
       p.abortReason ??= reason;
       p.signalAborted();
       clearTimeout(p.timer);
+      this.#stopMoving(p);
       if (byDeadline && wasOpen) this.counters.deadlineAborts++;
       // Never release blocks a scatter may still write.
       this.#o.dataPath.cancel(planId, reason);

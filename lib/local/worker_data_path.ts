@@ -1,19 +1,25 @@
 /**
  * Opens a worker's KV data path: the host socket path (lib/local/kv_peer_channel.ts) to every peer,
- * plus an NCCL pair with each direct NVLink partner where transfers.dataPath allows it, the backend
- * is cuda and the partner runs on another device. Plans pick the path per peer
- * ({@link PerPeerDataPath}). On the CPU backend NCCL is skipped entirely: no rendezvous traffic.
+ * plus a direct device path with each direct NVLink partner on another CUDA device where
+ * transfers.dataPath allows it. "auto" prefers, per partner, CUDA IPC (the source copies into the
+ * partner's cache with the copy engine; the fastest measured path: 0.087 ms per 28 MiB block on
+ * 2 x H200), then an NCCL pair, then the host path, logging one line per pair that falls back,
+ * naming it and the cause. Plans pick the path per
+ * peer ({@link PerPeerDataPath}). On the CPU backend nothing direct is tried: no rendezvous traffic.
  * @module
  */
-import { KvTransferEngine } from "../../ffi/kv_transfer.ts";
+import { KvTransferEngine, type PeerCopyModeName } from "../../ffi/kv_transfer.ts";
 import type { KvCache } from "../../ffi/native.ts";
 import type { DataPathSetting } from "../global/transfer_config.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import { HostCopyDataPath } from "./kv_data_path.ts";
 import { KvPeerChannel } from "./kv_peer_channel.ts";
+import { IpcDataPath } from "./ipc_data_path.ts";
+import { setUpIpcPeers, type IpcViewFactory } from "./ipc_peer_setup.ts";
+import { ipcSignalsOverChannel } from "./ipc_signals.ts";
 import { NcclDataPath } from "./nccl_data_path.ts";
 import { setUpNcclPairs, type NcclPairFactory } from "./nccl_pair_setup.ts";
-import { pairName, PerPeerDataPath } from "./per_peer_data_path.ts";
+import { pairName, PerPeerDataPath, type DirectPeers } from "./per_peer_data_path.ts";
 
 /** What the launcher tells a worker about its data path (from the transfer config and topology). */
 export interface WorkerDataPathConfig {
@@ -23,11 +29,13 @@ export interface WorkerDataPathConfig {
   peers: { rank: number; gpu: number }[];
   /** transfers.ncclTimeoutMs: bound on creating one pair, and on one plan's NCCL transfer. */
   ncclTimeoutMs: number;
+  /** transfers.ipcTimeoutMs: bound on one plan's CUDA IPC copy (default 10000 ms). */
+  ipcTimeoutMs?: number;
   /** Bound on waiting for a partner at the rendezvous (the launcher's start-up limit). */
   rendezvousTimeoutMs: number;
 }
 
-/** transfers.dataPath is "nccl" and a pair cannot come up. */
+/** transfers.dataPath names one direct path ("ipc", "nccl") and a pair cannot have it. */
 export class DataPathError extends Error {
   override readonly name = "DataPathError";
 }
@@ -47,6 +55,8 @@ export interface OpenWorkerDataPathOptions {
   heartbeat?: Partial<HeartbeatOptions> | false;
   /** NCCL pair maker (default: the native library's). */
   factory?: NcclPairFactory;
+  /** CUDA IPC exporter/mapper (default: the native library's, copying with the copy engine). */
+  ipcFactory?: IpcViewFactory;
   log?: (line: string) => void;
 }
 
@@ -55,57 +65,70 @@ export function peerSocketPath(dir: string, rank: number): string {
   return `${dir}/kv-${rank}.sock`;
 }
 
+const DIRECT_NAMES = { ipc: "CUDA IPC", nccl: "NCCL" } as const;
+
 /**
- * The partners this worker tries NCCL pairs with. Throws DataPathError when the mode is "nccl" and
- * one cannot have a pair (CPU backend, shared device).
+ * The partners this worker tries direct paths with (CUDA IPC and/or NCCL). Throws DataPathError
+ * when the mode names a direct path and one partner cannot have it (CPU backend, shared device).
  */
-export function ncclPeerRanks(o: { rank: number; gpu: number; backend: "cpu" | "cuda"; config?: WorkerDataPathConfig }): number[] {
+export function directPeerRanks(o: { rank: number; gpu: number; backend: "cpu" | "cuda"; config?: WorkerDataPathConfig }): number[] {
   const c = o.config;
   if (!c || c.mode === "host" || c.peers.length === 0) return [];
+  const strict = c.mode === "auto" ? undefined : DIRECT_NAMES[c.mode];
   if (o.backend !== "cuda") {
-    if (c.mode === "nccl") throw new DataPathError(`transfers.dataPath is "nccl" but rank ${o.rank} runs the ${o.backend} backend, which has no NCCL`);
+    if (strict) throw new DataPathError(`transfers.dataPath is "${c.mode}" but rank ${o.rank} runs the ${o.backend} backend, which has no ${strict}`);
     return [];
   }
   const shared = c.peers.filter((p) => p.gpu === o.gpu);
-  if (c.mode === "nccl" && shared.length > 0) {
-    throw new DataPathError(`transfers.dataPath is "nccl" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${shared[0]!.rank}; an NCCL pair needs two devices`);
+  if (strict && shared.length > 0) {
+    throw new DataPathError(`transfers.dataPath is "${c.mode}" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${shared[0]!.rank}; a ${strict} pair needs two devices`);
   }
   return c.peers.filter((p) => p.gpu !== o.gpu).map((p) => p.rank).sort((a, b) => a - b);
 }
 
-/** Opens the per-peer data path; NCCL failures fall back to the host path (or throw in "nccl" mode). */
+/** Opens the per-peer data path; direct paths that fail fall back (or throw in a strict mode). */
 export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<PerPeerDataPath> {
   const log = o.log ?? ((l: string) => console.error(l));
-  const peers = ncclPeerRanks(o);
-  if (o.backend === "cuda" && o.config?.mode === "auto") {
-    for (const p of o.config.peers.filter((q) => q.gpu === o.gpu)) log(`[worker ${o.rank}] no NCCL pair ${pairName(o.rank, p.rank)}: both ranks run on CUDA device ${o.gpu}; plans with rank ${p.rank} use the host path`);
+  const peers = directPeerRanks(o);
+  const c = o.config;
+  if (o.backend === "cuda" && c?.mode === "auto") {
+    for (const p of c.peers.filter((q) => q.gpu === o.gpu)) log(`[worker ${o.rank}] no direct pair ${pairName(o.rank, p.rank)} (CUDA IPC or NCCL): both ranks run on CUDA device ${o.gpu}; plans with rank ${p.rank} use the host path`);
   }
   const dir = o.peerSocketDir;
   const channel = await KvPeerChannel.listen({ rank: o.rank, socketPath: peerSocketPath(dir, o.rank), peerSocketPath: (r) => peerSocketPath(dir, r), log });
   const host = new HostCopyDataPath(o.kv, channel);
-  if (peers.length === 0) return new PerPeerDataPath({ rank: o.rank, host, log });
-  const c = o.config!;
-  const setup = await setUpNcclPairs({
-    rank: o.rank,
-    epoch: o.epoch,
-    device: o.gpu,
-    peers,
-    controlSocketPath: o.controlSocketPath,
-    factory: o.factory ?? nativePairFactory(new KvTransferEngine(o.kv.model.native)),
-    timeoutMs: c.ncclTimeoutMs,
-    rendezvousTimeoutMs: c.rendezvousTimeoutMs,
-    heartbeat: o.heartbeat,
-    log,
-  });
-  if (c.mode === "nccl" && setup.failed.size > 0) {
-    for (const p of setup.pairs.values()) p.dispose();
+  if (peers.length === 0 || !c) return new PerPeerDataPath({ rank: o.rank, host, log });
+  const rendezvous = { rank: o.rank, epoch: o.epoch, controlSocketPath: o.controlSocketPath, rendezvousTimeoutMs: c.rendezvousTimeoutMs, heartbeat: o.heartbeat, log };
+  const direct: DirectPeers[] = [];
+  const strictFailure = async (failed: ReadonlyMap<number, string>, what: string) => {
+    await Promise.all(direct.map((d) => d.path?.close()));
     await channel.close();
-    const list = [...setup.failed].map(([peer, why]) => `${pairName(o.rank, peer)}: ${why}`).join("; ");
-    throw new DataPathError(`transfers.dataPath is "nccl" but NCCL pairs did not come up (${list})`);
-  }
+    const list = [...failed].map(([peer, why]) => `${pairName(o.rank, peer)}: ${why}`).join("; ");
+    return new DataPathError(`transfers.dataPath is "${c.mode}" but ${what} did not come up (${list})`);
+  };
   let perPeer: PerPeerDataPath | undefined;
-  const nccl = new NcclDataPath(o.kv, setup.pairs, { timeoutMs: c.ncclTimeoutMs, onPairBroken: (peer, reason) => perPeer?.fallBack(peer, reason) });
-  perPeer = new PerPeerDataPath({ rank: o.rank, host, direct: { path: nccl, peers: setup.pairs.keys(), failed: setup.failed }, log });
+  const onBroken = (peer: number, reason: string) => perPeer?.fallBack(peer, reason);
+
+  let ncclPeers = peers;
+  if (c.mode === "auto" || c.mode === "ipc") {
+    const ipc = await setUpIpcPeers({ ...rendezvous, peers, factory: o.ipcFactory ?? nativeIpcFactory(new KvTransferEngine(o.kv.model.native), o.kv), fallback: c.mode === "auto" ? "try NCCL next" : `cannot run: transfers.dataPath is "ipc", so start-up fails` });
+    const path = ipc.views.size > 0
+      ? new IpcDataPath({ rank: o.rank, blockBytes: o.kv.blockBytes, views: ipc.views, signals: ipcSignalsOverChannel(channel), timeoutMs: c.ipcTimeoutMs ?? 10_000, onPeerBroken: onBroken, log })
+      : undefined;
+    direct.push({ name: "ipc", ...(path ? { path } : {}), peers: ipc.views.keys(), failed: ipc.failed });
+    if (c.mode === "ipc" && ipc.failed.size > 0) throw await strictFailure(ipc.failed, "CUDA IPC pairs");
+    ncclPeers = peers.filter((p) => !ipc.views.has(p));
+  }
+  if ((c.mode === "auto" || c.mode === "nccl") && ncclPeers.length > 0) {
+    const setup = await setUpNcclPairs({ ...rendezvous, device: o.gpu, peers: ncclPeers, factory: o.factory ?? nativePairFactory(new KvTransferEngine(o.kv.model.native)), timeoutMs: c.ncclTimeoutMs });
+    if (c.mode === "nccl" && setup.failed.size > 0) {
+      for (const p of setup.pairs.values()) p.dispose();
+      throw await strictFailure(setup.failed, "NCCL pairs");
+    }
+    const path = setup.pairs.size > 0 ? new NcclDataPath(o.kv, setup.pairs, { timeoutMs: c.ncclTimeoutMs, onPairBroken: onBroken }) : undefined;
+    direct.push({ name: "nccl", ...(path ? { path } : {}), peers: setup.pairs.keys(), failed: setup.failed });
+  }
+  perPeer = new PerPeerDataPath({ rank: o.rank, host, direct, log });
   return perPeer;
 }
 
@@ -118,5 +141,26 @@ export function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
     },
     uniqueId: () => xfer.ncclUniqueId(),
     createPair: (uniqueId, pairRank, device, timeoutMs) => xfer.createPair(uniqueId, pairRank, device, { timeoutMs }),
+  };
+}
+
+/**
+ * The native library's CUDA IPC as an {@link IpcViewFactory}: exports `kv`, maps a peer's cache
+ * with `kv`'s shape, and copies into it with `mode` (copyEngineDirect: the copy engine only, the
+ * fastest measured cross-process path; kernel: one kernel storing over NVLink).
+ */
+export function nativeIpcFactory(xfer: KvTransferEngine, kv: KvCache, mode: PeerCopyModeName = "copyEngineDirect"): IpcViewFactory {
+  return {
+    numBlocks: kv.numBlocks,
+    blockBytes: kv.blockBytes,
+    exportHandle: () => xfer.exportKv(kv),
+    openView: (handle, numBlocks) => {
+      const view = xfer.openRemoteKv(handle, kv, numBlocks);
+      return {
+        numBlocks,
+        copyInto: (srcIds, dstIds) => xfer.peerCopy(kv, srcIds, view, dstIds, mode),
+        dispose: () => view.dispose(),
+      };
+    },
   };
 }

@@ -30,7 +30,7 @@ export interface WorkerHostOptions {
   controlSocketPath: string;
   /** Worker side of KV transfer plans (issue 6); without it transfer phases are refused. */
   transfers?: TransferExecutor;
-  /** The per-peer data path (lib/local/per_peer_data_path.ts): its counters, NCCL pair health and fallback. */
+  /** The per-peer data path (lib/local/per_peer_data_path.ts): its counters, direct pair health and fallback. */
   dataPath?: PeerDataPathControl;
   heartbeat?: Partial<HeartbeatOptions> | false;
   /** Minimum ms between stats pushes to the launcher (default 500). */
@@ -44,7 +44,7 @@ export interface WorkerHostOptions {
 export interface PeerDataPathControl {
   /** Stats counters merged into the worker's stats. */
   counters(): Record<string, number>;
-  /** Health of each NCCL pair tried at start-up (reported to the control plane on every connect). */
+  /** Health of each direct pair (CUDA IPC or NCCL) tried at start-up (reported to the control plane on every connect). */
   status(): DirectPeerStatus[];
   /** Moves a peer to the host path (the control plane says the partner dropped the pair). */
   fallBack(peerRank: number, reason: string): void;
@@ -54,6 +54,16 @@ export interface PeerDataPathControl {
 
 const yieldToEventLoop: () => Promise<void> =
   typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
+
+/** Longest a worker holds its next step for a transfer payload in flight (see #run). */
+const PAYLOAD_PAUSE_MAX_MS = 50;
+
+/** Resolves when `p` settles or after `ms`, whichever is first. */
+async function pauseUntil(p: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
 
 /** One worker's event loop around its engine. */
 export class WorkerHost {
@@ -162,6 +172,11 @@ export class WorkerHost {
         }
         this.#report();
         await yieldToEventLoop();
+        // A host-path payload moves only while both workers' event loops are free, one socket buffer
+        // at a time: between back-to-back steps it crawled (28 MiB took seconds behind 20 ms steps)
+        // and plans missed their deadlines. So a step waits for a payload in flight, up to a bound.
+        const x = this.#o.transfers;
+        if (x && x.payloadsInFlight > 0) await pauseUntil(x.payloadsSettled(), PAYLOAD_PAUSE_MAX_MS);
       }
       this.#report();
     } catch (e) {
@@ -307,10 +322,10 @@ export class WorkerHost {
     return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank };
   }
 
-  /** What the control plane's cost model reads: KV bytes per block and cumulative prefill timings. */
+  /** What the control plane's cost model reads: KV bytes per block, cumulative prefill timings, data paths per peer. */
   #controlStats(): MessageOf<"stats"> {
     const p = this.#engine.timings.byKind.prefill;
-    return { type: "stats", rank: this.#o.rank, counters: { kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs } };
+    return { type: "stats", rank: this.#o.rank, counters: { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs } };
   }
 
   #fail(e: Error): void {

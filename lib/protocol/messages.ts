@@ -23,6 +23,7 @@ import {
   StatsRequestMessage,
   TokenDeltaMessage,
 } from "./runtime_messages.ts";
+import { IpcAnswerMessage, IpcOfferMessage } from "./ipc_messages.ts";
 import { NcclIdMessage, NcclIdOfferMessage, NcclPairDownMessage, NcclPairStatusMessage } from "./nccl_messages.ts";
 import {
   TransferAbortMessage,
@@ -65,6 +66,8 @@ export const MESSAGE_SCHEMAS = {
   nccl_id: NcclIdMessage,
   nccl_pair_status: NcclPairStatusMessage,
   nccl_pair_down: NcclPairDownMessage,
+  ipc_offer: IpcOfferMessage,
+  ipc_answer: IpcAnswerMessage,
 } as const;
 
 /** Every message type name. */

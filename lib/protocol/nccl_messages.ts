@@ -45,7 +45,10 @@ export const NcclIdMessage = z.object({
   error: z.string().optional(),
 });
 
-/** Worker -> control plane: whether this rank's pair with peerRank is up (after start-up, on every reconnect, and when it breaks). */
+/**
+ * Worker -> control plane: whether this rank's direct pair with peerRank (NCCL, or CUDA IPC: see
+ * ipc_messages.ts) is up (after start-up, on every reconnect, and when it breaks).
+ */
 export const NcclPairStatusMessage = z.object({
   type: z.literal("nccl_pair_status"),
   ...envelope,
@@ -55,5 +58,5 @@ export const NcclPairStatusMessage = z.object({
   error: z.string().optional(),
 });
 
-/** Control plane -> worker: the partner has no working pair; use the host path for peerRank. */
+/** Control plane -> worker: the partner has no working direct pair; use the host path for peerRank. */
 export const NcclPairDownMessage = z.object({ type: z.literal("nccl_pair_down"), ...envelope, peerRank: Count, reason: z.string() });

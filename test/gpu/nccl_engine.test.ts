@@ -1,6 +1,7 @@
-// KV transfers between two CUDA workers of an LLMEngine go over their NCCL pair: at start-up the
-// control plane relays rank 0's unique id to rank 1 and both join the pair; with transfers forced
-// and round-robin routing, each follower of a shared prefix lands on the rank without the prefix,
+// KV transfers between two CUDA workers of an LLMEngine go over their NCCL pair with dataPath
+// "nccl" ("auto" prefers CUDA IPC: test/gpu/ipc_engine.test.ts): at start-up the control plane
+// relays rank 0's unique id to rank 1 and both join the pair; with transfers forced and round-robin
+// routing, each follower of a shared prefix lands on the rank without the prefix,
 // whose blocks are copied there over NCCL (never the host path), and it prefills only its suffix.
 //
 // Outputs are compared with a run with transfers off whose follower is routed to the rank that
@@ -62,7 +63,7 @@ describe("LLMEngine on two GPUs: KV transfers over the NCCL pair", () => {
       await using off = await LLMEngine.create({ model, ...base, transfers: "off", routing: { policy: "prefix-only" } });
       reference = await run(off);
     }
-    await using engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", dataPath: "auto", background: false }, routing: { policy: "round-robin" } });
+    await using engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", dataPath: "nccl", background: false }, routing: { policy: "round-robin" } });
     const got = await run(engine);
 
     for (let g = 0; g < GROUPS; g++) {
@@ -77,6 +78,7 @@ describe("LLMEngine on two GPUs: KV transfers over the NCCL pair", () => {
     const c = await engine.processes.controlStats();
     expect(c.nccl_ids_relayed).toBe(1);
     expect(c.nccl_pairs_up).toBe(1);
+    expect(c.ipc_offers).toBe(0);
     expect(c.transfer_completed).toBe(GROUPS);
     expect(c.transfer_blocks).toBe(GROUPS * (PREFIX / base.blockSize));
     // Workers push their counters; wait until they include the last plan.

@@ -3,8 +3,8 @@
 // lacks it, so forced foreground copies happen and the follower prefills from the copied blocks;
 // greedy outputs equal those with transfers off. Crossing followers copy in both directions at
 // once. With a fault injected at a phase every plan aborts, outputs still match, nothing leaks.
-// On the CPU backend, dataPath "auto" opens no NCCL pair (no rendezvous traffic at all) and every
-// payload goes over the workers' host sockets.
+// On the CPU backend, dataPath "auto" opens neither a CUDA IPC mapping nor an NCCL pair (no
+// rendezvous traffic at all) and every payload goes over the workers' host sockets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RequestOutput } from "../../lib/core/outputs.ts";
 import { LLMEngine, type LLMEngineOptions } from "../../lib/engine/llm_engine.ts";
@@ -97,10 +97,13 @@ describe("transfers forced on", () => {
     await new Promise((r) => setTimeout(r, 1100)); // the launcher polls control-plane counters each second
     expect(engine.stats().transfers).toEqual({ count: 4, blocks: 40, bytes: c.transfer_bytes! });
     expect(c.nccl_offers).toBe(0);
+    expect(c.ipc_offers).toBe(0);
     const counters = await rankCounters(engine, (rs) => sum(rs, "data_path_host_sent_bytes") === c.transfer_bytes);
     expect(sum(counters, "data_path_host_sent_bytes")).toBe(c.transfer_bytes!);
     expect(sum(counters, "data_path_host_received_bytes")).toBe(c.transfer_bytes!);
-    expect(counters.map((r) => [r.data_path_nccl_peers, r.data_path_nccl_sent_bytes, r.data_path_nccl_received_bytes])).toEqual([[0, 0, 0], [0, 0, 0]]);
+    for (const path of ["ipc", "nccl"]) {
+      expect(counters.map((r) => [r[`data_path_${path}_peers`], r[`data_path_${path}_sent_bytes`], r[`data_path_${path}_received_bytes`]])).toEqual([[0, 0, 0], [0, 0, 0]]);
+    }
     await drainedEverywhere(engine);
   });
 });

@@ -2,7 +2,8 @@
  * The lmpool policy: among the ingress rank and its NVLink partners, the capacity-feasible rank of
  * least projected cost (queue work + missing prefill + reclaim pressure) wins, unless that rank is
  * the prefix owner and it is overloaded relative to another candidate, in which case a bounded
- * spill goes to the cheapest such candidate.
+ * spill goes to the cheapest such candidate (a hot prefix shared by live requests spills sooner:
+ * its one extra prefill serves the requests that follow).
  * @module
  */
 import type { RouteChoice, RoutingContext } from "../routing_context.ts";
@@ -43,21 +44,31 @@ function lessCost(ctx: RoutingContext, a: RouteCost, b: RouteCost): boolean {
 }
 
 /**
- * When `chosen` holds the longest prefix and its queue work exceeds another feasible candidate's
- * by more than spillLoadGapTokens and spillLoadRatio x, and moving there recomputes at most
- * spillMaxExtraPrefillTokens more prompt tokens, returns the cheapest such candidate.
+ * When `chosen` holds the longest prefix, another feasible candidate carries a spillLoadRatio-th of
+ * its queue work or less, and moving there recomputes at most spillMaxExtraPrefillTokens more
+ * prompt tokens, returns the cheapest such candidate, if either
+ * - the queue gap exceeds spillLoadGapTokens, or
+ * - live sequences on the owner share the prefix and the gap exceeds the extra prefill divided by
+ *   1 + sharers (at most spillMaxSharers): the target pays the prefill once and then holds the
+ *   prefix for the requests that follow. Without this a hot prefix whose prefill outweighs the
+ *   owner's whole queue never leaves its owner, however skewed the load (a 9k-token prefix vs. a
+ *   queue of 16 short decodes), while a second copy pays for itself after a few requests.
  */
 function boundedSpill(ctx: RoutingContext, chosen: RouteCost, feasible: readonly RouteCost[]): RouteCost | undefined {
   const w = ctx.config.cost;
   const ownerBlocks = ctx.match(chosen.rank).blocks;
   if (ownerBlocks === 0) return undefined;
   for (const c of feasible) if (ctx.match(c.rank).blocks > ownerBlocks) return undefined; // not the owner
+  const sharers = Math.min(ctx.liveSharers(chosen.rank), w.spillMaxSharers);
   let out: RouteCost | undefined;
   for (const c of feasible) {
-    if (c.rank === chosen.rank) continue;
-    const overloaded = chosen.queueWork - c.queueWork > w.spillLoadGapTokens && chosen.queueWork > w.spillLoadRatio * c.queueWork;
+    if (c.rank === chosen.rank || chosen.queueWork <= w.spillLoadRatio * c.queueWork) continue;
+    const gap = chosen.queueWork - c.queueWork;
     const extraPrefill = ctx.cachedTokens(chosen.rank) - ctx.cachedTokens(c.rank);
-    if (overloaded && extraPrefill <= w.spillMaxExtraPrefillTokens && (!out || lessCost(ctx, c, out))) out = c;
+    const amortized = (w.missingPrefillWeight * extraPrefill) / (1 + sharers);
+    const overloaded = gap > w.spillLoadGapTokens || (sharers > 0 && gap > amortized);
+    const bounded = extraPrefill / (1 + sharers) <= w.spillMaxExtraPrefillTokens;
+    if (overloaded && bounded && (!out || lessCost(ctx, c, out))) out = c;
   }
   return out;
 }

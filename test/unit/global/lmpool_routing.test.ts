@@ -92,6 +92,25 @@ test("bounded spill: the owner's cost still wins but its load gap triggers a spi
   expect(calm.route(query(promptTokens(1, 16 * 200, 7, 100))).rank).toBe(1);
 });
 
+test("shared-prefix spill: a hot prefix whose prefill outweighs the owner's queue leaves a twice-as-busy owner once live requests share it", () => {
+  // Load skew at GPU scale: a 9,216-token prefix, 11 running requests on its owner, 5 on the partner.
+  const hot = promptTokens(3, 16 * 576);
+  const running = (n: number) => ({ numRunning: n, numWaiting: 0, runningTokens: n * (16 * 576 + 12), waitingTokens: 0 });
+  const route = (sharers: number, partnerRunning = 5, cost = {}) => {
+    const s = cluster(2, { config: { cost } });
+    s.applySnapshot(snapshot(0, { version: 2, entries: chainEntries(hashesOf(hot), 0, sharers), load: running(11) }));
+    s.applySnapshot(snapshot(1, { version: 2, load: running(partnerRunning) }));
+    return s.route(query([...hot, 1, 2, 3]));
+  };
+  // Queue work ~5,427 vs ~2,467: the 9,216-token prefill is more than the gap, beyond the 4,096 bound.
+  expect(route(0)).toMatchObject({ rank: 0, reason: "prefix-hit" });
+  // Five live requests share it: 9,216 / 6 = 1,536 amortized, under the gap and the bound.
+  expect(route(5)).toMatchObject({ rank: 1, reason: "spill" });
+  expect(route(5, 6).rank).toBe(0); // 5,427 < 2 x 2,960: the owner is not twice as busy
+  expect(route(1).rank).toBe(0); // 4,608 amortized: more than the gap
+  expect(route(5, 5, { spillMaxSharers: 0 }).rank).toBe(0); // disabled
+});
+
 test("candidates are the ingress rank and its NVLink partners only", () => {
   const topology = NvlinkTopology.fromPairs("0-1,2-3", 4);
   const s = cluster(4, { topology });

@@ -185,3 +185,20 @@ describe("rejection and abort", () => {
     bm.checkInvariants({ drained: true });
   });
 });
+
+describe("load", () => {
+  test("a waiting sequence counts only the tokens it will prefill: its cached prefix is no work", () => {
+    const { sched } = setup(64, { maxNumSeqs: 1 });
+    const first = makeSeq(range(21), BS, { id: "first", params: { maxTokens: 1 } });
+    sched.add(first);
+    step(sched); // prefilled, finished: its 5 complete blocks stay cached
+    const running = makeSeq(range(10, 100), BS, { id: "running", params: { maxTokens: 5 } });
+    sched.add(running);
+    step(sched);
+    const hit = makeSeq([...range(21), 7, 7], BS, { id: "hit" }); // 5 cached blocks + 3 tokens
+    const miss = makeSeq(range(23, 200), BS, { id: "miss" });
+    sched.add(hit);
+    sched.add(miss);
+    expect(sched.load()).toEqual({ numRunning: 1, numWaiting: 2, runningTokens: 11, waitingTokens: 23 - 20 + 23 });
+  });
+});

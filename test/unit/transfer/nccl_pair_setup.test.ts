@@ -112,7 +112,7 @@ describe("NCCL pair start-up", () => {
     await until(() => plane.nccl.counters().nccl_pairs_up === 1);
     conns[1]!.c.send({ type: "nccl_pair_status", rank: 1, peerRank: 0, ok: false, error: "plan p7: recv with rank 0 not complete after 30000 ms" });
     await until(() => conns[0]!.got.length > 0);
-    expect(conns[0]!.got[0]).toMatchObject({ type: "nccl_pair_down", peerRank: 1, reason: "rank 1 lost its NCCL pair with rank 0: plan p7: recv with rank 0 not complete after 30000 ms" });
+    expect(conns[0]!.got[0]).toMatchObject({ type: "nccl_pair_down", peerRank: 1, reason: "rank 1 lost its direct pair with rank 0: plan p7: recv with rank 0 not complete after 30000 ms" });
     // Rank 0 drops its end and says so: nothing more is sent, no pair is up.
     conns[0]!.c.send({ type: "nccl_pair_status", rank: 0, peerRank: 1, ok: false, error: "dropped" });
     await until(() => plane.nccl.counters().nccl_pairs_up === 0);

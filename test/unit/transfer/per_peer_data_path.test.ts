@@ -3,17 +3,19 @@
 // run time (a plan timing out) fails that plan, moves the peer to the host path for good (logged
 // once, reported once) and the next plan with it goes over the host path; the control plane's
 // "your partner dropped the pair" does the same and aborts the local end; cancel and close reach
-// both paths; the counters say which path each peer uses and how many bytes each path moved.
+// both paths; the counters say which path each peer uses and how many bytes each path moved. With
+// two direct paths (CUDA IPC, then NCCL) each peer takes the first that serves it, and one that
+// breaks goes to the host path.
 import { describe, expect, test } from "bun:test";
-import type { KvDataPath, KvTransferJob } from "../../../lib/local/kv_data_path.ts";
+import type { KvTransferJob } from "../../../lib/local/kv_data_path.ts";
 import { NcclDataPath } from "../../../lib/local/nccl_data_path.ts";
-import { PerPeerDataPath } from "../../../lib/local/per_peer_data_path.ts";
+import { PerPeerDataPath, type DirectDataPath } from "../../../lib/local/per_peer_data_path.ts";
 import { FakePair } from "./fake_nccl_pair.ts";
 
 const kv = { handle: 1n, numBlocks: 64, blockBytes: 1000 };
 
-/** A host path that completes every plan at once and records what it saw. */
-class RecordingHostPath implements KvDataPath {
+/** A path that completes every plan at once and records what it saw. */
+class RecordingPath implements DirectDataPath {
   readonly blockBytes = 1000;
   calls: string[] = [];
   cancelled: string[] = [];
@@ -32,6 +34,10 @@ class RecordingHostPath implements KvDataPath {
   async close(): Promise<void> {
     this.closed++;
   }
+  dropped: string[] = [];
+  dropPeer(peer: number, reason: string): void {
+    this.dropped.push(`${peer}: ${reason}`);
+  }
 }
 
 function job(planId: string, peerRank: number, n = 2): KvTransferJob {
@@ -41,12 +47,12 @@ function job(planId: string, peerRank: number, n = 2): KvTransferJob {
 /** Rank 0 with an NCCL pair to rank 1, none to rank 3 (it failed at start-up), host path to all. */
 function setup(timeoutMs = 1000) {
   const pair = new FakePair();
-  const host = new RecordingHostPath();
+  const host = new RecordingPath();
   const logs: string[] = [];
   const fallbacks: string[] = [];
   let perPeer: PerPeerDataPath | undefined;
   const nccl = new NcclDataPath(kv, new Map([[1, pair]]), { timeoutMs, onPairBroken: (peer, why) => perPeer?.fallBack(peer, why) });
-  perPeer = new PerPeerDataPath({ rank: 0, host, direct: { path: nccl, peers: [1], failed: new Map([[3, "NCCL timed out"]]) }, log: (l) => logs.push(l) });
+  perPeer = new PerPeerDataPath({ rank: 0, host, direct: [{ name: "nccl", path: nccl, peers: [1], failed: new Map([[3, "NCCL timed out"]]) }], log: (l) => logs.push(l) });
   perPeer.onFallback = (peer, why) => fallbacks.push(`${peer}: ${why}`);
   return { pair, host, logs, fallbacks, path: perPeer };
 }
@@ -62,10 +68,12 @@ describe("PerPeerDataPath", () => {
     expect(await path.send(job("c", 3, 1))).toBe(1000);
     expect(host.calls).toEqual(["receive b <- 2", "send c -> 3"]);
     expect([path.pathOf(1), path.pathOf(2), path.pathOf(3)]).toEqual(["nccl", "host", "host"]);
-    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 3, ok: false, error: "NCCL timed out" }]);
+    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 3, ok: false, error: "nccl: NCCL timed out" }]);
     expect(path.counters()).toEqual({
       data_path_nccl_peers: 1, data_path_fallbacks: 0, data_path_nccl_peer_1: 1, data_path_nccl_peer_3: 0,
       data_path_nccl_sent_bytes: 3000, data_path_nccl_received_bytes: 0, data_path_host_sent_bytes: 1000, data_path_host_received_bytes: 2000,
+      // CUDA IPC was not tried here: its counters are there, at zero.
+      data_path_ipc_peers: 0, data_path_ipc_sent_bytes: 0, data_path_ipc_received_bytes: 0,
     });
   });
 
@@ -111,12 +119,44 @@ describe("PerPeerDataPath", () => {
   });
 
   test("without a direct path every plan takes the host path", async () => {
-    const host = new RecordingHostPath();
+    const host = new RecordingPath();
     const path = new PerPeerDataPath({ rank: 2, host, log: () => {} });
     expect(await path.send(job("h", 0, 4))).toBe(4000);
     expect(path.status()).toEqual([]);
     expect(path.counters()).toMatchObject({ data_path_nccl_peers: 0, data_path_host_sent_bytes: 4000 });
     path.fallBack(0, "nothing to fall back from");
     expect(host.calls).toEqual(["send h -> 0"]);
+  });
+
+  test("two direct paths: each peer takes the first that serves it; a broken one falls back to the host path", async () => {
+    const [ipc, nccl, host] = [new RecordingPath(), new RecordingPath(), new RecordingPath()];
+    const logs: string[] = [];
+    const path = new PerPeerDataPath({
+      rank: 0, host, log: (l) => logs.push(l),
+      direct: [
+        { name: "ipc", path: ipc, peers: [1], failed: new Map([[2, "cannot map"], [3, "cannot map"]]) },
+        { name: "nccl", path: nccl, peers: [2, 1], failed: new Map([[3, "timed out"]]) },
+      ],
+    });
+    expect([1, 2, 3, 4].map((p) => path.pathOf(p))).toEqual(["ipc", "nccl", "host", "host"]);
+    await Promise.all([path.send(job("a", 1)), path.receive(job("b", 2, 3)), path.send(job("c", 3, 1))]);
+    expect([ipc.calls, nccl.calls, host.calls]).toEqual([["send a -> 1"], ["receive b <- 2"], ["send c -> 3"]]);
+    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 2, ok: true }, { peerRank: 3, ok: false, error: "ipc: cannot map; nccl: timed out" }]);
+    expect(path.counters()).toEqual({
+      data_path_fallbacks: 0,
+      data_path_ipc_peers: 1, data_path_ipc_peer_1: 1, data_path_ipc_peer_2: 0, data_path_ipc_peer_3: 0,
+      data_path_nccl_peers: 1, data_path_nccl_peer_1: 0, data_path_nccl_peer_2: 1, data_path_nccl_peer_3: 0,
+      data_path_ipc_sent_bytes: 2000, data_path_ipc_received_bytes: 0, data_path_nccl_sent_bytes: 0, data_path_nccl_received_bytes: 3000,
+      data_path_host_sent_bytes: 1000, data_path_host_received_bytes: 0,
+    });
+    path.fallBack(1, "copy failed");
+    expect(ipc.dropped).toEqual(["1: copy failed"]);
+    expect(nccl.dropped).toEqual([]);
+    expect(path.pathOf(1)).toBe("host");
+    expect(logs).toEqual(["[worker 0] ipc pair 0-1 broke; plans with rank 1 use the host path from now on: copy failed"]);
+    path.cancel("z", "aborted");
+    expect([ipc.cancelled, nccl.cancelled, host.cancelled]).toEqual([["z"], ["z"], ["z"]]);
+    await path.close();
+    expect([ipc.closed, nccl.closed, host.closed]).toEqual([1, 1, 1]);
   });
 });

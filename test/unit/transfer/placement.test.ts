@@ -86,7 +86,7 @@ describe("background candidates", () => {
     expect(planPlacements(w.env, hot(HOT))).toEqual([]);
     expect(planPlacements(world({ dstFree: 15 }).env, hot(HOT))).toEqual([]); // 8 + 8 reserve > 15
     expect(planPlacements(world({ dstFree: 16 }).env, hot(HOT))).toHaveLength(1);
-    expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // 80 ms > 2 x 2.56 ms
+    expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // 2.16 ms at 370 GB/s > 2.56 ms / 2
     expect(planPlacements(world({ blockBytes: 1e8, config: { mode: "force" } }).env, hot(HOT))).toHaveLength(1);
   });
 
@@ -133,5 +133,27 @@ describe("placement leases", () => {
     expect(routed("round-robin", 1).d.reason).toBe("round-robin");
     const expired = new PlacementLeases({ bonusTokens: 512, now: () => 5000 });
     expect(expired.size).toBe(0);
+  });
+});
+
+describe("leases on a partial copy", () => {
+  const LONG = hashesOf(promptTokens(7, 40 * 16)); // 40 blocks; a placement copies the first 8
+  function route(o: { ownerQueue: number; leaseQueue: number; skew?: boolean }) {
+    const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
+    const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
+    s.applySnapshot(snapshot(0, { entries: chainEntries(LONG, 0), load: load(o.ownerQueue) }));
+    s.applySnapshot(snapshot(1, { entries: chainEntries(LONG.slice(0, 8), 500), load: load(o.leaseQueue) }));
+    const leases = new PlacementLeases({ bonusTokens: 0, ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }), now: () => 0 });
+    s.routeAdvisor = leases;
+    leases.grant(LONG[7]!, 8, 1, 1000);
+    const tokens = [...promptTokens(7, 40 * 16), 5, 6, 7];
+    return s.route({ requestId: `q${Math.random()}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 4 });
+  }
+
+  test("while the owner is as much busier as placement required, its lease sends the request to the partial copy", () => {
+    // Owner: 300 queued tokens + 3 to prefill; copy: 32 blocks (512 tokens) still to prefill there.
+    expect(route({ ownerQueue: 300, leaseQueue: 0, skew: false }).rank).toBe(0); // cost alone keeps the owner
+    expect(route({ ownerQueue: 300, leaseQueue: 0 })).toMatchObject({ rank: 1, reason: "lease" });
+    expect(route({ ownerQueue: 300, leaseQueue: 200 }).rank).toBe(0); // queue gap 100 < 256 tokens: no skew left
   });
 });

@@ -1,24 +1,26 @@
 // The control plane's transfer policy loop in-process (real workers of the cluster fixture behind
 // the link): a route with a prefix shortage waits for its foreground copy, a concurrent route for
-// the same prefix joins that plan instead of copying twice, and a placement pass copies a hot
-// chain ahead of demand and grants the lease routing then honours.
+// the same prefix joins that plan instead of copying twice, a copy that does not finish in time
+// releases the route after a short bound (never longer than the prefill it saves) and learns its
+// cost, a plan expected to end too late is not waited for, and a placement pass copies a hot chain
+// ahead of demand and grants the lease routing then honours.
 import { afterEach, expect, test } from "bun:test";
 import { GlobalScheduler, type RouteDecision } from "../../../lib/global/global_scheduler.ts";
 import type { RouteQuery } from "../../../lib/global/routing_context.ts";
 import { NvlinkTopology } from "../../../lib/global/topology.ts";
 import { resolveTransferConfig, type TransferConfig } from "../../../lib/global/transfer_config.ts";
 import { TransferService } from "../../../lib/global/transfer_service.ts";
-import type { TransferPhaseMessage } from "../../../lib/local/transfer_executor.ts";
-import { cachePrompt, makeCluster, tokens, type TestCluster } from "./cluster_fixture.ts";
+import type { TransferFaultHook, TransferPhaseMessage } from "../../../lib/local/transfer_executor.ts";
+import { cachePrompt, candidateOf, makeCluster, tokens, type TestCluster } from "./cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];
 afterEach(async () => {
   for (const c of clusters.splice(0)) await c.close();
 });
 
-async function setUp(config: Partial<TransferConfig>) {
+async function setUp(config: Partial<TransferConfig>, faults?: (rank: number) => TransferFaultHook | undefined) {
   const scheduler = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
-  const c = await makeCluster({ table: scheduler.blocks, numBlocks: 48 });
+  const c = await makeCluster({ table: scheduler.blocks, numBlocks: 48, faults });
   clusters.push(c);
   const service = new TransferService({
     scheduler,
@@ -77,4 +79,55 @@ test("a placement pass copies a hot chain to the idle partner and grants a lease
   expect(service.leases.size).toBe(1);
   expect(ask("c")).toMatchObject({ rank: 1, reason: "lease" });
   expect(service.counters()).toMatchObject({ transfer_background_completed: 1, lease_routes: 1 });
+});
+
+// The destination's execute hangs until the plan is aborted (its deadline): a copy that never lands.
+const hangingReceive = (rank: number): TransferFaultHook | undefined => (rank === 1 ? (phase, role) => (phase === "execute" && role === "dst" ? "hang" : undefined) : undefined);
+
+test("a copy that does not land in time releases the route after the wait bound; it aborts at its deadline and its cost is learned", async () => {
+  const { c, service } = await setUp({ mode: "auto", background: false, foregroundWaitMs: 40, foregroundDeadlineMs: 300, prefillMsPerToken: 10 }, hangingReceive);
+  const prompt = tokens(33); // 8 full blocks: saves 32 tokens x 10 ms of prefill
+  const hashes = cachePrompt(c.workers[0]!, prompt, 1);
+  c.report();
+  const decision: RouteDecision = { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  const t0 = performance.now();
+  await service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, decision);
+  const waited = performance.now() - t0;
+  expect(waited).toBeGreaterThanOrEqual(35);
+  expect(waited).toBeLessThan(250); // not the plan's deadline
+  expect(service.counters()).toMatchObject({ transfer_started: 1, transfer_route_wait_expired: 1, transfer_active: 1 });
+  const outcome = await service.coordinator.outcome(`s-1`)!;
+  expect(outcome).toMatchObject({ status: "aborted", failedPhase: "execute" });
+  expect(service.counters()).toMatchObject({ transfer_deadline_aborts: 1 });
+  const est = service.cost.estimate(0, 1, 8, c.workers[0]!.kv.blockBytes);
+  expect(est.source).toBe("observed");
+  expect(est.ms).toBeGreaterThanOrEqual(250);
+  // The next route for the prefix: the learned cost (>= 250 ms) is more than half the 320 ms saved.
+  expect(service.afterRoute({ ...query("b", prompt), blockHashes: hashes }, decision)).toBeUndefined();
+  expect(service.counters()).toMatchObject({ transfer_started: 1, transfer_skip_cost: 1 });
+  await new Promise((r) => setTimeout(r, 20));
+  for (const w of c.workers) w.bm.checkInvariants({ drained: true });
+});
+
+test("in auto mode a route waits no longer than the prefill its copy saves", async () => {
+  const { c, service } = await setUp({ mode: "auto", background: false, foregroundWaitMs: 5000, foregroundDeadlineMs: 400, prefillMsPerToken: 1 }, hangingReceive);
+  const prompt = tokens(33);
+  const hashes = cachePrompt(c.workers[0]!, prompt, 1);
+  c.report();
+  const t0 = performance.now();
+  await service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 });
+  expect(performance.now() - t0).toBeLessThan(200); // 32 ms of prefill saved, not the 400 ms deadline
+  await service.coordinator.outcome("s-1");
+});
+
+test("a running plan its own estimate says ends after the prefill it would save is not waited for", async () => {
+  const { c, service } = await setUp({ mode: "auto", background: false, foregroundDeadlineMs: 300 }, hangingReceive);
+  const prompt = tokens(33);
+  const hashes = cachePrompt(c.workers[0]!, prompt, 1);
+  c.report();
+  // A background copy of the prefix to rank 1, estimated at 10 s.
+  const { done } = service.coordinator.start({ ...candidateOf(c, 0, 1, hashes), estimatedMs: 10_000 }, 300);
+  expect(service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 })).toBeUndefined();
+  expect(service.counters().transfer_skip_inbound).toBe(1); // and nothing else to copy
+  await done;
 });

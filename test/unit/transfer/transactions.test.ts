@@ -165,3 +165,30 @@ test("concurrent plans on one pair, in both directions, all complete with exact 
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
   for (const r of [0, 1]) expect(c.tableEntries(r)).toEqual(c.state(r).published);
 });
+
+test("payloads in flight: the source's from execute to finalize, the destination's until received; none after an abort", async () => {
+  const seen: Record<string, number[]> = {};
+  const c = await cluster({
+    beforePhase: (plan, phase) => {
+      seen[`${plan.planId}:${phase}`] = c.workers.map((w) => w.executor.payloadsInFlight);
+    },
+    faults: (rank) => (rank === 1 ? (phase, role, planId) => (phase === "execute" && role === "dst" && planId === "t-2" ? "hang" : undefined) : undefined),
+  });
+  const hashes = cachePrompt(c.workers[0]!, tokens(17), 1);
+  c.report();
+  expect((await c.coordinator.start(candidateOf(c, 0, 1, hashes), 2000).done).status).toBe("completed");
+  expect(seen["t-1:execute"]).toEqual([0, 0]);
+  expect(seen["t-1:publish"]).toEqual([1, 0]); // received; the source waits for its finalize
+  expect(seen["t-1:finalize"]).toEqual([1, 0]);
+  expect(c.workers.map((w) => w.executor.payloadsInFlight)).toEqual([0, 0]);
+  // A destination that hangs before receiving: the sent payload stays in flight until the deadline aborts the plan.
+  const hashesB = cachePrompt(c.workers[0]!, tokens(9, 500), 2);
+  c.report();
+  const hung = c.coordinator.start(candidateOf(c, 0, 1, hashesB), 150).done;
+  await new Promise((r) => setTimeout(r, 50));
+  expect(c.workers.map((w) => w.executor.payloadsInFlight)).toEqual([1, 0]);
+  const settled = Promise.all(c.workers.map((w) => w.executor.payloadsSettled()));
+  expect((await hung).status).toBe("aborted");
+  await settled;
+  expect(c.workers.map((w) => w.executor.payloadsInFlight)).toEqual([0, 0]);
+});

@@ -1,0 +1,92 @@
+/**
+ * The control plane's part in CUDA IPC pair start-up (messages in lib/protocol/ipc_messages.ts):
+ * holds a worker's ipc_offer of one stage until its partner's offer of that stage arrives, then
+ * answers each side with the other's, so both map each other's KV cache at about the same time and
+ * both learn whether the other succeeded. Offers between ranks that are not a direct NVLink pair
+ * are refused at once. The 64-byte handles pass through; K/V payloads never do.
+ * @module
+ */
+import type { MessageOf } from "../protocol/messages.ts";
+import type { NvlinkTopology } from "./topology.ts";
+
+/** The answer to one offer (an ipc_answer message without type and correlation fields). */
+export type IpcAnswer = Omit<MessageOf<"ipc_answer">, "type" | "id" | "replyTo">;
+
+/** Options of an {@link IpcRendezvous}. */
+export interface IpcRendezvousOptions {
+  /** Direct NVLink pairs: offers for any other pair are refused. */
+  topology?: NvlinkTopology;
+}
+
+interface WaitingOffer {
+  offer: MessageOf<"ipc_offer">;
+  /** Who holds the offer (its connection): the offer is withdrawn when it goes away. */
+  owner: unknown;
+  answer: (a: IpcAnswer) => void;
+}
+
+/** Pairs the two ranks' offers of each stage and hands each the other's. */
+export class IpcRendezvous {
+  readonly #o: IpcRendezvousOptions;
+  readonly #waiting = new Map<string, WaitingOffer>();
+  readonly #counts = { ipc_offers: 0, ipc_offers_refused: 0, ipc_handles_relayed: 0, ipc_pairs_opened: 0 };
+
+  constructor(o: IpcRendezvousOptions = {}) {
+    this.#o = o;
+  }
+
+  /** Takes an offer; `answer` runs once, when the partner's offer of the same stage arrives (or at once on a refusal). */
+  offer(offer: MessageOf<"ipc_offer">, owner: unknown, answer: (a: IpcAnswer) => void): void {
+    this.#counts.ipc_offers++;
+    const { rank, peerRank, stage } = offer;
+    if (this.#o.topology?.affinity(rank, peerRank) !== 1) {
+      this.#counts.ipc_offers_refused++;
+      answer({ peerRank, stage, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
+      return;
+    }
+    const partner = this.#waiting.get(key(peerRank, rank, stage));
+    if (!partner) {
+      // A repeated offer (the worker reconnected) replaces the one before.
+      this.#waiting.get(key(rank, peerRank, stage))?.answer({ peerRank, stage, error: `superseded by a newer offer of rank ${rank}` });
+      this.#waiting.set(key(rank, peerRank, stage), { offer, owner, answer });
+      return;
+    }
+    this.#waiting.delete(key(peerRank, rank, stage));
+    const both = [offer, partner.offer];
+    if (stage === "handle" && both.every((o) => o.handle !== undefined && o.error === undefined)) this.#counts.ipc_handles_relayed++;
+    if (stage === "opened" && both.every((o) => o.error === undefined)) this.#counts.ipc_pairs_opened++;
+    partner.answer(relayed(offer));
+    answer(relayed(partner.offer));
+  }
+
+  /** Withdraws the offers `owner` still has waiting (its connection closed). */
+  dropOwner(owner: unknown): void {
+    for (const [k, w] of this.#waiting) if (w.owner === owner) this.#waiting.delete(k);
+  }
+
+  /** Forgets a dead rank's waiting offers. */
+  onRankDown(rank: number): void {
+    for (const [k, w] of this.#waiting) if (w.offer.rank === rank) this.#waiting.delete(k);
+  }
+
+  /** Counters for the control plane's stats (ipc_pairs_opened: pairs both of whose sides mapped the other's cache). */
+  counters(): Record<string, number> {
+    return { ...this.#counts };
+  }
+}
+
+/** One side's offer as its partner gets it; the error names the side it came from. */
+function relayed(o: MessageOf<"ipc_offer">): IpcAnswer {
+  return {
+    peerRank: o.rank,
+    stage: o.stage,
+    ...(o.handle !== undefined ? { handle: o.handle } : {}),
+    ...(o.numBlocks !== undefined ? { numBlocks: o.numBlocks } : {}),
+    ...(o.blockBytes !== undefined ? { blockBytes: o.blockBytes } : {}),
+    ...(o.error !== undefined ? { error: `rank ${o.rank}: ${o.error}` } : {}),
+  };
+}
+
+function key(rank: number, peerRank: number, stage: string): string {
+  return `${rank}->${peerRank}:${stage}`;
+}

@@ -1,0 +1,50 @@
+/**
+ * The two small worker-to-worker signals of a CUDA IPC transfer (lib/local/ipc_data_path.ts):
+ * - ready (destination -> source): the destination is waiting for this plan, so its reserved
+ *   blocks stay reserved until the source reports; only then may the source write into them;
+ * - done (source -> destination): the copy completed (every byte landed), or `error` says why
+ *   nothing more will be written (not copied, copy failed).
+ * They travel as frames of the workers' KV peer channel (lib/local/kv_peer_channel.ts) with the plan
+ * id plus a suffix that no plan id has, so they never reach the host path's mailbox.
+ * @module
+ */
+import type { KvPeerChannel } from "./kv_peer_channel.ts";
+
+/** A signal about one plan. */
+export type IpcSignal = { kind: "ready"; planId: string } | { kind: "done"; planId: string; error?: string };
+
+/** Sends signals to peers and delivers theirs (a KvPeerChannel underneath; in memory in tests). */
+export interface IpcSignalLine {
+  /** Resolves once handed to the transport; rejects when it is closed. */
+  send(peerRank: number, signal: IpcSignal): Promise<void>;
+  /** Sets the handler of arriving signals (one per line). */
+  listen(handler: (fromRank: number, signal: IpcSignal) => void): void;
+}
+
+const SUFFIX = { ready: "\u0000ipc-ready", done: "\u0000ipc-done" } as const;
+const OK = 1;
+const FAILED = 0;
+
+/** IPC signals as frames of `channel` (payload of done: one status byte, then the error in UTF-8). */
+export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
+  return {
+    send: (peerRank, signal) => {
+      if (signal.kind === "ready") return channel.send(signal.planId + SUFFIX.ready, peerRank, new Uint8Array(0));
+      const error = signal.error === undefined ? new Uint8Array(0) : new TextEncoder().encode(signal.error);
+      const payload = new Uint8Array(1 + error.length);
+      payload[0] = signal.error === undefined ? OK : FAILED;
+      payload.set(error, 1);
+      return channel.send(signal.planId + SUFFIX.done, peerRank, payload);
+    },
+    listen: (handler) => {
+      const planOf = (key: string, suffix: string) => key.slice(0, key.length - suffix.length);
+      channel.divert(SUFFIX.ready, (from, key) => handler(from, { kind: "ready", planId: planOf(key, SUFFIX.ready) }));
+      channel.divert(SUFFIX.done, (from, key, payload) => {
+        const planId = planOf(key, SUFFIX.done);
+        if (payload[0] === OK && payload.length === 1) return handler(from, { kind: "done", planId });
+        const error = payload[0] === FAILED ? new TextDecoder().decode(payload.subarray(1)) : `malformed done signal (${payload.length} bytes, status ${payload[0]})`;
+        handler(from, { kind: "done", planId, error });
+      });
+    },
+  };
+}
