@@ -8,7 +8,7 @@
  */
 import type { FinishReason } from "../../lib/core/outputs.ts";
 import type { WorkloadRequest } from "../workloads/types.ts";
-import type { RequestObservation } from "./request_record.ts";
+import { startObservation, type RequestObservation } from "./request_record.ts";
 import { readSseData } from "./sse_reader.ts";
 
 /** Where and how to send. */
@@ -28,12 +28,7 @@ interface CompletionChunk {
 
 /** Sends `r` and observes its stream; never throws (failures land in `error`). */
 export async function sendCompletion(target: HttpTarget, r: WorkloadRequest, now: () => number, dueMs: number): Promise<RequestObservation> {
-  const obs: RequestObservation = {
-    id: r.id, promptTokens: r.promptTokenIds?.length ?? 0, dueMs, sentMs: now(), tokenDeltas: [], finishMs: 0,
-    cachedTokens: 0, rank: -1, finishReason: "error",
-    ...(r.phase !== undefined ? { phase: r.phase } : {}),
-    ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}),
-  };
+  const obs = startObservation(r, dueMs, now());
   try {
     const body = {
       model: target.model,

@@ -7,6 +7,7 @@
  * @module
  */
 import type { FinishReason } from "../../lib/core/outputs.ts";
+import type { WorkloadRequest } from "../workloads/types.ts";
 
 /** One measured request. Times are ms relative to the start of the run. */
 export interface RequestRecord {
@@ -46,6 +47,16 @@ export interface RequestObservation {
   rank: number;
   finishReason: FinishReason;
   error?: string;
+}
+
+/** The observation of `r` as it is sent at `sentMs`: no tokens yet, an error until it finishes. */
+export function startObservation(r: WorkloadRequest, dueMs: number, sentMs: number): RequestObservation {
+  return {
+    id: r.id, promptTokens: r.promptTokenIds?.length ?? 0, dueMs, sentMs, tokenDeltas: [], finishMs: 0,
+    cachedTokens: 0, rank: -1, finishReason: "error",
+    ...(r.phase !== undefined ? { phase: r.phase } : {}),
+    ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}),
+  };
 }
 
 /** Derives TTFT/TPOT/ITL/E2E from the observations of one request. */

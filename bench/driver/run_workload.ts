@@ -8,7 +8,7 @@ import type { EngineStats, GenerationEngine } from "../../lib/core/engine_api.ts
 import type { FinishReason, PromptInput, RequestOutput } from "../../lib/core/outputs.ts";
 import type { SamplingParams } from "../../lib/core/sampling_params.ts";
 import type { Workload, WorkloadRequest } from "../workloads/types.ts";
-import type { RequestObservation } from "./request_record.ts";
+import { startObservation, type RequestObservation } from "./request_record.ts";
 import { runSchedule, type ScheduledRun, type ScheduleOptions } from "./schedule.ts";
 
 /** How to run a workload on an engine. */
@@ -45,12 +45,7 @@ async function safeStats(engine: DrivenEngine): Promise<EngineStats | null> {
 }
 
 async function sendToEngine(engine: DrivenEngine, r: WorkloadRequest, now: () => number, dueMs: number, options: RunOptions): Promise<RequestObservation> {
-  const obs: RequestObservation = {
-    id: r.id, promptTokens: r.promptTokenIds?.length ?? 0, dueMs, sentMs: now(), tokenDeltas: [], finishMs: 0,
-    cachedTokens: 0, rank: -1, finishReason: "error",
-    ...(r.phase !== undefined ? { phase: r.phase } : {}),
-    ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}),
-  };
+  const obs = startObservation(r, dueMs, now());
   try {
     const params: Partial<SamplingParams> = { maxTokens: r.maxTokens, temperature: r.temperature ?? options.temperature ?? 0.6, ignoreEos: r.ignoreEos ?? false };
     let output: RequestOutput | undefined;

@@ -4,7 +4,7 @@
  * Missing values (a configuration that did not run) leave a gap marked "n/a".
  * @module
  */
-import { escapeXml, formatTick, niceTicks, seriesColor, svgDocument, svgText } from "./svg.ts";
+import { escapeXml, formatTick, niceTicks, seriesColor, svgDocument, svgText, titleAndYGrid } from "./svg.ts";
 
 /** One series of a grouped bar chart. */
 export interface BarSeries {
@@ -46,13 +46,7 @@ export function groupedBarChart(spec: BarChartSpec): string {
   const ticks = niceTicks(0, top > 0 ? top : 1);
   const yMax = ticks[ticks.length - 1] as number;
   const y = (v: number) => m.top + plotH - (Math.max(0, v) / yMax) * plotH;
-  const out: string[] = [];
-  out.push(svgText(width / 2, 22, spec.title, 'text-anchor="middle" font-size="15" font-weight="bold"'));
-  out.push('<g class="axes">');
-  for (const t of ticks) {
-    out.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#dddddd"/>`);
-    out.push(svgText(m.left - 6, y(t) + 4, formatTick(t), 'text-anchor="end"'));
-  }
+  const out = titleAndYGrid(width, spec.title, m.left, plotW, ticks, y);
   out.push(`<line x1="${m.left}" x2="${m.left}" y1="${m.top}" y2="${m.top + plotH}" stroke="#333333"/>`);
   out.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${m.top + plotH}" y2="${m.top + plotH}" stroke="#333333"/>`);
   out.push(svgText(16, m.top + plotH / 2, spec.yLabel, `text-anchor="middle" transform="rotate(-90 16 ${(m.top + plotH / 2).toFixed(1)})"`));

@@ -3,7 +3,7 @@
  * GPU pair. The x axis can be logarithmic (sizes 1, 2, 4, ... 64 blocks).
  * @module
  */
-import { escapeXml, formatTick, niceTicks, seriesColor, svgDocument, svgText } from "./svg.ts";
+import { escapeXml, formatTick, niceTicks, seriesColor, svgDocument, svgText, titleAndYGrid } from "./svg.ts";
 
 /** One line. */
 export interface LineSeries {
@@ -46,13 +46,7 @@ export function lineChart(spec: LineChartSpec): string {
   const xTicks = spec.logX
     ? [...new Set(pts.map((p) => p.x))].sort((a, b) => a - b)
     : niceTicks(xMin, xMax).filter((t) => t >= xMin && t <= xMax);
-  const out: string[] = [];
-  out.push(svgText(width / 2, 22, spec.title, 'text-anchor="middle" font-size="15" font-weight="bold"'));
-  out.push('<g class="axes">');
-  for (const t of yTicks) {
-    out.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${py(t).toFixed(1)}" y2="${py(t).toFixed(1)}" stroke="#dddddd"/>`);
-    out.push(svgText(m.left - 6, py(t) + 4, formatTick(t), 'text-anchor="end"'));
-  }
+  const out = titleAndYGrid(width, spec.title, m.left, plotW, yTicks, py);
   for (const t of xTicks) out.push(svgText(px(t), m.top + plotH + 16, formatTick(t), 'text-anchor="middle"'));
   out.push(`<line x1="${m.left}" x2="${m.left}" y1="${m.top}" y2="${m.top + plotH}" stroke="#333333"/>`);
   out.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${m.top + plotH}" y2="${m.top + plotH}" stroke="#333333"/>`);

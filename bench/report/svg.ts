@@ -55,3 +55,18 @@ export function formatTick(v: number): string {
 export function svgText(x: number, y: number, text: string, attrs = ""): string {
   return `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}"${attrs ? ` ${attrs}` : ""}>${escapeXml(text)}</text>`;
 }
+
+/**
+ * The opening of a chart body: the centred title, then the axes group opened with a horizontal
+ * grid line and a label per y tick (`y` maps a value to its pixel row; the plot starts at `left`).
+ */
+export function titleAndYGrid(width: number, title: string, left: number, plotW: number, yTicks: readonly number[], y: (v: number) => number): string[] {
+  const out: string[] = [];
+  out.push(svgText(width / 2, 22, title, 'text-anchor="middle" font-size="15" font-weight="bold"'));
+  out.push('<g class="axes">');
+  for (const t of yTicks) {
+    out.push(`<line x1="${left}" x2="${left + plotW}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#dddddd"/>`);
+    out.push(svgText(left - 6, y(t) + 4, formatTick(t), 'text-anchor="end"'));
+  }
+  return out;
+}

@@ -75,29 +75,29 @@ static lp_status check_block_ids(const cpu_kv *kv, const int32_t *block_ids, int
 }
 
 /* Packed layout [L, 2, n, block_size, kv_heads, head_dim]: block i of (layer, K/V) is chunk
- * (l * 2 + which) * n + i. */
-lp_status lp_kv_gather_host(uint64_t handle, const int32_t *block_ids, int32_t n, void *dst) {
+ * (l * 2 + which) * n + i. Copies cache -> host when to_host, else host -> cache (host is then
+ * only read). */
+static lp_status copy_packed(uint64_t handle, const int32_t *block_ids, int32_t n, const void *host, int to_host) {
   cpu_kv *kv;
   LP_TRY(cpu_kv_from_handle(handle, &kv));
-  LP_TRY(check_block_ids(kv, block_ids, n, dst));
+  LP_TRY(check_block_ids(kv, block_ids, n, host));
   const size_t bytes = (size_t)kv->block_floats * sizeof(float);
   for (int64_t lw = 0; lw < (int64_t)kv->num_layers * 2; lw++)
-    for (int32_t i = 0; i < n; i++)
-      memcpy((char *)dst + (size_t)(lw * n + i) * bytes, block_ptr(kv, lw / 2, lw % 2, block_ids[i]),
-             bytes);
+    for (int32_t i = 0; i < n; i++) {
+      float *block = block_ptr(kv, lw / 2, lw % 2, block_ids[i]);
+      char *packed = (char *)host + (size_t)(lw * n + i) * bytes;
+      if (to_host) memcpy(packed, block, bytes);
+      else memcpy(block, packed, bytes);
+    }
   return LP_OK;
 }
 
+lp_status lp_kv_gather_host(uint64_t handle, const int32_t *block_ids, int32_t n, void *dst) {
+  return copy_packed(handle, block_ids, n, dst, 1);
+}
+
 lp_status lp_kv_scatter_host(uint64_t handle, const int32_t *block_ids, int32_t n, const void *src) {
-  cpu_kv *kv;
-  LP_TRY(cpu_kv_from_handle(handle, &kv));
-  LP_TRY(check_block_ids(kv, block_ids, n, src));
-  const size_t bytes = (size_t)kv->block_floats * sizeof(float);
-  for (int64_t lw = 0; lw < (int64_t)kv->num_layers * 2; lw++)
-    for (int32_t i = 0; i < n; i++)
-      memcpy(block_ptr(kv, lw / 2, lw % 2, block_ids[i]),
-             (const char *)src + (size_t)(lw * n + i) * bytes, bytes);
-  return LP_OK;
+  return copy_packed(handle, block_ids, n, src, 0);
 }
 
 /* Stores each token's K and V (columns k_offset and v_offset of its qkv row) at its slot. Slots

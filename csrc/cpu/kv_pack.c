@@ -16,24 +16,28 @@ static lp_status check_pack_args(const cpu_kv *kv, const cpu_buffer *b, int32_t 
   return LP_OK;
 }
 
-lp_status lp_kv_pack(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+/* The host buffer behind buf, once kv_handle, buf and n are checked for a pack or unpack. */
+static lp_status open_pack(uint64_t kv_handle, uint64_t buf, int32_t n, uint64_t *out_job, char **data) {
   cpu_kv *kv;
   cpu_buffer *b;
   LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
   LP_TRY(cpu_buffer_from_handle(buf, &b));
   LP_TRY(check_pack_args(kv, b, n));
   if (out_job) *out_job = 0;
-  return lp_kv_gather_host(kv_handle, block_ids, n, b->data);
+  *data = b->data;
+  return LP_OK;
+}
+
+lp_status lp_kv_pack(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+  char *data;
+  LP_TRY(open_pack(kv_handle, buf, n, out_job, &data));
+  return lp_kv_gather_host(kv_handle, block_ids, n, data);
 }
 
 lp_status lp_kv_unpack(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
-  cpu_kv *kv;
-  cpu_buffer *b;
-  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
-  LP_TRY(cpu_buffer_from_handle(buf, &b));
-  LP_TRY(check_pack_args(kv, b, n));
-  if (out_job) *out_job = 0;
-  return lp_kv_scatter_host(kv_handle, block_ids, n, b->data);
+  char *data;
+  LP_TRY(open_pack(kv_handle, buf, n, out_job, &data));
+  return lp_kv_scatter_host(kv_handle, block_ids, n, data);
 }
 
 lp_status lp_kv_segment_bytes(uint64_t kv_handle, int32_t n, int64_t segment_bytes, int64_t *out_bytes) {
@@ -59,16 +63,28 @@ static uint32_t *chunk_words(const cpu_kv *kv, int64_t ls, int32_t id) {
   return (uint32_t *)(kv->data + (ls * kv->num_blocks + id) * kv->block_floats);
 }
 
-lp_status lp_kv_fill_pattern(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t seed) {
-  cpu_kv *kv;
-  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
-  LP_TRY(check_ids(kv, block_ids, n));
+/* Writes the validation pattern into every chunk of the blocks (check 0), or counts the words
+ * that differ from it (check 1). */
+static int64_t walk_pattern(cpu_kv *kv, const int32_t *block_ids, int32_t n, uint64_t seed, int check) {
+  int64_t bad = 0;
   for (int32_t i = 0; i < n; i++)
     for (int64_t ls = 0; ls < 2 * (int64_t)kv->num_layers; ls++) {
       uint32_t *w = chunk_words(kv, ls, block_ids[i]);
       const uint64_t key = lp_kv_pattern_chunk_key(seed, i, ls);
-      for (int64_t j = 0; j < kv->block_floats; j++) w[j] = lp_kv_pattern_word(key, (uint64_t)j);
+      for (int64_t j = 0; j < kv->block_floats; j++) {
+        const uint32_t want = lp_kv_pattern_word(key, (uint64_t)j);
+        if (check) bad += w[j] != want;
+        else w[j] = want;
+      }
     }
+  return bad;
+}
+
+lp_status lp_kv_fill_pattern(uint64_t kv_handle, const int32_t *block_ids, int32_t n, uint64_t seed) {
+  cpu_kv *kv;
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  LP_TRY(check_ids(kv, block_ids, n));
+  walk_pattern(kv, block_ids, n, seed, 0);
   return LP_OK;
 }
 
@@ -78,13 +94,6 @@ lp_status lp_kv_check_pattern(uint64_t kv_handle, const int32_t *block_ids, int3
   LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
   LP_TRY(check_ids(kv, block_ids, n));
   LP_REQUIRE(out_mismatched_words, "out_mismatched_words is NULL");
-  int64_t bad = 0;
-  for (int32_t i = 0; i < n; i++)
-    for (int64_t ls = 0; ls < 2 * (int64_t)kv->num_layers; ls++) {
-      const uint32_t *w = chunk_words(kv, ls, block_ids[i]);
-      const uint64_t key = lp_kv_pattern_chunk_key(seed, i, ls);
-      for (int64_t j = 0; j < kv->block_floats; j++) bad += w[j] != lp_kv_pattern_word(key, (uint64_t)j);
-    }
-  *out_mismatched_words = bad;
+  *out_mismatched_words = walk_pattern(kv, block_ids, n, seed, 1);
   return LP_OK;
 }

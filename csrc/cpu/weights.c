@@ -3,39 +3,18 @@
 #include <stdlib.h>
 
 #include "../common/bf16.h"
+#include "../common/weight_kinds.h"
 #include "cpu_model.h"
-
-static const char *kind_name(int32_t kind) {
-  switch (kind) {
-  case LP_W_EMBED: return "embed";
-  case LP_W_FINAL_NORM: return "final_norm";
-  case LP_W_LM_HEAD: return "lm_head";
-  case LP_W_INPUT_NORM: return "input_norm";
-  case LP_W_Q: return "q";
-  case LP_W_K: return "k";
-  case LP_W_V: return "v";
-  case LP_W_O: return "o";
-  case LP_W_Q_NORM: return "q_norm";
-  case LP_W_K_NORM: return "k_norm";
-  case LP_W_POST_NORM: return "post_norm";
-  case LP_W_GATE: return "gate";
-  case LP_W_UP: return "up";
-  case LP_W_DOWN: return "down";
-  default: return NULL;
-  }
-}
-
-static int is_global_kind(int32_t kind) { return kind >= LP_W_EMBED && kind <= LP_W_LM_HEAD; }
 
 /* Where a weight goes and how many elements it has. *dst is NULL for lm_head of a tied model,
  * whose value transformers discards in favour of embed_tokens. */
 static lp_status locate(const cpu_model *m, int32_t layer, int32_t kind, float **dst, int64_t *numel) {
   const lp_model_config *c = &m->cfg;
   const int64_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, D = c->head_dim;
-  const char *name = kind_name(kind);
+  const char *name = lp_weight_kind_name(kind);
   *dst = NULL, *numel = 0;
   LP_REQUIRE(name, "unknown weight kind %d", kind);
-  if (is_global_kind(kind)) {
+  if (lp_weight_kind_is_global(kind)) {
     LP_REQUIRE(layer == -1, "weight %s is global: layer must be -1, got %d", name, layer);
     *numel = kind == LP_W_FINAL_NORM ? H : V * H;
     *dst = kind == LP_W_EMBED ? m->embed : kind == LP_W_FINAL_NORM ? m->final_norm : m->lm_head;
@@ -69,7 +48,7 @@ static int is_required(const cpu_model *m, int32_t kind) {
 }
 
 static int is_present(const cpu_model *m, int32_t layer, int32_t kind) {
-  if (is_global_kind(kind)) return (m->global_present >> kind) & 1u;
+  if (lp_weight_kind_is_global(kind)) return (m->global_present >> kind) & 1u;
   return (m->layers[layer].present >> (kind - LP_W_INPUT_NORM)) & 1u;
 }
 
@@ -92,12 +71,12 @@ lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32
   float *dst;
   int64_t expected;
   LP_TRY(locate(m, layer, kind, &dst, &expected));
-  LP_REQUIRE(numel == expected, "weight %s (layer %d): numel %lld, expected %lld", kind_name(kind),
-             layer, (long long)numel, (long long)expected);
-  LP_REQUIRE(data, "weight %s (layer %d): data is NULL", kind_name(kind), layer);
+  LP_REQUIRE(numel == expected, "weight %s (layer %d): numel %lld, expected %lld",
+             lp_weight_kind_name(kind), layer, (long long)numel, (long long)expected);
+  LP_REQUIRE(data, "weight %s (layer %d): data is NULL", lp_weight_kind_name(kind), layer);
   if (!dst) return LP_OK; /* lm_head of a tied model */
   convert_to_f32(dst, dtype, data, numel);
-  if (is_global_kind(kind)) m->global_present |= 1u << kind;
+  if (lp_weight_kind_is_global(kind)) m->global_present |= 1u << kind;
   else m->layers[layer].present |= 1u << (kind - LP_W_INPUT_NORM);
   return LP_OK;
 }
@@ -105,11 +84,11 @@ lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32
 lp_status cpu_weights_check_complete(const cpu_model *m) {
   for (int32_t kind = LP_W_EMBED; kind <= LP_W_LM_HEAD; kind++)
     if (is_required(m, kind) && !is_present(m, -1, kind))
-      return LP_FAIL(LP_ERR_STATE, "missing weight %s", kind_name(kind));
+      return LP_FAIL(LP_ERR_STATE, "missing weight %s", lp_weight_kind_name(kind));
   for (int32_t l = 0; l < m->cfg.num_layers; l++)
     for (int32_t kind = LP_W_INPUT_NORM; kind <= LP_W_DOWN; kind++)
       if (is_required(m, kind) && !is_present(m, l, kind))
-        return LP_FAIL(LP_ERR_STATE, "missing weight layer %d %s", l, kind_name(kind));
+        return LP_FAIL(LP_ERR_STATE, "missing weight layer %d %s", l, lp_weight_kind_name(kind));
   return LP_OK;
 }
 
@@ -123,7 +102,7 @@ lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes) {
     for (int32_t kind = first; kind <= last; kind++) {
       float *dst;
       int64_t numel;
-      if (!kind_name(kind) || !is_present(m, l, kind)) continue;
+      if (!lp_weight_kind_name(kind) || !is_present(m, l, kind)) continue;
       if (locate(m, l, kind, &dst, &numel) == LP_OK) total += numel * (int64_t)sizeof(float);
     }
   }

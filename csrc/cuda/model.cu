@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../common/bf16.h"
+#include "../common/weight_kinds.h"
 #include "graphs.cuh"
 #include "model.cuh"
 #include "ops.cuh"
@@ -16,29 +17,6 @@ namespace {
 
 const int kKindSlots = 32;
 
-// Names as the CPU build spells them, so error messages agree across backends.
-const char *weight_name(int kind) {
-  switch (kind) {
-    case LP_W_EMBED: return "embed";
-    case LP_W_FINAL_NORM: return "final_norm";
-    case LP_W_LM_HEAD: return "lm_head";
-    case LP_W_INPUT_NORM: return "input_norm";
-    case LP_W_Q: return "q";
-    case LP_W_K: return "k";
-    case LP_W_V: return "v";
-    case LP_W_O: return "o";
-    case LP_W_Q_NORM: return "q_norm";
-    case LP_W_K_NORM: return "k_norm";
-    case LP_W_POST_NORM: return "post_norm";
-    case LP_W_GATE: return "gate";
-    case LP_W_UP: return "up";
-    case LP_W_DOWN: return "down";
-    default: return nullptr;
-  }
-}
-
-bool is_global_kind(int kind) { return kind == LP_W_EMBED || kind == LP_W_FINAL_NORM || kind == LP_W_LM_HEAD; }
-
 // Where a weight goes and how many elements it has; NULL dst when the kind does not apply.
 void weight_slot(const LpModel *m, int layer, int kind, bf16 **dst, int64_t *numel) {
   const lp_model_config &c = m->cfg;
@@ -46,7 +24,7 @@ void weight_slot(const LpModel *m, int layer, int kind, bf16 **dst, int64_t *num
   *dst = nullptr;
   *numel = 0;
   const bool qwen = c.arch == LP_ARCH_QWEN3;
-  if (is_global_kind(kind)) {
+  if (lp_weight_kind_is_global(kind)) {
     if (kind == LP_W_EMBED) *dst = m->embed, *numel = (int64_t)c.vocab_size * h;
     if (kind == LP_W_FINAL_NORM) *dst = m->final_norm, *numel = h;
     if (kind == LP_W_LM_HEAD && !c.tie_word_embeddings) *dst = m->lm_head, *numel = (int64_t)c.vocab_size * h;
@@ -188,9 +166,9 @@ extern "C" lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t 
   LpModel *m = (LpModel *)(uintptr_t)model;
   LP_REQUIRE(m, "model handle is 0");
   LP_REQUIRE(dtype == LP_DTYPE_BF16 || dtype == LP_DTYPE_F16 || dtype == LP_DTYPE_F32, "unknown dtype %d", dtype);
-  const char *name = kind >= 0 && kind < kKindSlots ? weight_name(kind) : nullptr;
+  const char *name = kind >= 0 && kind < kKindSlots ? lp_weight_kind_name(kind) : nullptr;
   LP_REQUIRE(name, "unknown weight kind %d", kind);
-  if (is_global_kind(kind)) {
+  if (lp_weight_kind_is_global(kind)) {
     LP_REQUIRE(layer == -1, "weight %s is global: layer must be -1, got %d", name, layer);
   } else {
     LP_REQUIRE(layer >= 0 && layer < m->cfg.num_layers, "weight %s: layer %d out of range [0, %d)", name, layer,
@@ -224,13 +202,13 @@ lp_status check_complete(const LpModel *m) {
   int64_t n;
   for (int kind : globals) {
     weight_slot(m, -1, kind, &dst, &n);
-    if (dst && !m->present[kind]) return LP_FAIL(LP_ERR_STATE, "missing weight %s", weight_name(kind));
+    if (dst && !m->present[kind]) return LP_FAIL(LP_ERR_STATE, "missing weight %s", lp_weight_kind_name(kind));
   }
   for (int l = 0; l < m->cfg.num_layers; l++) {
     for (int kind : per_layer) {
       weight_slot(m, l, kind, &dst, &n);
       if (dst && !m->present[(l + 1) * kKindSlots + kind])
-        return LP_FAIL(LP_ERR_STATE, "missing weight layer %d %s", l, weight_name(kind));
+        return LP_FAIL(LP_ERR_STATE, "missing weight layer %d %s", l, lp_weight_kind_name(kind));
     }
   }
   return LP_OK;

@@ -145,6 +145,26 @@ lp_status open_pair(uint64_t handle, LpNcclPair **pair, uint64_t *out_job) {
   return (*pair)->health->check();
 }
 
+// The endpoint of a cross-process pair and the plan of a transfer with `peer`; `fn` names the caller.
+lp_status open_remote(const char *fn, uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                      int64_t segment_bytes, uint64_t *out_job, LpNcclPair **pair, PairEndpoint **ep, Plan *p) {
+  LP_TRY(open_pair(handle, pair, out_job));
+  LP_REQUIRE((*pair)->count == 1, "%s needs a cross-process pair; use lp_kv_transfer_local on a local one", fn);
+  *ep = &(*pair)->ep[0];
+  LP_REQUIRE(peer == 1 - (*ep)->rank, "peer=%d: the only peer of rank %d is %d", peer, (*ep)->rank, 1 - (*ep)->rank);
+  return make_plan(*pair, *ep, kv, block_ids, n, segment_bytes, p);
+}
+
+// Source and destination endpoints of a local pair sending from `src_rank`; `fn` names the caller.
+lp_status open_local(const char *fn, uint64_t handle, int32_t src_rank, uint64_t *out_job, LpNcclPair **pair,
+                     PairEndpoint **s, PairEndpoint **d) {
+  LP_TRY(open_pair(handle, pair, out_job));
+  LP_REQUIRE((*pair)->count == 2, "%s needs a local pair (lp_nccl_pair_create_local)", fn);
+  LP_REQUIRE(src_rank == 0 || src_rank == 1, "src_rank=%d must be 0 or 1", src_rank);
+  LP_TRY(pair_endpoint(*pair, src_rank, s));
+  return pair_endpoint(*pair, 1 - src_rank, d);
+}
+
 // Runs `enqueue` under the pair's lock and hands back a job ending on `stream` (of `device`).
 template <class F>
 lp_status with_job(LpNcclPair *pair, F enqueue, uint64_t *out_job) {
@@ -165,12 +185,9 @@ lp_status with_job(LpNcclPair *pair, F enqueue, uint64_t *out_job) {
 extern "C" lp_status lp_kv_send(uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
                                 int64_t segment_bytes, uint64_t *out_job) {
   LpNcclPair *pair;
-  LP_TRY(open_pair(handle, &pair, out_job));
-  LP_REQUIRE(pair->count == 1, "lp_kv_send needs a cross-process pair; use lp_kv_transfer_local on a local one");
-  PairEndpoint *ep = &pair->ep[0];
-  LP_REQUIRE(peer == 1 - ep->rank, "peer=%d: the only peer of rank %d is %d", peer, ep->rank, 1 - ep->rank);
+  PairEndpoint *ep;
   Plan p;
-  LP_TRY(make_plan(pair, ep, kv, block_ids, n, segment_bytes, &p));
+  LP_TRY(open_remote("lp_kv_send", handle, kv, block_ids, n, peer, segment_bytes, out_job, &pair, &ep, &p));
   return with_job(pair, [&](LpXferJob *job) {
     LP_TRY(send_all(pair, ep, p));
     return job_record(job, ep->device, ep->link[ep->rank]);
@@ -180,12 +197,9 @@ extern "C" lp_status lp_kv_send(uint64_t handle, uint64_t kv, const int32_t *blo
 extern "C" lp_status lp_kv_recv(uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
                                 int64_t segment_bytes, uint64_t *out_job) {
   LpNcclPair *pair;
-  LP_TRY(open_pair(handle, &pair, out_job));
-  LP_REQUIRE(pair->count == 1, "lp_kv_recv needs a cross-process pair; use lp_kv_transfer_local on a local one");
-  PairEndpoint *ep = &pair->ep[0];
-  LP_REQUIRE(peer == 1 - ep->rank, "peer=%d: the only peer of rank %d is %d", peer, ep->rank, 1 - ep->rank);
+  PairEndpoint *ep;
   Plan p;
-  LP_TRY(make_plan(pair, ep, kv, block_ids, n, segment_bytes, &p));
+  LP_TRY(open_remote("lp_kv_recv", handle, kv, block_ids, n, peer, segment_bytes, out_job, &pair, &ep, &p));
   return with_job(pair, [&](LpXferJob *job) {
     LP_TRY(recv_all(pair, ep, p));
     return job_record(job, ep->device, ep->unpack);
@@ -196,12 +210,8 @@ extern "C" lp_status lp_kv_transfer_local(uint64_t handle, int32_t src_rank, uin
                                           uint64_t dst_kv, const int32_t *dst_ids, int32_t n, int64_t segment_bytes,
                                           uint64_t *out_job) {
   LpNcclPair *pair;
-  LP_TRY(open_pair(handle, &pair, out_job));
-  LP_REQUIRE(pair->count == 2, "lp_kv_transfer_local needs a local pair (lp_nccl_pair_create_local)");
-  LP_REQUIRE(src_rank == 0 || src_rank == 1, "src_rank=%d must be 0 or 1", src_rank);
   PairEndpoint *s, *d;
-  LP_TRY(pair_endpoint(pair, src_rank, &s));
-  LP_TRY(pair_endpoint(pair, 1 - src_rank, &d));
+  LP_TRY(open_local("lp_kv_transfer_local", handle, src_rank, out_job, &pair, &s, &d));
   Plan ps, pd;
   LP_TRY(make_plan(pair, s, src_kv, src_ids, n, segment_bytes, &ps));
   LP_TRY(make_plan(pair, d, dst_kv, dst_ids, n, segment_bytes, &pd));
@@ -215,12 +225,8 @@ extern "C" lp_status lp_kv_transfer_local(uint64_t handle, int32_t src_rank, uin
 extern "C" lp_status lp_nccl_local_sendrecv(uint64_t handle, int32_t src_rank, uint64_t src_handle, uint64_t dst_handle,
                                             int64_t bytes, uint64_t *out_job) {
   LpNcclPair *pair;
-  LP_TRY(open_pair(handle, &pair, out_job));
-  LP_REQUIRE(pair->count == 2, "lp_nccl_local_sendrecv needs a local pair (lp_nccl_pair_create_local)");
-  LP_REQUIRE(src_rank == 0 || src_rank == 1, "src_rank=%d must be 0 or 1", src_rank);
   PairEndpoint *s, *d;
-  LP_TRY(pair_endpoint(pair, src_rank, &s));
-  LP_TRY(pair_endpoint(pair, 1 - src_rank, &d));
+  LP_TRY(open_local("lp_nccl_local_sendrecv", handle, src_rank, out_job, &pair, &s, &d));
   LpDevBuffer *src, *dst;
   LP_TRY(dev_buffer_from_handle(src_handle, &src));
   LP_TRY(dev_buffer_from_handle(dst_handle, &dst));

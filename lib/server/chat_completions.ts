@@ -3,11 +3,12 @@
  * SSE (`chat.completion.chunk`), n choices.
  * @module
  */
-import { collectChoices, mergeChoices, openAIFinishReason, startChoices, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, sessionIdOf, unixSeconds, type ServerContext } from "./context.ts";
+import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, unixSeconds, type ServerContext } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { chatLogprobs } from "./logprobs.ts";
+import { chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { chatPrompt, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "./schemas.ts";
@@ -38,15 +39,7 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   checkContextLength(prompt.tokenIds.length, maxTokens, maxModelLen, "messages");
   const params = toSamplingParams(body, maxTokens, body.logprobs === true);
   const id = newResponseId("chatcmpl");
-  const runs = startChoices(engine, ctx.metrics, {
-    id,
-    prompts: [prompt],
-    params,
-    n: body.n ?? 1,
-    sessionId: sessionIdOf(req, body.user),
-    cacheSalt: body.cache_salt ?? undefined,
-    signal: scope.signal,
-  });
+  const runs = startRequestChoices(req, ctx, scope, body, { id, prompts: [prompt], params });
   const prepared: Prepared = { body, prompt, runs, id, created: unixSeconds() };
   if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
   return Response.json(await completeAll(ctx, prepared, scope));
@@ -73,15 +66,8 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
 }
 
 async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
-  const includeUsage = p.body.stream_options?.include_usage === true;
-  const chunk = (choice: Record<string, unknown>) => ({
-    id: p.id,
-    object: "chat.completion.chunk",
-    created: p.created,
-    model: ctx.modelName,
-    choices: [choice],
-    ...(includeUsage ? { usage: null } : {}),
-  });
+  const envelope = chunkEnvelope(ctx, p.body, { id: p.id, object: "chat.completion.chunk", created: p.created });
+  const chunk = envelope.choice;
   // The role comes first in every choice, as OpenAI streams it.
   for (const r of p.runs) yield chunk({ index: r.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
   let completionTokens = 0;
@@ -96,7 +82,5 @@ async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<un
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
     });
   }
-  if (includeUsage) {
-    yield { id: p.id, object: "chat.completion.chunk", created: p.created, model: ctx.modelName, choices: [], usage: usageOf([p.prompt], completionTokens) };
-  }
+  if (envelope.includeUsage) yield envelope.usage(usageOf([p.prompt], completionTokens));
 }

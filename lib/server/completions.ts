@@ -2,11 +2,12 @@
  * POST /v1/completions: legacy text completions, non-streaming and SSE, n choices per prompt.
  * @module
  */
-import { collectChoices, mergeChoices, openAIFinishReason, startChoices, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, sessionIdOf, unixSeconds, type ServerContext } from "./context.ts";
+import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, unixSeconds, type ServerContext } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { completionLogprobs } from "./logprobs.ts";
+import { chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { completionPrompts, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { completionRequestSchema, type CompletionRequest } from "./schemas.ts";
@@ -34,15 +35,7 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   if (body.echo && body.logprobs != null) throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
   const params = toSamplingParams(body, maxTokens, body.logprobs != null);
   const id = newResponseId("cmpl");
-  const runs = startChoices(engine, ctx.metrics, {
-    id,
-    prompts,
-    params,
-    n: body.n ?? 1,
-    sessionId: sessionIdOf(req, body.user),
-    cacheSalt: body.cache_salt ?? undefined,
-    signal: scope.signal,
-  });
+  const runs = startRequestChoices(req, ctx, scope, body, { id, prompts, params });
   const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds() };
   if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
   return Response.json(await completeAll(ctx, prepared, scope));
@@ -66,16 +59,9 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
 }
 
 async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
-  const includeUsage = p.body.stream_options?.include_usage === true;
   const withLogprobs = p.body.logprobs != null;
-  const chunk = (choice: Record<string, unknown>) => ({
-    id: p.id,
-    object: "text_completion",
-    created: p.created,
-    model: ctx.modelName,
-    choices: [choice],
-    ...(includeUsage ? { usage: null } : {}),
-  });
+  const envelope = chunkEnvelope(ctx, p.body, { id: p.id, object: "text_completion", created: p.created });
+  const chunk = envelope.choice;
   if (p.body.echo) {
     for (const r of p.runs) {
       yield chunk({ index: r.index, text: r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds), logprobs: null, finish_reason: null });
@@ -95,7 +81,5 @@ async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<un
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
     });
   }
-  if (includeUsage) {
-    yield { id: p.id, object: "text_completion", created: p.created, model: ctx.modelName, choices: [], usage: usageOf(p.prompts, completionTokens) };
-  }
+  if (envelope.includeUsage) yield envelope.usage(usageOf(p.prompts, completionTokens));
 }

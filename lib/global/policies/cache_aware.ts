@@ -7,7 +7,7 @@
  * @module
  */
 import type { RouteChoice, RoutingContext } from "../routing_context.ts";
-import { best, byKeys, type RoutingPolicy } from "./routing_policy.ts";
+import { best, byKeys, extent, type RoutingPolicy } from "./routing_policy.ts";
 
 /** SGLang's cache_aware policy over the global page table. */
 export class CacheAwarePolicy implements RoutingPolicy {
@@ -16,14 +16,8 @@ export class CacheAwarePolicy implements RoutingPolicy {
   choose(ctx: RoutingContext): RouteChoice {
     const cfg = ctx.config.cacheAware;
     const ranks = ctx.healthyRanks();
-    let max = -Infinity;
-    let min = Infinity;
-    for (const r of ranks) {
-      const l = ctx.outstandingRequests(r);
-      max = Math.max(max, l);
-      min = Math.min(min, l);
-    }
     const load = (r: number) => ctx.outstandingRequests(r);
+    const { min, max } = extent(ranks, load);
     if (max - min > cfg.balanceAbsThreshold && max > min * cfg.balanceRelThreshold) {
       return { rank: best(ranks, byKeys(load)), reason: "balance" };
     }

@@ -1,5 +1,5 @@
 /**
- * The interface every routing policy implements.
+ * The interface every routing policy implements, and the rank-ordering helpers policies share.
  * @module
  */
 import type { PolicyName } from "../routing_config.ts";
@@ -29,4 +29,16 @@ export function best(ranks: readonly number[], compare: (a: number, b: number) =
   let out = ranks[0]!;
   for (let i = 1; i < ranks.length; i++) if (compare(ranks[i]!, out) < 0) out = ranks[i]!;
   return out;
+}
+
+/** The smallest and largest `value` over `ranks` (Infinity and -Infinity when there are none). */
+export function extent(ranks: readonly number[], value: (rank: number) => number): { min: number; max: number } {
+  let max = -Infinity;
+  let min = Infinity;
+  for (const r of ranks) {
+    const v = value(r);
+    max = Math.max(max, v);
+    min = Math.min(min, v);
+  }
+  return { min, max };
 }

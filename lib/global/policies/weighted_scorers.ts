@@ -5,7 +5,7 @@
  * @module
  */
 import type { RouteChoice, RoutingContext } from "../routing_context.ts";
-import { best, byKeys, type RoutingPolicy } from "./routing_policy.ts";
+import { best, byKeys, extent, type RoutingPolicy } from "./routing_policy.ts";
 
 /** llm-d's weighted scoring over prefix, queue and KV utilization. */
 export class WeightedScorersPolicy implements RoutingPolicy {
@@ -14,13 +14,7 @@ export class WeightedScorersPolicy implements RoutingPolicy {
   choose(ctx: RoutingContext): RouteChoice {
     const w = ctx.config.weightedScorers;
     const ranks = ctx.healthyRanks();
-    let qMax = -Infinity;
-    let qMin = Infinity;
-    for (const r of ranks) {
-      const q = ctx.waitingRequests(r);
-      qMax = Math.max(qMax, q);
-      qMin = Math.min(qMin, q);
-    }
+    const { min: qMin, max: qMax } = extent(ranks, (r) => ctx.waitingRequests(r));
     const nBlocks = Math.max(1, ctx.query.blockHashes.length);
     const score = (r: number) => {
       const prefix = ctx.match(r).blocks / nBlocks;

@@ -1,23 +1,10 @@
 // The NCCL relay messages through msgpackr frames: the 128-byte unique id survives byte for byte,
 // every field round-trips, and a wrong-sized id or a missing field is rejected naming the field.
 import { expect, test } from "bun:test";
-import { FrameDecoder } from "../../../lib/protocol/frame_codec.ts";
-import { decodeMessage, encodeMessage, encodeUnchecked } from "../../../lib/protocol/message_codec.ts";
+import { encodeMessage } from "../../../lib/protocol/message_codec.ts";
 import type { Message } from "../../../lib/protocol/messages.ts";
 import { ProtocolError } from "../../../lib/protocol/protocol_errors.ts";
-
-function roundTrip(m: Message): Message {
-  const frames = new FrameDecoder().push(encodeMessage(m));
-  expect(frames.length).toBe(1);
-  const f = frames[0]!;
-  if (!f.ok) throw f.error;
-  const d = decodeMessage(f.payload);
-  if (!d.ok) throw d.error;
-  return d.message;
-}
-
-/** Compares with byte arrays as plain arrays (msgpackr may hand back a Buffer). */
-const plain = (m: unknown) => JSON.parse(JSON.stringify(m, (_k, v) => (v instanceof Uint8Array ? Array.from(v) : v)));
+import { expectBytesFieldRejected, expectRejectedField, expectRoundTripsWithBytes } from "./round_trip.ts";
 
 const id = Uint8Array.from({ length: 128 }, (_, i) => (i * 37 + 11) & 0xff);
 
@@ -32,22 +19,11 @@ test("every NCCL relay message survives encode/decode, the unique id byte for by
     { type: "nccl_pair_status", rank: 1, peerRank: 0, ok: false, error: "plan p1 timed out" },
     { type: "nccl_pair_down", peerRank: 1, reason: "rank 1 lost its NCCL pair with rank 0" },
   ];
-  for (const m of samples) expect(plain(roundTrip(m))).toEqual(plain(m));
-  const back = roundTrip(samples[0]!) as { uniqueId: Uint8Array };
-  expect(back.uniqueId).toBeInstanceOf(Uint8Array);
-  expect(Array.from(back.uniqueId)).toEqual(Array.from(id));
+  expectRoundTripsWithBytes(samples, "uniqueId", id);
 });
 
 test("a unique id of the wrong size or type is rejected naming the field; so is a missing rank", () => {
-  for (const bad of [new Uint8Array(127), "x".repeat(128), Array.from(id)]) {
-    const d = decodeMessage(encodeUnchecked({ type: "nccl_id", peerRank: 0, uniqueId: bad }).subarray(8));
-    expect(d.ok).toBe(false);
-    if (d.ok) continue;
-    expect(d.error.details).toMatchObject({ messageType: "nccl_id", field: "uniqueId" });
-    expect(d.error.message).toContain("128 bytes");
-  }
-  const noRank = decodeMessage(encodeUnchecked({ type: "nccl_pair_status", peerRank: 0, ok: true }).subarray(8));
-  expect(noRank.ok).toBe(false);
-  if (!noRank.ok) expect(noRank.error.details.field).toBe("rank");
+  expectBytesFieldRejected("nccl_id", "uniqueId", 128, [new Uint8Array(127), "x".repeat(128), Array.from(id)], (bad) => ({ type: "nccl_id", peerRank: 0, uniqueId: bad }));
+  expectRejectedField({ type: "nccl_pair_status", peerRank: 0, ok: true }, "rank");
   expect(() => encodeMessage({ type: "nccl_id_offer", rank: 0, epoch: 1, peerRank: 1, uniqueId: new Uint8Array(16) })).toThrow(ProtocolError);
 });
