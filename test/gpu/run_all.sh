@@ -24,6 +24,8 @@ tail -8 "$OUT/tests.log"
 # Issue 3: logits vs transformers' own forward, Qwen3 and Llama (llama3 rope scaling), prefill and decode paths.
 step "hf reference" 90 "$OUT/parity.log" bash -c "python3 test/gpu/hf_reference.py /tmp/hf-qwen3 qwen3 && python3 test/gpu/hf_reference.py /tmp/hf-llama llama"
 step "hf parity" 60 "$OUT/parity.log" bun run test/gpu/hf_parity.ts /tmp/hf-qwen3 /tmp/hf-llama
+# The fp32 CPU reference on the same models separates a semantic difference from bf16 rounding.
+LMPOOL_BACKEND=cpu step "hf parity (cpu backend)" 90 "$OUT/parity.log" bun run test/gpu/hf_parity.ts /tmp/hf-qwen3 /tmp/hf-llama
 grep '"pass"' "$OUT/parity.log"
 # Issue 6: transfer path vs the link peak measured in the same run.
 step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --reps 20 --out "$OUT/transfer-profile.json"
