@@ -3,6 +3,8 @@
  * @module
  */
 
+import { availableParallelism } from "node:os";
+
 interface DenoLike {
   env: { get(name: string): string | undefined; toObject(): Record<string, string> };
   cwd(): string;
@@ -58,4 +60,9 @@ export function cwd(): string {
 export function pid(): number {
   const d = deno();
   return d ? d.pid : (nodeProcess()?.pid ?? 0);
+}
+
+/** Logical CPUs this process may use. */
+export function cpuCount(): number {
+  return availableParallelism();
 }
