@@ -22,6 +22,7 @@ import { createResultsDir, writeArtifacts } from "./report/write_artifacts.ts";
 import { profileTrace, type TraceProfile } from "./trace_profile.ts";
 import { buildWorkload, WORKLOAD_NAMES, type WorkloadSpec } from "./workloads/registry.ts";
 import type { Workload } from "./workloads/types.ts";
+import { parseTransferProfile, profileLatencyPoints, TRANSFER_PROFILE_SCHEMA } from "./transfer_profile.ts";
 
 /** The scaled-down locality workload of --quick: same structure, CPU-sized. */
 export const QUICK_LOCALITY = {
@@ -57,7 +58,7 @@ const HELP = `usage: bun bench e2e [options]
   --seed N                workload seed (default 0)
   --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
   --max-in-flight N       in-flight limit (default: the workload's)
-  --transfer-json PATH    transfer latency points [{pair, blocks, bytes, latencyMs}] to chart
+  --transfer-json PATH    transfer latency to chart: \`bun bench transfer\`'s profile JSON, or points [{pair, blocks, bytes, latencyMs}]
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
 
 async function resolveModelDir(model: string): Promise<string> {
@@ -141,7 +142,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const model = readModelConfig(modelDir);
   log(`e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${gpus} GPUs, ${repetitions} repetitions, configurations ${configNames.join(", ")}`);
   const scenarios: ScenarioResult[] = [];
-  const transferLatency = a["transfer-json"] ? (JSON.parse(readFileSync(a["transfer-json"], "utf8")) as TransferLatencyPoint[]) : undefined;
+  const transferLatency = a["transfer-json"] ? readTransferLatency(a["transfer-json"]) : undefined;
   const results: BenchResults = {
     schema: RESULTS_SCHEMA,
     entry: "e2e",
@@ -183,3 +184,12 @@ const entry: BenchEntry = {
   },
 };
 export default entry;
+
+/** Transfer latency points from the transfer bench's profile (p95 per size) or a plain point list. */
+function readTransferLatency(path: string): TransferLatencyPoint[] {
+  const json = JSON.parse(readFileSync(path, "utf8")) as unknown;
+  if ((json as { schema?: unknown }).schema === TRANSFER_PROFILE_SCHEMA) return profileLatencyPoints(parseTransferProfile(json));
+  if (!Array.isArray(json)) throw new TypeError(`--transfer-json ${path}: expected a transfer profile or an array of points`);
+  return json as TransferLatencyPoint[];
+}
+

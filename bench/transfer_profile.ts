@@ -125,3 +125,12 @@ export function chooseDefaultPath(pairs: readonly TransferPairProfile[]): FullPa
   }
   return choice;
 }
+
+/** The profile as chart points: p95 latency per plan size, one series per directed pair and path. */
+export function profileLatencyPoints(p: TransferProfile): { pair: string; blocks: number; bytes: number; latencyMs: number }[] {
+  return p.pairs.flatMap((pair) =>
+    pair.paths.flatMap((curve) =>
+      curve.points.map((pt) => ({ pair: `${pair.srcDevice}->${pair.dstDevice} ${curve.path}`, blocks: pt.blocks, bytes: pt.bytes, latencyMs: pt.p95Ms })),
+    ),
+  );
+}

@@ -3,7 +3,7 @@
 // never wins).
 import { expect, test } from "bun:test";
 import {
-  chooseDefaultPath, parseTransferProfile, TRANSFER_PROFILE_SCHEMA, type TransferPairProfile, type TransferPathName,
+  chooseDefaultPath, parseTransferProfile, profileLatencyPoints, TRANSFER_PROFILE_SCHEMA, type TransferPairProfile, type TransferPathName,
   type TransferProfile,
 } from "../../../bench/transfer_profile.ts";
 
@@ -39,3 +39,12 @@ test("the default is the cross-process path fastest across sizes", () => {
   expect(chooseDefaultPath([kernelWins])).toBe("kernel");
   expect(chooseDefaultPath([])).toBe("nccl");
 });
+
+test("chart points: p95 per size, one series per directed pair and path", () => {
+  const p = { pairs: [pair, { ...pair, srcDevice: 1, dstDevice: 0 }] } as TransferProfile;
+  const points = profileLatencyPoints(p);
+  expect(points).toHaveLength(2 * 4 * 3);
+  expect(points.find((x) => x.pair === "1->0 kernel" && x.blocks === 4)).toEqual({ pair: "1->0 kernel", blocks: 4, bytes: 400, latencyMs: 0.6 });
+  expect(new Set(points.map((x) => x.pair)).size).toBe(8);
+});
+
