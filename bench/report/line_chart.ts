@@ -3,7 +3,7 @@
  * GPU pair. The x axis can be logarithmic (sizes 1, 2, 4, ... 64 blocks).
  * @module
  */
-import { escapeXml, formatTick, niceTicks, seriesColor, svgDocument, svgText, titleAndYGrid } from "./svg.ts";
+import { escapeXml, formatTick, niceTicks, PALETTE_SIZE, seriesColor, svgDocument, svgText, titleAndYGrid } from "./svg.ts";
 
 /** One line. */
 export interface LineSeries {
@@ -30,9 +30,11 @@ export function lineChart(spec: LineChartSpec): string {
     if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) throw new RangeError(`line chart point must be finite, got (${p.x}, ${p.y})`);
     if (spec.logX && p.x <= 0) throw new RangeError(`log x axis needs x > 0, got ${p.x}`);
   }
+  // Legend below the axis title, two columns, as many rows as the series need.
+  const legendRows = Math.ceil(spec.series.length / 2);
   const width = spec.width ?? 560;
-  const height = spec.height ?? 380;
-  const m = { left: 70, right: 20, top: 40, bottom: 70 };
+  const height = (spec.height ?? 380) + legendRows * 16;
+  const m = { left: 70, right: 20, top: 40, bottom: 56 + legendRows * 16 };
   const plotW = width - m.left - m.right;
   const plotH = height - m.top - m.bottom;
   const fx = (x: number) => (spec.logX ? Math.log2(x) : x);
@@ -56,14 +58,16 @@ export function lineChart(spec: LineChartSpec): string {
   spec.series.forEach((s, si) => {
     const sorted = [...s.points].sort((a, b) => a.x - b.x);
     const color = seriesColor(si);
+    // Past the palette, lines repeat colours but are dashed, so every series stays distinguishable.
+    const dash = si >= PALETTE_SIZE ? ' stroke-dasharray="6 3"' : "";
     out.push(`<g class="series" data-name="${escapeXml(s.name)}">`);
-    out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${sorted.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(" ")}"/>`);
+    out.push(`<polyline fill="none" stroke="${color}" stroke-width="2"${dash} points="${sorted.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(" ")}"/>`);
     for (const p of sorted) out.push(`<circle class="point" cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3" fill="${color}"><title>${escapeXml(`${s.name}: ${formatTick(p.x)} -> ${formatTick(p.y)}`)}</title></circle>`);
     out.push("</g>");
-    const lx = m.left + (si % 4) * (plotW / 4);
-    const ly = height - 14 - Math.floor(si / 4) * 16;
-    out.push(`<rect x="${lx.toFixed(1)}" y="${(ly - 10).toFixed(1)}" width="12" height="12" fill="${color}"/>`);
-    out.push(svgText(lx + 16, ly, s.name));
+    const lx = m.left + (si % 2) * (plotW / 2);
+    const ly = m.top + plotH + 56 + Math.floor(si / 2) * 16;
+    out.push(`<line x1="${lx.toFixed(1)}" x2="${(lx + 14).toFixed(1)}" y1="${(ly - 4).toFixed(1)}" y2="${(ly - 4).toFixed(1)}" stroke="${color}" stroke-width="3"${dash}/>`);
+    out.push(svgText(lx + 20, ly, s.name));
   });
   return svgDocument(width, height, out.join("\n"));
 }

@@ -12,7 +12,10 @@ export function escapeXml(text: string): string {
 /** Series colours (colour-blind-safe Okabe-Ito order). */
 export const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
 
-/** The colour of series `i`. */
+/** Distinct colours before seriesColor repeats. */
+export const PALETTE_SIZE = PALETTE.length;
+
+/** Colour of the i-th series (the palette repeats). */
 export function seriesColor(i: number): string {
   return PALETTE[i % PALETTE.length] as string;
 }
