@@ -58,7 +58,7 @@ $(CUDA_LIB): $(CUDA_OBJ)
 	$(NVCC) $(NVFLAGS) -shared -o $@ $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB)
 
 test: deps native-cpu
-	$(BUN) test
+	$(BUN) test --timeout 120000
 	$(DENO) check mod.ts
 	$(DENO) test --allow-ffi --allow-env --allow-read --allow-sys test/deno/
 

@@ -9,11 +9,11 @@
  * Every configuration gets the same model, backend, block size and per-GPU KV block budget.
  * @module
  */
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { GenerationEngine } from "../lib/core/engine_api.ts";
+import { LLM } from "../lib/engine/llm.ts";
+import { LLMEngine } from "../lib/engine/llm_engine.ts";
 import type { PolicyName } from "../lib/global/routing_config.ts";
-import { ConfigurationUnavailableError, type EngineConfiguration } from "./driver/configuration.ts";
+import type { EngineConfiguration } from "./driver/configuration.ts";
 
 /** What every configuration shares. */
 export interface EngineContext {
@@ -48,10 +48,7 @@ const DESCRIPTIONS: Record<ConfigurationName, string> = {
   lmpool: "N GPUs, cost-model routing with foreground and background KV transfer",
 };
 
-async function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
-  const url = new URL("../lib/engine/llm.ts", import.meta.url);
-  if (!existsSync(fileURLToPath(url))) throw new ConfigurationUnavailableError("single-gpu", "LLM not built yet (lib/engine/llm.ts)");
-  const { LLM } = (await import(url.href)) as typeof import("../lib/engine/llm.ts");
+function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
   return LLM.create({
     model: ctx.modelDir,
     ...(ctx.backend ? { backend: ctx.backend } : {}),
@@ -77,12 +74,9 @@ export const MULTI_GPU_SETTINGS: Readonly<Record<Exclude<ConfigurationName, "sin
   lmpool: { policy: "lmpool", transfer: ON },
 };
 
-async function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: EngineContext): Promise<GenerationEngine> {
-  const url = new URL("../lib/engine/llm_engine.ts", import.meta.url);
-  if (!existsSync(fileURLToPath(url))) throw new ConfigurationUnavailableError(name, "LLMEngine not built yet");
+function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: EngineContext): Promise<GenerationEngine> {
   const s = MULTI_GPU_SETTINGS[name];
   const wantsTransfer = s.transfer.foreground || s.transfer.background;
-  const { LLMEngine } = (await import(url.href)) as typeof import("../lib/engine/llm_engine.ts");
   return LLMEngine.create({
     model: ctx.modelDir,
     gpus: ctx.gpus,

@@ -12,6 +12,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
+import { seededRandom } from "../lib/core/seeded_random.ts";
+import { f32ToBf16 } from "../lib/model/float_formats.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { percentile } from "./stats/percentile.ts";
@@ -51,15 +53,8 @@ const QUICK: Plan = {
 
 /** Seeded uniform values in [-spread, spread] as bf16 bits. */
 function randomBf16(n: number, spread: number, seed: number): Uint16Array {
-  const out = new Uint16Array(n);
-  const f = new Float32Array(1), u = new Uint32Array(f.buffer);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    f[0] = (s / 2 ** 32 * 2 - 1) * spread;
-    out[i] = u[0]! >>> 16;
-  }
-  return out;
+  const rand = seededRandom(seed);
+  return Uint16Array.from({ length: n }, () => f32ToBf16((rand() * 2 - 1) * spread));
 }
 
 /** Builds the model with random weights: one random pool, tiled to each weight's size. */

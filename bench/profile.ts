@@ -5,13 +5,11 @@
  */
 import { parseArgs } from "node:util";
 import type { BenchEntry } from "./entry.ts";
-import { markdownTable } from "./report/summary_md.ts";
+import { formatPercent as pct, formatShare, markdownTable } from "./report/summary_md.ts";
 import { profileTrace } from "./trace_profile.ts";
 import { readJsonlWorkload } from "./workloads/jsonl.ts";
 import { buildWorkload } from "./workloads/registry.ts";
 import type { Workload } from "./workloads/types.ts";
-
-const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
 /** Profile rows of the built-in workloads (plus `extra`). */
 export function profileRows(seed: number, extra: Workload[] = []): string[][] {
@@ -21,8 +19,7 @@ export function profileRows(seed: number, extra: Workload[] = []): string[][] {
     const blockSize = w.settings.blockSize ?? 256;
     const p = profileTrace(w.requests, blockSize);
     const ref = w.reference;
-    const refTok = ref ? (Array.isArray(ref.tokenShare) ? `${pct(ref.tokenShare[0])}-${pct(ref.tokenShare[1])}` : pct(ref.tokenShare)) : "—";
-    return [w.name, String(p.requests), String(p.promptTokens), String(blockSize), pct(p.requestShare), pct(p.tokenShare), ref ? pct(ref.requestShare) : "—", refTok];
+    return [w.name, String(p.requests), String(p.promptTokens), String(blockSize), pct(p.requestShare), pct(p.tokenShare), ref ? pct(ref.requestShare) : "—", ref ? formatShare(ref.tokenShare) : "—"];
   });
 }
 

@@ -15,6 +15,7 @@ import { POLICY_NAMES, type PolicyName } from "../lib/global/routing_config.ts";
 import type { RouteQuery } from "../lib/global/routing_context.ts";
 import { NvlinkTopology } from "../lib/global/topology.ts";
 import { seededRandom } from "../lib/core/seeded_random.ts";
+import { percentileOfSorted } from "./stats/percentile.ts";
 
 const RANKS = 8;
 const BLOCK_SIZE = 16;
@@ -108,10 +109,6 @@ function buildQueries(trees: PrefixTree[], n: number, rand: () => number): Route
   return out;
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
 interface Measured {
   policy: PolicyName;
   routesPerS: number;
@@ -151,8 +148,8 @@ function measure(policy: PolicyName, snapshots: BlockSnapshot[], queries: RouteQ
   return {
     policy,
     routesPerS: queries.length / (elapsed / 1000),
-    p50Us: percentile(lat, 50) * 1000,
-    p99Us: percentile(lat, 99) * 1000,
+    p50Us: percentileOfSorted(lat, 50) * 1000,
+    p99Us: percentileOfSorted(lat, 99) * 1000,
     meanUs: (sum / lat.length) * 1000,
     maxUs: lat[lat.length - 1]! * 1000,
     hitRate: hits / queries.length,

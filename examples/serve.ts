@@ -8,7 +8,6 @@ import { parseServeArgs, SERVE_USAGE, type ServeCliOptions } from "../lib/server
 import { createServeEngine } from "../lib/server/engine_factory.ts";
 import { shutdownOnSignal } from "../lib/server/lifecycle.ts";
 import { DEMO_DEFAULT_CHAT_MAX_TOKENS, DEMO_MODEL_NAME, resolveModelDir } from "../lib/server/model_source.ts";
-import { byteProgress } from "../lib/server/progress.ts";
 import { serve } from "../lib/server/serve.ts";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -34,9 +33,7 @@ try {
   const { dir, isDemo } = await resolveModelDir(cli.model, sink);
   log(`Loading ${dir} ...`);
   const loadStart = performance.now();
-  const loading = byteProgress("Loading weights", sink);
-  const engine = await createServeEngine({ ...cli, modelDir: dir }, { warn: (m) => log(`note: ${m}`), onLoadProgress: loading.update });
-  loading.done();
+  const engine = await createServeEngine({ ...cli, modelDir: dir });
   const info = engine.model;
   log(`Loaded in ${((performance.now() - loadStart) / 1000).toFixed(1)} s: backend ${info.backend}, ${info.numRanks} rank(s), max_model_len ${info.maxModelLen}.`);
   const server = await serve({

@@ -12,8 +12,8 @@
  * ```
  * @module
  */
-import { DisposedError } from "../lib/core/errors.ts";
 import type { KvCache, Native } from "./native.ts";
+import { NativeHandle } from "./native_handle.ts";
 
 /** lp_status of a bounded wait that ran out (LP_ERR_TIMEOUT). */
 export const LP_ERR_TIMEOUT = -8;
@@ -42,34 +42,6 @@ function blockIds(ids: Int32Array | readonly number[], kv: KvBlocks, what: strin
     if (id < 0 || id >= kv.numBlocks) throw new RangeError(`${what}: block id ${id} outside [0, ${kv.numBlocks})`);
   }
   return out;
-}
-
-/** Base of the native handle classes: idempotent dispose, use after dispose throws. */
-abstract class NativeHandle {
-  #handle: bigint | null;
-  constructor(
-    readonly native: Native,
-    handle: bigint,
-    readonly kind: string,
-  ) {
-    this.#handle = handle;
-  }
-  /** The native handle; throws DisposedError after dispose(). */
-  get handle(): bigint {
-    if (this.#handle === null) throw new DisposedError(this.kind);
-    return this.#handle;
-  }
-  protected abstract release(handle: bigint): void;
-  /** Frees the native object; later calls do nothing. */
-  dispose(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.release(h);
-  }
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
 }
 
 /** An enqueued transfer. Handle 0 means it was complete when returned (CPU backend, sync calls). */
@@ -111,6 +83,13 @@ export class TransferJob extends NativeHandle {
   protected release(handle: bigint): void {
     this.native.check(this.native.symbols.lp_xfer_release(handle), "lp_xfer_release");
   }
+}
+
+/** Runs a call that hands back a job handle through `out`; a non-zero status throws, naming `name`. */
+function startJob(native: Native, call: (out: BigUint64Array) => number | bigint, name: string): TransferJob {
+  const out = new BigUint64Array(1);
+  native.check(call(out), name);
+  return new TransferJob(native, out[0]!);
 }
 
 /** A device allocation for packed payloads (host memory on the CPU backend). */
@@ -177,9 +156,7 @@ abstract class PairHandle extends NativeHandle {
     this.native.check(this.native.symbols.lp_nccl_pair_destroy(handle), "lp_nccl_pair_destroy");
   }
   protected job(call: (out: BigUint64Array) => number | bigint, name: string): TransferJob {
-    const out = new BigUint64Array(1);
-    this.native.check(call(out), name);
-    return new TransferJob(this.native, out[0]!);
+    return startJob(this.native, call, name);
   }
 }
 
@@ -349,8 +326,6 @@ export class KvTransferEngine {
   }
 
   #job(call: (out: BigUint64Array) => number | bigint, name: string): TransferJob {
-    const out = new BigUint64Array(1);
-    this.native.check(call(out), name);
-    return new TransferJob(this.native, out[0]!);
+    return startJob(this.native, call, name);
   }
 }

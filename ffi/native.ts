@@ -3,9 +3,10 @@
  * symbols. Every non-zero status becomes a NativeError carrying lp_last_error()'s message.
  * @module
  */
-import { DisposedError, NativeError } from "../lib/core/errors.ts";
+import { NativeError } from "../lib/core/errors.ts";
 import type { OpenedLibrary } from "./dlopen.ts";
 import { type BackendKind, loadLibrary } from "./loader.ts";
+import { NativeHandle } from "./native_handle.ts";
 import type { SymbolName } from "./symbols.ts";
 import { encodeModelConfig, type NativeModelConfig } from "./model_config.ts";
 import type { StepBatch } from "./step_batch.ts";
@@ -128,20 +129,13 @@ export class Native {
 }
 
 /** A model on the current device. */
-export class NativeModel {
-  #handle: bigint | null;
-
+export class NativeModel extends NativeHandle {
   constructor(
-    readonly native: Native,
+    native: Native,
     handle: bigint,
     readonly config: NativeModelConfig,
   ) {
-    this.#handle = handle;
-  }
-
-  get handle(): bigint {
-    if (this.#handle === null) throw new DisposedError("NativeModel");
-    return this.#handle;
+    super(native, handle, "NativeModel");
   }
 
   /** Hands one weight over; `data` holds `numel` elements of `dtype`. */
@@ -191,21 +185,13 @@ export class NativeModel {
     );
   }
 
-  dispose(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.native.check(this.native.symbols.lp_model_destroy(h), "lp_model_destroy");
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
+  protected release(handle: bigint): void {
+    this.native.check(this.native.symbols.lp_model_destroy(handle), "lp_model_destroy");
   }
 }
 
 /** A paged KV cache [L, 2, numBlocks, blockSize, kvHeads, headDim]. */
-export class KvCache {
-  #handle: bigint | null;
+export class KvCache extends NativeHandle {
   readonly blockBytes: number;
 
   constructor(
@@ -214,15 +200,10 @@ export class KvCache {
     readonly numBlocks: number,
     readonly blockSize: number,
   ) {
-    this.#handle = handle;
+    super(model.native, handle, "KvCache");
     const out = new BigInt64Array(1);
     model.native.check(model.native.symbols.lp_kv_block_bytes(handle, out), "lp_kv_block_bytes");
     this.blockBytes = Number(out[0]);
-  }
-
-  get handle(): bigint {
-    if (this.#handle === null) throw new DisposedError("KvCache");
-    return this.#handle;
   }
 
   /** Packs the given blocks (all layers, K and V) into one host buffer. */
@@ -246,15 +227,8 @@ export class KvCache {
     );
   }
 
-  dispose(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.model.native.check(this.model.native.symbols.lp_kv_destroy(h), "lp_kv_destroy");
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
+  protected release(handle: bigint): void {
+    this.native.check(this.native.symbols.lp_kv_destroy(handle), "lp_kv_destroy");
   }
 }
 

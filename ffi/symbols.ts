@@ -35,7 +35,6 @@ export const SYMBOLS = {
   // KV transfer (lmpool.h "KV transfer between GPUs"); facade: ffi/kv_transfer.ts.
   lp_dev_buffer_alloc: { args: ["i32", "i64", "buf"], returns: "i32" },
   lp_dev_buffer_free: { args: ["u64"], returns: "i32" },
-  lp_dev_buffer_bytes: { args: ["u64", "buf"], returns: "i32" },
   lp_dev_buffer_write: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
   lp_dev_buffer_read: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
   lp_dev_buffer_copy: { args: ["u64", "u64", "i64", "buf"], returns: "i32" },

@@ -25,8 +25,14 @@ export function formatInterval(ci: ConfidenceInterval | undefined, digits: numbe
   return ci.halfWidth === null ? m : `${m} ± ${(ci.halfWidth * scale).toFixed(digits)}`;
 }
 
-function pct(x: number): string {
+/** A share in [0, 1] as a percentage with two decimals, "12.34%". */
+export function formatPercent(x: number): string {
   return `${(x * 100).toFixed(2)}%`;
+}
+
+/** A reference share: one percentage, or "lo%-hi%" for a published range. */
+export function formatShare(share: number | readonly [number, number]): string {
+  return typeof share === "number" ? formatPercent(share) : `${formatPercent(share[0])}-${formatPercent(share[1])}`;
 }
 
 function configurationRow(c: ConfigurationResult): string[] {
@@ -65,8 +71,7 @@ export function scenarioSection(s: ScenarioResult): string {
   const lines = [`## ${w.name}`, "", `${w.description}. ${w.requests} requests; arrival ${s.arrival}; max in flight ${s.maxInFlight ?? "unlimited"}; seed ${w.seed ?? "—"}.`];
   if (s.traceProfile) {
     const ref = w.reference;
-    const refTok = ref ? (Array.isArray(ref.tokenShare) ? `${pct(ref.tokenShare[0])}-${pct(ref.tokenShare[1])}` : pct(ref.tokenShare)) : "";
-    lines.push(`Trace profile (block ${s.traceProfile.blockSize}): request share ${pct(s.traceProfile.requestShare)}, token share ${pct(s.traceProfile.tokenShare)}${ref ? ` (reference ${pct(ref.requestShare)} / ${refTok})` : ""}.`);
+    lines.push(`Trace profile (block ${s.traceProfile.blockSize}): request share ${formatPercent(s.traceProfile.requestShare)}, token share ${formatPercent(s.traceProfile.tokenShare)}${ref ? ` (reference ${formatPercent(ref.requestShare)} / ${formatShare(ref.tokenShare)})` : ""}.`);
   }
   lines.push("");
   lines.push(markdownTable(

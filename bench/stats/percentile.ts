@@ -16,7 +16,7 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /** Same as percentile() for an already ascending-sorted list (no copy, no check). */
-export function percentileOfSorted(sorted: readonly number[], p: number): number {
+export function percentileOfSorted(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const h = ((sorted.length - 1) * p) / 100;
   const lo = Math.floor(h);

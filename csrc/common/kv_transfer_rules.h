@@ -4,11 +4,7 @@
 #define LP_KV_TRANSFER_RULES_H
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define LP_HOST_DEVICE __host__ __device__
-#else
-#define LP_HOST_DEVICE
-#endif
+#include "mix64.h"
 
 /* Default segments: about a quarter of the payload, so pack, link and unpack overlap even for
  * one block, but at least 8 MiB (each link operation has a fixed cost) and at most 32 MiB (the
@@ -30,15 +26,6 @@ static inline int64_t lp_kv_segment_chunks(int64_t total_chunks, int64_t chunk_b
   int64_t chunks = bytes / chunk_bytes;
   if (chunks < 1) chunks = 1;
   return chunks < total_chunks ? chunks : total_chunks;
-}
-
-/* splitmix64 finalizer. */
-static inline LP_HOST_DEVICE uint64_t lp_mix64(uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ULL;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
 }
 
 /* Key of chunk (layer_side = layer * 2 + K/V) of the i-th block of a transfer. */

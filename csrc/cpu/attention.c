@@ -16,8 +16,8 @@ void cpu_attention(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cp
   const int64_t hd = m->cfg.head_dim, kvh = m->cfg.num_kv_heads;
   const int64_t group = m->cfg.num_heads / kvh, row = kvh * hd, bs = kv->block_size;
   const float scale = (float)(1.0 / sqrt((double)hd));
-  const float *k_cache = kv->data + ((int64_t)layer * 2 + 0) * kv->num_blocks * kv->block_floats;
-  const float *v_cache = kv->data + ((int64_t)layer * 2 + 1) * kv->num_blocks * kv->block_floats;
+  const float *k_cache = cpu_kv_chunk(kv, 2 * (int64_t)layer, 0);
+  const float *v_cache = cpu_kv_chunk(kv, 2 * (int64_t)layer + 1, 0);
   const int64_t items = (int64_t)s->num_tokens * kvh;
   int64_t keys = 0; /* query-key pairs of the step, for the parallel threshold */
   for (int32_t i = 0; i < s->num_seqs; i++) {

@@ -1,6 +1,6 @@
 /*
- * Inline fp32 math of the CPU backend: dot products with a fixed summation order, and exp/log
- * polynomials that the compiler can vectorize.
+ * Inline fp32 math of the CPU backend: dot products with a fixed summation order, and an exp
+ * polynomial that the compiler can vectorize.
  *
  * Every dot product of length n, whether computed alone or in a 2 x 4 block, sums in the same
  * order (lp_dot). That makes a token's result independent of
@@ -11,9 +11,6 @@
 #define LP_CPU_MATH_H
 #include <stdint.h>
 #include <string.h>
-
-/* Lanes of the vectorizable reductions (max, sum of exp) in sampling. */
-#define LP_LANES 8
 
 /* Four fp32 lanes (GCC/Clang vector extension: SSE on x86, NEON on arm64). */
 typedef float lp_v4 __attribute__((vector_size(16)));
@@ -99,32 +96,7 @@ static inline lp_v4 lp_exp4(lp_v4 x) {
   return p * (lp_v4)((__builtin_convertvector(n, lp_v4i) + 127) << 23);
 }
 
-/* log(x) for positive normal x, to a few ulp (Cephes logf polynomial). */
-static inline lp_v4 lp_log4(lp_v4 x) {
-  const lp_v4i bits = (lp_v4i)x;
-  lp_v4 e = __builtin_convertvector(((bits >> 23) & 0xff) - 126, lp_v4);
-  lp_v4 m = (lp_v4)((bits & 0x7fffff) | 0x3f000000); /* [0.5, 1) */
-  const lp_v4i small = m < 0.707106781186547524f;
-  e = lp_select4(small, e - 1.0f, e);
-  m = lp_select4(small, m + m - 1.0f, m - 1.0f);
-  const lp_v4 z = m * m;
-  lp_v4 y = lp_splat4(7.0376836292e-2f);
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  y += -2.12194440e-4f * e;
-  y += -0.5f * z;
-  return m + y + 0.693359375f * e;
-}
-
 static inline float lp_expf(float x) { return lp_exp4(lp_splat4(x))[0]; }
-static inline float lp_logf(float x) { return lp_log4(lp_splat4(x))[0]; }
 static inline float lp_silu(float x) { return x / (1.0f + lp_expf(-x)); }
 
 #endif

@@ -87,6 +87,13 @@ typedef struct cpu_step {
 lp_status cpu_model_from_handle(uint64_t handle, cpu_model **out);
 lp_status cpu_kv_from_handle(uint64_t handle, cpu_kv **out);
 
+/* First float of block `block`'s chunk layer_side (= layer * 2 + K/V). */
+static inline float *cpu_kv_chunk(const cpu_kv *kv, int64_t layer_side, int64_t block) {
+  return kv->data + (layer_side * kv->num_blocks + block) * kv->block_floats;
+}
+/* Checks that ids[0, n) are blocks of kv; the error names the id as "<which>block id". */
+lp_status cpu_kv_check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n, const char *which);
+
 /* Weights (weights.c): allocation of the fused buffers and the completeness check. */
 lp_status cpu_weights_alloc(cpu_model *m);
 void cpu_weights_free(cpu_model *m);
@@ -106,7 +113,6 @@ void cpu_linear(const float *x, int64_t ldx, int64_t tokens, int64_t in, const f
 int cpu_has_avx2(void);
 void cpu_dot_2x4_avx2(const float *w0, const float *w1, const float *x, int64_t ldx, int64_t n,
                       float out[2][4]);
-lp_status cpu_rope_inv_freq(const lp_model_config *cfg, float *inv_freq);
 void cpu_rope_table(const cpu_model *m, const int32_t *positions, int64_t tokens);
 void cpu_rope_apply(const cpu_model *m, float *qkv, int64_t tokens);
 void cpu_kv_write(const cpu_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,

@@ -14,11 +14,6 @@ lp_status cpu_kv_from_handle(uint64_t handle, cpu_kv **out) {
   return LP_OK;
 }
 
-/* First float of block b's K (kv = 0) or V (kv = 1) in layer l. */
-static float *block_ptr(const cpu_kv *kv, int64_t l, int64_t which, int64_t b) {
-  return kv->data + ((l * 2 + which) * kv->num_blocks + b) * kv->block_floats;
-}
-
 lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv) {
   cpu_model *m;
   LP_TRY(cpu_model_from_handle(model, &m));
@@ -63,14 +58,10 @@ lp_status lp_kv_destroy(uint64_t handle) {
   return LP_OK;
 }
 
-static lp_status check_block_ids(const cpu_kv *kv, const int32_t *block_ids, int32_t n,
-                                 const void *buf) {
-  LP_REQUIRE(n >= 0, "n=%d must be >= 0", n);
-  LP_REQUIRE(n == 0 || (block_ids && buf), "null pointer (block_ids=%p buffer=%p)",
-             (const void *)block_ids, buf);
+lp_status cpu_kv_check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n, const char *which) {
   for (int32_t i = 0; i < n; i++)
-    LP_REQUIRE(block_ids[i] >= 0 && block_ids[i] < kv->num_blocks,
-               "block id %d (index %d) out of range [0, %d)", block_ids[i], i, kv->num_blocks);
+    LP_REQUIRE(ids[i] >= 0 && ids[i] < kv->num_blocks, "%sblock id %d (index %d) out of range [0, %d)",
+               which, ids[i], i, kv->num_blocks);
   return LP_OK;
 }
 
@@ -80,11 +71,14 @@ static lp_status check_block_ids(const cpu_kv *kv, const int32_t *block_ids, int
 static lp_status copy_packed(uint64_t handle, const int32_t *block_ids, int32_t n, const void *host, int to_host) {
   cpu_kv *kv;
   LP_TRY(cpu_kv_from_handle(handle, &kv));
-  LP_TRY(check_block_ids(kv, block_ids, n, host));
+  LP_REQUIRE(n >= 0, "n=%d must be >= 0", n);
+  LP_REQUIRE(n == 0 || (block_ids && host), "null pointer (block_ids=%p buffer=%p)",
+             (const void *)block_ids, host);
+  LP_TRY(cpu_kv_check_ids(kv, block_ids, n, ""));
   const size_t bytes = (size_t)kv->block_floats * sizeof(float);
   for (int64_t lw = 0; lw < (int64_t)kv->num_layers * 2; lw++)
     for (int32_t i = 0; i < n; i++) {
-      float *block = block_ptr(kv, lw / 2, lw % 2, block_ids[i]);
+      float *block = cpu_kv_chunk(kv, lw, block_ids[i]);
       char *packed = (char *)host + (size_t)(lw * n + i) * bytes;
       if (to_host) memcpy(packed, block, bytes);
       else memcpy(block, packed, bytes);
@@ -105,7 +99,7 @@ lp_status lp_kv_scatter_host(uint64_t handle, const int32_t *block_ids, int32_t 
 void cpu_kv_write(const cpu_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
                   int64_t k_offset, int64_t v_offset, const int32_t *slot_mapping, int64_t tokens) {
   const int64_t row = (int64_t)kv->kv_heads * kv->head_dim;
-  float *k_cache = block_ptr(kv, layer, 0, 0), *v_cache = block_ptr(kv, layer, 1, 0);
+  float *k_cache = cpu_kv_chunk(kv, 2 * layer, 0), *v_cache = cpu_kv_chunk(kv, 2 * layer + 1, 0);
   for (int64_t t = 0; t < tokens; t++) {
     const int64_t slot = slot_mapping[t];
     memcpy(k_cache + slot * row, qkv + t * ld_qkv + k_offset, (size_t)row * sizeof(float));

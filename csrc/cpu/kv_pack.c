@@ -52,15 +52,7 @@ lp_status lp_kv_segment_bytes(uint64_t kv_handle, int32_t n, int64_t segment_byt
 static lp_status check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n) {
   LP_REQUIRE(n >= 1 && n <= LP_KV_MAX_TRANSFER_BLOCKS, "n=%d must be in [1, %d]", n, LP_KV_MAX_TRANSFER_BLOCKS);
   LP_REQUIRE(ids, "block ids are NULL");
-  for (int32_t i = 0; i < n; i++)
-    LP_REQUIRE(ids[i] >= 0 && ids[i] < kv->num_blocks, "block id %d (index %d) out of range [0, %d)", ids[i], i,
-               kv->num_blocks);
-  return LP_OK;
-}
-
-/* Words of chunk (ls, i): the float storage read as raw 4-byte words. */
-static uint32_t *chunk_words(const cpu_kv *kv, int64_t ls, int32_t id) {
-  return (uint32_t *)(kv->data + (ls * kv->num_blocks + id) * kv->block_floats);
+  return cpu_kv_check_ids(kv, ids, n, "");
 }
 
 /* Writes the validation pattern into every chunk of the blocks (check 0), or counts the words
@@ -69,7 +61,7 @@ static int64_t walk_pattern(cpu_kv *kv, const int32_t *block_ids, int32_t n, uin
   int64_t bad = 0;
   for (int32_t i = 0; i < n; i++)
     for (int64_t ls = 0; ls < 2 * (int64_t)kv->num_layers; ls++) {
-      uint32_t *w = chunk_words(kv, ls, block_ids[i]);
+      uint32_t *w = (uint32_t *)cpu_kv_chunk(kv, ls, block_ids[i]); /* the floats as raw words */
       const uint64_t key = lp_kv_pattern_chunk_key(seed, i, ls);
       for (int64_t j = 0; j < kv->block_floats; j++) {
         const uint32_t want = lp_kv_pattern_word(key, (uint64_t)j);

@@ -28,13 +28,6 @@ lp_status lp_xfer_release(uint64_t job) {
   return LP_OK;
 }
 
-static lp_status check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n, const char *which) {
-  for (int32_t i = 0; i < n; i++)
-    LP_REQUIRE(ids[i] >= 0 && ids[i] < kv->num_blocks, "%s block id %d (index %d) out of range [0, %d)", which,
-               ids[i], i, kv->num_blocks);
-  return LP_OK;
-}
-
 lp_status lp_kv_peer_copy(uint64_t src_handle, uint64_t dst_handle, const int32_t *src_ids, const int32_t *dst_ids,
                           int32_t n, int32_t mode, int64_t segment_bytes, uint64_t *out_job) {
   cpu_kv *src, *dst;
@@ -48,13 +41,11 @@ lp_status lp_kv_peer_copy(uint64_t src_handle, uint64_t dst_handle, const int32_
   LP_REQUIRE(src->num_layers == dst->num_layers && src->block_floats == dst->block_floats,
              "caches differ in shape (%d layers x %lld floats per chunk vs %d x %lld)", src->num_layers,
              (long long)src->block_floats, dst->num_layers, (long long)dst->block_floats);
-  LP_TRY(check_ids(src, src_ids, n, "source"));
-  LP_TRY(check_ids(dst, dst_ids, n, "destination"));
+  LP_TRY(cpu_kv_check_ids(src, src_ids, n, "source "));
+  LP_TRY(cpu_kv_check_ids(dst, dst_ids, n, "destination "));
   const size_t bytes = (size_t)src->block_floats * sizeof(float);
   for (int64_t ls = 0; ls < 2 * (int64_t)src->num_layers; ls++)
-    for (int32_t i = 0; i < n; i++)
-      memmove(dst->data + (ls * dst->num_blocks + dst_ids[i]) * dst->block_floats,
-              src->data + (ls * src->num_blocks + src_ids[i]) * src->block_floats, bytes);
+    for (int32_t i = 0; i < n; i++) memmove(cpu_kv_chunk(dst, ls, dst_ids[i]), cpu_kv_chunk(src, ls, src_ids[i]), bytes);
   if (out_job) *out_job = 0;
   return LP_OK;
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../common/rope_freq.h"
 #include "cpu_model.h"
 
 lp_status cpu_model_from_handle(uint64_t handle, cpu_model **out) {
@@ -63,9 +64,9 @@ lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model) {
   m->kv_dim = (int64_t)cfg->num_kv_heads * cfg->head_dim;
   m->qkv_dim = m->q_dim + 2 * m->kv_dim;
   m->inv_freq = malloc((size_t)cfg->head_dim / 2 * sizeof(float));
-  lp_status st = m->inv_freq ? cpu_rope_inv_freq(cfg, m->inv_freq)
+  if (m->inv_freq) lp_rope_inv_freq(cfg, m->inv_freq);
+  lp_status st = m->inv_freq ? cpu_weights_alloc(m)
                              : LP_FAIL(LP_ERR_OOM, "out of memory allocating rope frequencies");
-  if (st == LP_OK) st = cpu_weights_alloc(m);
   if (st != LP_OK) {
     model_free(m);
     return st;

@@ -1,32 +1,8 @@
 /* Rotary position embedding as transformers applies it: rotate_half (NeoX) layout, where
- * element i pairs with element i + head_dim/2, and inv_freq[i] = theta^(-2i/head_dim), adjusted by
- * _compute_llama3_parameters for rope_type llama3. */
+ * element i pairs with element i + head_dim/2, at the frequencies of common/rope_freq.h. */
 #include <math.h>
 
 #include "cpu_model.h"
-
-lp_status cpu_rope_inv_freq(const lp_model_config *c, float *inv_freq) {
-  const int32_t half = c->head_dim / 2;
-  const double pi = 3.14159265358979323846;
-  for (int32_t i = 0; i < half; i++) {
-    double f = 1.0 / pow((double)c->rope_theta, (double)(2 * i) / (double)c->head_dim);
-    if (c->rope_type == LP_ROPE_LLAMA3) {
-      /* Wavelengths shorter than original_max/high_freq_factor keep their frequency, longer than
-       * original_max/low_freq_factor are divided by factor, and the band between interpolates. */
-      const double old_ctx = c->rope_original_max_position, factor = c->rope_factor;
-      const double low = c->rope_low_freq_factor, high = c->rope_high_freq_factor;
-      const double wavelen = 2.0 * pi / f;
-      if (wavelen > old_ctx / low) {
-        f = f / factor;
-      } else if (!(wavelen < old_ctx / high)) {
-        const double smooth = (old_ctx / wavelen - low) / (high - low);
-        f = (1.0 - smooth) * f / factor + smooth * f;
-      }
-    }
-    inv_freq[i] = (float)f;
-  }
-  return LP_OK;
-}
 
 /* cos/sin of angle = inv_freq[i] * position, the product rounded to fp32 as transformers computes
  * it, for every token of the step. */

@@ -10,20 +10,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/mix64.h"
 #include "cpu_math.h"
 #include "cpu_model.h"
 
-static inline uint64_t mix64(uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ULL;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return z;
-}
-
 static inline uint32_t noise_bits(uint64_t base, int64_t i) {
-  return (uint32_t)(mix64(base ^ (uint64_t)i) >> 40);
+  return (uint32_t)(lp_mix64(base ^ (uint64_t)i) >> 40);
 }
 
 static inline double gumbel_exact(uint32_t bits) {
@@ -229,7 +221,7 @@ void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32
      * lower bound (minus the tolerance for fp32 rounding of the bounds) may win: its index goes
      * to the candidate list (in sel's storage). The running bound only rises, so the final
      * winner is on the list. */
-    const uint64_t base = mix64(seed + 0x9E3779B97F4A7C15ULL * ((uint64_t)(int64_t)position + 1));
+    const uint64_t base = lp_sample_noise_key(seed, position);
     const float *g_lo = gumbel_bounds, *g_up = gumbel_bounds + LP_GUMBEL_BUCKETS;
     const int use_e = top_p < 1.f;
     const uint32_t shift = 24 - LP_GUMBEL_BITS;

@@ -10,12 +10,6 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 // Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 // scratch holds 33 floats; the function syncs before returning and may be called repeatedly.
 __device__ __forceinline__ float block_sum(float v, float *scratch) {

@@ -1,10 +1,10 @@
 // Paged KV cache of the CUDA build: one bf16 tensor [L, 2, num_blocks, block_size, kv_heads,
-// head_dim], and packing of blocks for transfers (device kernels; host wrappers for tests).
+// head_dim], and lp_kv_gather_host / lp_kv_scatter_host of blocks through host memory.
 #include <stdlib.h>
 
 #include <atomic>
 
-#include "kv_cache.cuh"
+#include "model.cuh"
 
 namespace {
 
@@ -73,14 +73,6 @@ lp_status pack_host(LpKvCache *kv, const int32_t *ids, int n, void *host, bool u
 }
 
 }  // namespace
-
-lp_status kv_pack_device(const LpKvCache *kv, const int32_t *block_ids, int n, void *dst, cudaStream_t stream) {
-  return launch_pack(kv, block_ids, n, dst, false, stream);
-}
-
-lp_status kv_unpack_device(LpKvCache *kv, const int32_t *block_ids, int n, const void *src, cudaStream_t stream) {
-  return launch_pack(kv, block_ids, n, const_cast<void *>(src), true, stream);
-}
 
 extern "C" lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv) {
   LpModel *m = (LpModel *)(uintptr_t)model;

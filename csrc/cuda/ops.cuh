@@ -55,9 +55,8 @@ lp_status launch_silu_mul(const bf16 *gate_up, int tokens, int inter, bf16 *out,
                           cudaStream_t stream);
 
 // ---- rope.cu: q/k head norm, RoPE and the K/V cache write --------------------------------------
-// inv_freq[i] for i < head_dim / 2, including llama3 scaling (host computation).
-void rope_inv_freq(const lp_model_config *cfg, float *out);
-// cos_sin[t, i] = (cos, sin)(positions[t] * inv_freq[i]), once per step for every layer.
+// cos_sin[t, i] = (cos, sin)(positions[t] * inv_freq[i]) (inv_freq: common/rope_freq.h), once per
+// step for every layer.
 lp_status launch_rope_table(const int32_t *positions, const float *inv_freq, int tokens, int half,
                             float2 *cos_sin, cudaStream_t stream);
 struct RopeArgs {

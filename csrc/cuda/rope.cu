@@ -7,28 +7,6 @@
 #include "launch.cuh"
 #include "ops.cuh"
 
-void rope_inv_freq(const lp_model_config *cfg, float *out) {
-  const int half = cfg->head_dim / 2;
-  const double pi = 3.14159265358979323846;
-  for (int i = 0; i < half; i++) {
-    double inv = 1.0 / pow((double)cfg->rope_theta, (2.0 * i) / cfg->head_dim);
-    if (cfg->rope_type == LP_ROPE_LLAMA3) {
-      // transformers' _compute_llama3_parameters: long wavelengths scaled by 1/factor, short ones
-      // kept, the band between interpolated.
-      const double orig = cfg->rope_original_max_position, factor = cfg->rope_factor;
-      const double low = cfg->rope_low_freq_factor, high = cfg->rope_high_freq_factor;
-      const double wavelen = 2.0 * pi / inv;
-      if (wavelen > orig / low) {
-        inv = inv / factor;
-      } else if (wavelen >= orig / high) {
-        const double smooth = (orig / wavelen - low) / (high - low);
-        inv = (1.0 - smooth) * inv / factor + smooth * inv;
-      }
-    }
-    out[i] = (float)inv;
-  }
-}
-
 namespace {
 
 const int kWarps = 4;  // one warp per head; grid (token, head group)

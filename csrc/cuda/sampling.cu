@@ -5,6 +5,7 @@
 // summed in 40-bit fixed point with integer atomics, so results do not depend on thread order.
 #include <math.h>
 
+#include "../common/mix64.h"
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "ops.cuh"
@@ -17,15 +18,6 @@ const float kFixedOne = 1099511627776.f;  // 2^40: fixed-point unit of probabili
 __device__ __forceinline__ uint32_t order_key(float f) {
   const uint32_t u = __float_as_uint(f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ull;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return z;
 }
 
 struct SampleShared {
@@ -222,14 +214,13 @@ __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits,
       floor_key = select_top_p(row, vocab, temp, floor_key, zmax, target, sh);
     }
     const int pos = m.positions[m.sample_index[r]];
-    const unsigned long long base =
-        mix64(m.seed[r] + 0x9E3779B97F4A7C15ull * (unsigned long long)((long long)pos + 1));
+    const unsigned long long base = lp_sample_noise_key(m.seed[r], pos);
     float best = -INFINITY;
     int best_i = 0x7fffffff;
     for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
       const float z = row[i] / temp;
       if (order_key(z) < floor_key) continue;
-      const unsigned long long h = mix64(base ^ (unsigned long long)i);
+      const unsigned long long h = lp_mix64(base ^ (unsigned long long)i);
       const float u = (float)(((double)(h >> 40) + 0.5) * (1.0 / 16777216.0));
       const float v = z - logf(-logf(u));
       if (v > best) best = v, best_i = i;

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "../common/rope_freq.h"
 #include "ops.cuh"
 #include "workspace.cuh"
 
@@ -60,7 +61,7 @@ lp_status workspace_alloc(LpModel *m) {
   b.cublas_ws_bytes = kCublasWorkspaceBytes;
   LP_TRY(device_alloc((uint8_t **)&b.cublas_ws, b.cublas_ws_bytes, "cuBLAS workspace"));
   std::vector<float> inv((size_t)c.head_dim / 2);
-  rope_inv_freq(&c, inv.data());
+  lp_rope_inv_freq(&c, inv.data());
   LP_TRY(device_alloc(&b.rope_inv_freq, inv.size(), "rope frequencies"));
   LP_TRY(device_alloc(&b.rope_cos_sin, T * inv.size(), "rope table"));
   CUDA_CHECK(cudaMemcpy(b.rope_inv_freq, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));

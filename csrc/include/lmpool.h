@@ -79,7 +79,7 @@ enum { LP_ARCH_LLAMA = 0, LP_ARCH_QWEN3 = 1 };
 enum { LP_ROPE_DEFAULT = 0, LP_ROPE_LLAMA3 = 1 };
 
 /* Model shape; filled by the TypeScript config parser. Passed as int32/float fields laid out in
- * this order (see ffi/layout.ts). */
+ * this order (see ffi/model_config.ts). */
 typedef struct lp_model_config {
   int32_t arch;               /* LP_ARCH_* */
   int32_t vocab_size;

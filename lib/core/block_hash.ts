@@ -17,7 +17,7 @@ export function rootHash(cacheSalt?: string): BlockHash {
 
 /** Hash of one complete block given its parent's hash. */
 export function blockHash(parent: BlockHash, tokenIds: ArrayLike<number>): BlockHash {
-  const ids = Int32Array.from(tokenIds as ArrayLike<number>);
+  const ids = tokenIds instanceof Int32Array ? tokenIds : Int32Array.from(tokenIds);
   return createHash("sha256")
     .update(parent)
     .update(new Uint8Array(ids.buffer, ids.byteOffset, ids.byteLength))
@@ -31,9 +31,9 @@ export function prefixBlockHashes(tokenIds: ArrayLike<number>, blockSize: number
   const out: BlockHash[] = [];
   let parent = rootHash(cacheSalt);
   const full = Math.floor(tokenIds.length / blockSize);
-  const arr = Array.from(tokenIds);
+  const ids = Int32Array.from(tokenIds);
   for (let b = 0; b < full; b++) {
-    parent = blockHash(parent, arr.slice(b * blockSize, (b + 1) * blockSize));
+    parent = blockHash(parent, ids.subarray(b * blockSize, (b + 1) * blockSize));
     out.push(parent);
   }
   return out;

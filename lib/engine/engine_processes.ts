@@ -8,7 +8,7 @@ import type { RankPair } from "../global/topology.ts";
 import { GlobalBlockManager } from "../global/global_block_manager.ts";
 import { diffPageTable, type PageTableDiff } from "../global/page_table_diff.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
-import { resolveTransferConfig, type TransferConfigInput } from "../global/transfer_config.ts";
+import type { TransferConfig } from "../global/transfer_config.ts";
 import type { WorkerDataPathConfig } from "../local/worker_data_path.ts";
 import type { WorkerMainConfig } from "../local/worker_main.ts";
 import { Connection, type Outgoing } from "../protocol/connection.ts";
@@ -27,8 +27,8 @@ export interface EngineProcessesOptions {
   engine: WorkerMainConfig["engine"];
   pairs: RankPair[];
   routing?: RoutingConfigInput;
-  /** KV transfer mode and knobs for the control plane; workers open their KV peer sockets unless off. */
-  transfers?: TransferConfigInput;
+  /** KV transfer mode and knobs (resolved) for the control plane; workers open their KV peer sockets unless off. */
+  transfers: TransferConfig;
   heartbeat?: HeartbeatOptions;
   restartControlPlane: boolean;
   startTimeoutMs: number;
@@ -45,14 +45,9 @@ interface WorkerSlot {
   onReady?: () => void;
 }
 
-/** True when the transfer setting turns transfers off entirely. */
-function transfersOff(t: TransferConfigInput | undefined): boolean {
-  return (typeof t === "string" ? t : t?.mode) === "off";
-}
-
 /** A worker's data-path settings: the transfer config's choice, its NVLink partners and their devices. */
 function workerDataPath(o: EngineProcessesOptions, rank: number): WorkerDataPathConfig {
-  const t = resolveTransferConfig(o.transfers ?? {});
+  const t = o.transfers;
   const partners = o.pairs.flatMap(([a, b]) => (a === rank ? [b] : b === rank ? [a] : []));
   return {
     mode: t.dataPath,
@@ -293,7 +288,7 @@ export class EngineProcesses {
       controlSocketPath: this.controlSocket,
       engine: this.#o.engine,
       heartbeat: this.#o.heartbeat,
-      ...(transfersOff(this.#o.transfers) ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
+      ...(this.#o.transfers.mode === "off" ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
     }, workerThreadEnv(this.#o.worldSize));
     const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, alive: true, onReady: readyResolve };
     this.#workers.set(rank, slot);

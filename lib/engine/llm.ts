@@ -9,6 +9,7 @@ import type { BackendKind } from "../../ffi/loader.ts";
 import type { EngineStats, GenerationEngine, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
 import { AbortedError, DisposedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
+import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
@@ -17,6 +18,7 @@ import { LocalEngine } from "../local/local_engine.ts";
 import { readModelSpec } from "../model/config.ts";
 import { loadModel } from "../model/loader.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
+import { yieldToEventLoop } from "../runtime/event_loop.ts";
 
 /** Options of LLM.create. */
 export interface LLMOptions {
@@ -71,7 +73,12 @@ interface Sink {
 // One library handle per backend for the process: closing a library whose OpenMP threads or FFI
 // trampolines are still around crashes the runtime, and reopening gains nothing.
 const openedNatives = new Map<string, Native>();
-function openNative(backend: BackendKind | undefined): Native {
+
+/**
+ * The process's native library for `backend` as LLM.create opens it (undefined: the loader's
+ * choice), opened on first use; a caller that asks with the same `backend` gets the same handle.
+ */
+export function openNative(backend: BackendKind | undefined): Native {
   const key = backend ?? "auto";
   let n = openedNatives.get(key);
   if (!n) {
@@ -80,9 +87,6 @@ function openNative(backend: BackendKind | undefined): Native {
   }
   return n;
 }
-
-const yieldToEventLoop: () => Promise<void> =
-  typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
 
 /**
  * A model on one device, generating in-process.
@@ -242,7 +246,7 @@ export class LLM implements GenerationEngine {
     if (this.#sinks.has(requestId)) throw new RangeError(`request id ${JSON.stringify(requestId)} is already in use`);
     const seq = new Sequence({
       requestId,
-      promptTokenIds: this.#promptIds(input),
+      promptTokenIds: promptTokenIds(input, this.tokenizer, this.model.vocabSize),
       params: resolveSamplingParams(params),
       blockSize: this.config.blockSize,
       cacheSalt: options.cacheSalt,
@@ -267,25 +271,6 @@ export class LLM implements GenerationEngine {
     }
     this.#loop ??= this.#run();
     return requestId;
-  }
-
-  #promptIds(input: PromptInput): number[] {
-    const text = typeof input === "string" ? input : "prompt" in input ? input.prompt : undefined;
-    if (text !== undefined) {
-      if (typeof text !== "string") throw new TypeError(`prompt must be a string, got ${typeof text}`);
-      return this.#checkIds(this.tokenizer.encode(text), "the encoded prompt");
-    }
-    const ids = (input as { promptTokenIds?: unknown }).promptTokenIds;
-    if (!Array.isArray(ids)) throw new TypeError("input must be a string, { prompt } or { promptTokenIds }");
-    return this.#checkIds(ids, "promptTokenIds");
-  }
-
-  #checkIds(ids: unknown[], what: string): number[] {
-    const vocab = this.model.vocabSize;
-    ids.forEach((t, i) => {
-      if (!Number.isInteger(t) || (t as number) < 0 || (t as number) >= vocab) throw new RangeError(`${what}[${i}] = ${String(t)} is not a token id in 0..${vocab - 1}`);
-    });
-    return ids as number[];
   }
 
   #deliver(d: StreamDelta): void {

@@ -11,6 +11,7 @@ import type { EngineStats, GenerationEngine, RankStats, ServedModelInfo, TextTok
 import { prefixBlockHashes } from "../core/block_hash.ts";
 import { AbortedError, CapacityError, DisposedError, WorkerDiedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
+import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
 import { resolveTransferConfig, type TransferConfigInput } from "../global/transfer_config.ts";
@@ -317,21 +318,8 @@ export class LLMEngine implements GenerationEngine {
   }
 
   #promptIds(input: PromptInput): number[] {
-    const text = typeof input === "string" ? input : "prompt" in input ? input.prompt : undefined;
-    let ids: unknown;
-    if (text !== undefined) {
-      if (typeof text !== "string") throw new TypeError(`prompt must be a string, got ${typeof text}`);
-      ids = this.tokenizer.encode(text);
-    } else {
-      ids = (input as { promptTokenIds?: unknown }).promptTokenIds;
-      if (!Array.isArray(ids)) throw new TypeError("input must be a string, { prompt } or { promptTokenIds }");
-    }
-    const list = ids as unknown[];
-    const vocab = this.model.vocabSize;
-    list.forEach((t, i) => {
-      if (!Number.isInteger(t) || (t as number) < 0 || (t as number) >= vocab) throw new RangeError(`promptTokenIds[${i}] = ${String(t)} is not a token id in 0..${vocab - 1}`);
-    });
-    if (list.length === 0) throw new RangeError("the prompt is empty");
-    return list as number[];
+    const ids = promptTokenIds(input, this.tokenizer, this.model.vocabSize);
+    if (ids.length === 0) throw new RangeError("the prompt is empty");
+    return ids;
   }
 }

@@ -200,10 +200,10 @@ export class ControlPlane {
 
   #route(conn: Connection, m: MessageOf<"route_query">): void {
     try {
-      const d = this.scheduler.route(m);
+      const { decision: d, ctx } = this.scheduler.routeWithContext(m);
       const reply = () => conn.reply(m, { type: "route_result", requestId: m.requestId, rank: d.rank, reason: d.reason, matchedBlocks: d.matchedBlocks, feasible: d.feasible });
       // A foreground transfer for this request: answer once its blocks are there (or it gave up).
-      const pending = this.transfers.afterRoute(m, d);
+      const pending = this.transfers.afterRoute(m, d, ctx);
       if (pending) void pending.then(reply);
       else reply();
     } catch (e) {

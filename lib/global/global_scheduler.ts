@@ -73,6 +73,14 @@ export class GlobalScheduler {
 
   /** Routes one query and reserves its blocks on the chosen rank. */
   route(query: RouteQuery): RouteDecision {
+    return this.routeWithContext(query).decision;
+  }
+
+  /**
+   * As {@link route}, also returning the routing context it decided in, so the caller's follow-up
+   * work (TransferService.afterRoute) reuses its prefix matches instead of walking the chain again.
+   */
+  routeWithContext(query: RouteQuery): { decision: RouteDecision; ctx: RoutingContext } {
     checkQuery(query);
     const now = this.#now();
     if (now - this.#lastExpiry >= this.config.reservationTtlMs / 10) {
@@ -95,7 +103,7 @@ export class GlobalScheduler {
     this.#count("matched_blocks", matched);
     this.#count("query_blocks", query.blockHashes.length);
     if (matched > 0) this.#count("prefix_hits", 1);
-    return { rank: choice.rank, reason: choice.reason, matchedBlocks: matched, feasible: cost.feasible, reservedBlocks: cost.newBlocks };
+    return { decision: { rank: choice.rank, reason: choice.reason, matchedBlocks: matched, feasible: cost.feasible, reservedBlocks: cost.newBlocks }, ctx };
   }
 
   /** Applies a worker's full snapshot; on success folds in the request ids it reflects. */

@@ -7,6 +7,7 @@
  * @module
  */
 import type { MessageOf } from "../protocol/messages.ts";
+import { PairOffers } from "./pair_offers.ts";
 import type { NvlinkTopology } from "./topology.ts";
 
 /** The answer to one offer (an ipc_answer message without type and correlation fields). */
@@ -18,17 +19,10 @@ export interface IpcRendezvousOptions {
   topology?: NvlinkTopology;
 }
 
-interface WaitingOffer {
-  offer: MessageOf<"ipc_offer">;
-  /** Who holds the offer (its connection): the offer is withdrawn when it goes away. */
-  owner: unknown;
-  answer: (a: IpcAnswer) => void;
-}
-
 /** Pairs the two ranks' offers of each stage and hands each the other's. */
 export class IpcRendezvous {
   readonly #o: IpcRendezvousOptions;
-  readonly #waiting = new Map<string, WaitingOffer>();
+  readonly #waiting = new PairOffers<MessageOf<"ipc_offer">, IpcAnswer>();
   readonly #counts = { ipc_offers: 0, ipc_offers_refused: 0, ipc_handles_relayed: 0, ipc_pairs_opened: 0 };
 
   constructor(o: IpcRendezvousOptions = {}) {
@@ -44,14 +38,8 @@ export class IpcRendezvous {
       answer({ peerRank, stage, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
       return;
     }
-    const partner = this.#waiting.get(key(peerRank, rank, stage));
-    if (!partner) {
-      // A repeated offer (the worker reconnected) replaces the one before.
-      this.#waiting.get(key(rank, peerRank, stage))?.answer({ peerRank, stage, error: `superseded by a newer offer of rank ${rank}` });
-      this.#waiting.set(key(rank, peerRank, stage), { offer, owner, answer });
-      return;
-    }
-    this.#waiting.delete(key(peerRank, rank, stage));
+    const partner = this.#waiting.match(offer, owner, answer, { peerRank, stage, error: `superseded by a newer offer of rank ${rank}` }, stage);
+    if (!partner) return;
     const both = [offer, partner.offer];
     if (stage === "handle" && both.every((o) => o.handle !== undefined && o.error === undefined)) this.#counts.ipc_handles_relayed++;
     if (stage === "opened" && both.every((o) => o.error === undefined)) this.#counts.ipc_pairs_opened++;
@@ -61,12 +49,12 @@ export class IpcRendezvous {
 
   /** Withdraws the offers `owner` still has waiting (its connection closed). */
   dropOwner(owner: unknown): void {
-    for (const [k, w] of this.#waiting) if (w.owner === owner) this.#waiting.delete(k);
+    this.#waiting.dropOwner(owner);
   }
 
   /** Forgets a dead rank's waiting offers. */
   onRankDown(rank: number): void {
-    for (const [k, w] of this.#waiting) if (w.offer.rank === rank) this.#waiting.delete(k);
+    this.#waiting.dropRank(rank);
   }
 
   /** Counters for the control plane's stats (ipc_pairs_opened: pairs both of whose sides mapped the other's cache). */
@@ -85,8 +73,4 @@ function relayed(o: MessageOf<"ipc_offer">): IpcAnswer {
     ...(o.blockBytes !== undefined ? { blockBytes: o.blockBytes } : {}),
     ...(o.error !== undefined ? { error: `rank ${o.rank}: ${o.error}` } : {}),
   };
-}
-
-function key(rank: number, peerRank: number, stage: string): string {
-  return `${rank}->${peerRank}:${stage}`;
 }

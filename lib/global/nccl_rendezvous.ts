@@ -10,7 +10,9 @@
  * @module
  */
 import type { MessageOf } from "../protocol/messages.ts";
+import { PairOffers } from "./pair_offers.ts";
 import type { NvlinkTopology } from "./topology.ts";
+import { pairKey as key } from "./transfer_cost_model.ts";
 
 /** The answer to one offer (an nccl_id message without type and correlation fields). */
 export type NcclIdAnswer = Omit<MessageOf<"nccl_id">, "type" | "id" | "replyTo">;
@@ -23,17 +25,10 @@ export interface NcclRendezvousOptions {
   sendPairDown: (rank: number, peerRank: number, reason: string) => void;
 }
 
-interface WaitingOffer {
-  offer: MessageOf<"nccl_id_offer">;
-  /** Who holds the offer (its connection): the offer is withdrawn when it goes away. */
-  owner: unknown;
-  answer: (a: NcclIdAnswer) => void;
-}
-
 /** Pairs offers of the two ranks of a pair and tracks both sides' pair health. */
 export class NcclRendezvous {
   readonly #o: NcclRendezvousOptions;
-  readonly #waiting = new Map<string, WaitingOffer>();
+  readonly #waiting = new PairOffers<MessageOf<"nccl_id_offer">, NcclIdAnswer>();
   readonly #status = new Map<string, { ok: boolean; error?: string }>();
   readonly #counts = { nccl_offers: 0, nccl_ids_relayed: 0, nccl_offers_refused: 0, nccl_pairs_dropped: 0 };
 
@@ -50,14 +45,8 @@ export class NcclRendezvous {
       answer({ peerRank, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
       return;
     }
-    const partner = this.#waiting.get(key(peerRank, rank));
-    if (!partner) {
-      // A repeated offer (the worker reconnected) replaces the one before.
-      this.#waiting.get(key(rank, peerRank))?.answer({ peerRank, error: `superseded by a newer offer of rank ${rank}` });
-      this.#waiting.set(key(rank, peerRank), { offer, owner, answer });
-      return;
-    }
-    this.#waiting.delete(key(peerRank, rank));
+    const partner = this.#waiting.match(offer, owner, answer, { peerRank, error: `superseded by a newer offer of rank ${rank}` });
+    if (!partner) return;
     const lo = rank < peerRank ? offer : partner.offer;
     const hi = rank < peerRank ? partner.offer : offer;
     const why = lo.unavailable !== undefined ? `rank ${lo.rank} cannot join: ${lo.unavailable}`
@@ -77,7 +66,7 @@ export class NcclRendezvous {
 
   /** Withdraws the offers `owner` still has waiting (its connection closed). */
   dropOwner(owner: unknown): void {
-    for (const [k, w] of this.#waiting) if (w.owner === owner) this.#waiting.delete(k);
+    this.#waiting.dropOwner(owner);
   }
 
   /** Records one side's pair health; tells the other side to drop a pair this side does not have. */
@@ -94,7 +83,7 @@ export class NcclRendezvous {
   /** Forgets a dead rank's statuses and offers. */
   onRankDown(rank: number): void {
     for (const k of [...this.#status.keys()]) if (k.startsWith(`${rank}->`)) this.#status.delete(k);
-    for (const [k, w] of this.#waiting) if (w.offer.rank === rank) this.#waiting.delete(k);
+    this.#waiting.dropRank(rank);
   }
 
   /** Counters for the control plane's stats, with nccl_pairs_up: pairs both sides report up. */
@@ -106,8 +95,4 @@ export class NcclRendezvous {
     }
     return { ...this.#counts, nccl_pairs_up: up };
   }
-}
-
-function key(rank: number, peerRank: number): string {
-  return `${rank}->${peerRank}`;
 }

@@ -98,12 +98,13 @@ export class TransferService {
    * already bringing those blocks), only for plans expected to end within the wait, and at most
    * foregroundWaitMs and, in auto mode, the prefill those blocks save: a late plan then finishes
    * without it. An offload holds the reply only until its source pinned the chains it moves (at
-   * most foregroundWaitMs); the worker admits the request once the move frees them.
+   * most foregroundWaitMs); the worker admits the request once the move frees them. `ctx` is the
+   * context the route decided in (GlobalScheduler.routeWithContext), when the caller has it.
    */
-  afterRoute(query: RouteQuery, decision: RouteDecision): Promise<void> | undefined {
+  afterRoute(query: RouteQuery, decision: RouteDecision, ctx?: RoutingContext): Promise<void> | undefined {
     if (!this.enabled) return undefined;
     const s = this.#scheduler;
-    const ctx = new RoutingContext(query, s.blocks, s.reservations, s.topology, s.config);
+    ctx ??= new RoutingContext(query, s.blocks, s.reservations, s.topology, s.config);
     let resident = 0;
     for (const r of s.blocks.healthyRanks()) resident = Math.max(resident, ctx.match(r).blocks);
     this.hotness.observe(query.requestId, query.blockHashes, resident, decision.matchedBlocks > 0, this.#now());

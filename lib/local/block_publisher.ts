@@ -27,8 +27,8 @@ export class BlockPublisher {
   /** Seen by the consumer, unregistered since. */
   readonly #removed = new Map<number, { hash: BlockHash; block: number; generation: number }>();
   readonly #touched = new Set<number>();
-  #lastLoad = "";
-  #lastCapacity = "";
+  #lastLoad: RankLoad | undefined;
+  #lastCapacity: RankCapacity | undefined;
 
   constructor(rank: number, epoch: number) {
     this.rank = rank;
@@ -71,7 +71,7 @@ export class BlockPublisher {
   /** Changes since the last report, or null when neither blocks, capacity nor load changed. */
   delta(src: PublishedBlocks, load: RankLoad): BlockDelta | null {
     const capacity = src.capacity();
-    const same = JSON.stringify(capacity) === this.#lastCapacity && JSON.stringify(load) === this.#lastLoad;
+    const same = sameCounters(capacity, this.#lastCapacity) && sameCounters(load, this.#lastLoad);
     if (!this.dirty && same) return null;
     const d: BlockDelta = {
       rank: this.rank,
@@ -99,7 +99,14 @@ export class BlockPublisher {
   }
 
   #remember(capacity: RankCapacity, load: RankLoad): void {
-    this.#lastCapacity = JSON.stringify(capacity);
-    this.#lastLoad = JSON.stringify(load);
+    this.#lastCapacity = { ...capacity };
+    this.#lastLoad = { ...load };
   }
+}
+
+/** True when `b` exists and has every counter of `a` at the same value. */
+function sameCounters<T extends RankCapacity | RankLoad>(a: T, b: T | undefined): boolean {
+  if (!b) return false;
+  for (const k in a) if (a[k] !== b[k]) return false;
+  return true;
 }

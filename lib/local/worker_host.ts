@@ -5,7 +5,6 @@
  * control plane and resending a full snapshot.
  * @module
  */
-import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats } from "../core/engine_api.ts";
 import { Sequence } from "../core/sequence.ts";
 import type { StreamDelta } from "../core/outputs.ts";
@@ -14,6 +13,7 @@ import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
+import { yieldToEventLoop } from "../runtime/event_loop.ts";
 import type { LocalEngine } from "./local_engine.ts";
 import type { DirectPeerStatus } from "./per_peer_data_path.ts";
 import type { TransferExecutor, TransferPhaseMessage } from "./transfer_executor.ts";
@@ -24,6 +24,7 @@ export interface WorkerHostOptions {
   rank: number;
   epoch: number;
   pid: number;
+  /** Created with this rank and epoch: its block snapshots and deltas go to the control plane as they are. */
   engine: LocalEngine;
   /** Connected and greeted launcher connection. */
   launcher: Connection;
@@ -51,9 +52,6 @@ export interface PeerDataPathControl {
   /** Set by the host: a peer fell back at run time. */
   onFallback: (peerRank: number, reason: string) => void;
 }
-
-const yieldToEventLoop: () => Promise<void> =
-  typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
 
 /** Longest a worker holds its next step for a transfer payload in flight (see #run). */
 const PAYLOAD_PAUSE_MAX_MS = 50;
@@ -226,7 +224,7 @@ export class WorkerHost {
         const allocated = this.#allocated;
         this.#queued = [];
         this.#allocated = [];
-        this.#control!.send({ type: "block_delta", delta: this.#stamp(delta), ...(queued.length ? { queued } : {}), ...(allocated.length ? { allocated } : {}) });
+        this.#control!.send({ type: "block_delta", delta, ...(queued.length ? { queued } : {}), ...(allocated.length ? { allocated } : {}) });
       }
     }
     // Push stats on every change of the running/waiting set (so /metrics never shows a request
@@ -247,12 +245,7 @@ export class WorkerHost {
     this.#allocated = [];
     const queued = [...this.#held.keys()];
     const allocated = queued.filter((id) => (this.#held.get(id)?.blockTable.length ?? 0) > 0);
-    return { type: "block_snapshot", snapshot: this.#stamp(this.#engine.snapshot()), queued, allocated };
-  }
-
-  /** The block manager reports rank 0 and its own epoch; the launcher's numbering is authoritative. */
-  #stamp<T extends BlockSnapshot | BlockDelta>(s: T): T {
-    return { ...s, rank: this.#o.rank, epoch: this.#o.epoch };
+    return { type: "block_snapshot", snapshot: this.#engine.snapshot(), queued, allocated };
   }
 
   async #connectControl(): Promise<void> {

@@ -5,8 +5,7 @@
  * shutdown. Started and supervised by LLMEngine.
  * @module
  */
-import { Native } from "../../ffi/native.ts";
-import { LLM, type LLMOptions } from "../engine/llm.ts";
+import { LLM, type LLMOptions, openNative } from "../engine/llm.ts";
 import { Connection } from "../protocol/connection.ts";
 import { getEnv, pid } from "../runtime/env.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
@@ -60,9 +59,9 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
   const log = (line: string) => console.error(line);
   // Load before connecting: loading can block the event loop longer than heartbeats allow.
   const t0 = performance.now();
-  // Probe which backend loads (CUDA when a GPU is visible) to know whether `gpu` applies.
-  const backend = new Native({ backend: config.engine.backend }).backend;
-  const llm = await LLM.create({ ...config.engine, backend, rank: config.rank, epoch: config.epoch, ...(backend === "cuda" ? { device: config.gpu } : {}) });
+  // Which backend loads (CUDA when a GPU is visible) says whether `gpu` applies; LLM.create reuses this handle.
+  const backend = openNative(config.engine.backend).backend;
+  const llm = await LLM.create({ ...config.engine, rank: config.rank, epoch: config.epoch, ...(backend === "cuda" ? { device: config.gpu } : {}) });
   // Also before connecting: creating NCCL pairs blocks the event loop (bounded by its timeout).
   let dataPath: PerPeerDataPath | undefined;
   try {

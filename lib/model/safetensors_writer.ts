@@ -4,8 +4,9 @@
  * multiple of 8 bytes (as the reference implementation does) so data starts aligned.
  * @module
  */
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { makeDir } from "../runtime/files.ts";
 import { SAFETENSORS_DTYPE_BYTES } from "./safetensors.ts";
 
 /** A tensor to write: either its bytes, or a producer that emits them in order, in chunks. */
@@ -59,7 +60,7 @@ export function writeSafetensorsFile(
   tensors: readonly TensorSource[],
   options: { metadata?: Record<string, string>; onTensor?: (name: string, bytes: number) => void } = {},
 ): void {
-  mkdirSync(dirname(path), { recursive: true });
+  makeDir(dirname(path));
   const fd = openSync(path, "w");
   try {
     writeAll(fd, encodeSafetensorsHeader(tensors, options.metadata));

@@ -4,9 +4,9 @@
  * are generated while being written, shard by shard, so even the 1.7B shape needs little memory.
  * @module
  */
-import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
+import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { writeText } from "../runtime/files.ts";
+import { makeDir, writeText } from "../runtime/files.ts";
 import { parseModelSpec, type ModelSpec } from "./config.ts";
 import type { FloatDType } from "./float_formats.ts";
 import { presetConfig, QWEN3_ENDOFTEXT_ID, type HfConfigJson, type PresetName } from "./presets.ts";
@@ -54,7 +54,7 @@ export function writeSyntheticModel(dir: string, options: SyntheticModelOptions)
   if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`seed must be a non-negative integer, got ${seed}`);
   const maxShardBytes = options.maxShardBytes ?? 2 * 1024 ** 3;
   if (!(maxShardBytes > 0)) throw new RangeError(`maxShardBytes must be positive, got ${maxShardBytes}`);
-  mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   const existing = readdirSync(dir);
   if (existing.length > 0) throw new RangeError(`${dir} is not empty (holds ${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", ..." : ""})`);
 

@@ -2,16 +2,11 @@
  * File-system access used by the library, through node:fs (which Bun and Deno both provide).
  * @module
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 
 /** True when a file or directory exists at `path`. */
 export function pathExists(path: string): boolean {
   return existsSync(path);
-}
-
-/** Size in bytes of the file at `path`. */
-export function fileSize(path: string): number {
-  return statSync(path).size;
 }
 
 /** Reads a whole file as UTF-8 text. */
@@ -19,21 +14,10 @@ export function readText(path: string): string {
   return readFileSync(path, "utf8");
 }
 
-/** Reads a whole file as bytes. */
-export function readBytes(path: string): Uint8Array {
-  return new Uint8Array(readFileSync(path));
-}
-
 /** Writes text, creating parent directories as needed. */
 export function writeText(path: string, text: string): void {
   mkdirSync(dirnameOf(path), { recursive: true });
   writeFileSync(path, text);
-}
-
-/** Writes bytes, creating parent directories as needed. */
-export function writeBytes(path: string, data: Uint8Array): void {
-  mkdirSync(dirnameOf(path), { recursive: true });
-  writeFileSync(path, data);
 }
 
 /** Creates a directory and its parents. */

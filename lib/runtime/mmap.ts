@@ -15,11 +15,6 @@ function bunMmap(): BunMmap["mmap"] | undefined {
   return typeof bun?.mmap === "function" ? bun.mmap.bind(bun) : undefined;
 }
 
-/** True when mapFile() maps instead of reading (the bytes are not copied into the heap). */
-export function mapsFiles(): boolean {
-  return bunMmap() !== undefined;
-}
-
 // Reads go in pieces: a single read(2) returns at most ~2 GiB on Linux.
 const READ_CHUNK = 1 << 30;
 

@@ -110,8 +110,7 @@ export function spawnChild(options: SpawnOptions): ChildProcessHandle {
     };
   }
   if (!g.Bun) throw new Error(`spawnChild: unsupported runtime "${runtimeName()}" (Bun or Deno required)`);
-  const bunIo = (o: ChildOutput) => o;
-  const proc = g.Bun.spawn({ cmd: [program, ...args], env: options.env, cwd: options.cwd, stdin: "ignore", stdout: bunIo(out), stderr: bunIo(err) });
+  const proc = g.Bun.spawn({ cmd: [program, ...args], env: options.env, cwd: options.cwd, stdin: "ignore", stdout: out, stderr: err });
   let done = false;
   const exited = proc.exited.then(() => {
     done = true;

@@ -14,15 +14,15 @@ export type ServeEngineOptions = Pick<
   "gpus" | "backend" | "blockSize" | "gpuMemoryUtilization" | "maxNumSeqs" | "maxNumBatchedTokens" | "maxModelLen" | "routingPolicy" | "nvlinkPairs"
 > & { modelDir: string };
 
-/** Start-up callbacks: notes about options without effect, and weight-loading progress. */
-export interface ServeEngineHooks {
-  warn(message: string): void;
-  onLoadProgress?(loadedBytes: number, totalBytes: number): void;
-}
-
 /** Creates the serving engine. */
-export async function createServeEngine(o: ServeEngineOptions, hooks: ServeEngineHooks): Promise<GenerationEngine> {
-  const perGpu = {
+export async function createServeEngine(o: ServeEngineOptions): Promise<GenerationEngine> {
+  // Every --gpus value runs through LLMEngine (1 GPU = 1 worker process), so the server always has
+  // the control plane's routing, supervision and metrics; `LLM` stays the in-process library API.
+  if (o.routingPolicy !== undefined && !(POLICY_NAMES as readonly string[]).includes(o.routingPolicy)) {
+    throw new RangeError(`--routing-policy ${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`);
+  }
+  // Workers load the weights in their own processes and print their own progress.
+  return LLMEngine.create({
     model: o.modelDir,
     backend: o.backend,
     blockSize: o.blockSize,
@@ -30,16 +30,6 @@ export async function createServeEngine(o: ServeEngineOptions, hooks: ServeEngin
     maxNumSeqs: o.maxNumSeqs,
     maxNumBatchedTokens: o.maxNumBatchedTokens,
     maxModelLen: o.maxModelLen,
-    onProgress: hooks.onLoadProgress,
-  };
-  // Every --gpus value runs through LLMEngine (1 GPU = 1 worker process), so the server always has
-  // the control plane's routing, supervision and metrics; `LLM` stays the in-process library API.
-  if (o.routingPolicy !== undefined && !(POLICY_NAMES as readonly string[]).includes(o.routingPolicy)) {
-    throw new RangeError(`--routing-policy ${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`);
-  }
-  const { onProgress: _inProcessOnly, ...workerOptions } = perGpu;
-  return LLMEngine.create({
-    ...workerOptions,
     gpus: o.gpus,
     ...(o.routingPolicy !== undefined ? { routing: { policy: o.routingPolicy as PolicyName } } : {}),
     ...(o.nvlinkPairs !== undefined ? { topology: o.nvlinkPairs } : {}),

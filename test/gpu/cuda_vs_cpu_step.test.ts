@@ -5,7 +5,7 @@
 // agree except at near ties (CPU logit gap under 5% of the logits' RMS). Skips without CUDA.
 import { describe, expect, test } from "bun:test";
 import type { KvCache, NativeModel, StepBatch } from "../../ffi/native.ts";
-import { rng } from "../helpers/bf16.ts";
+import { bf16ToF32, rng } from "../helpers/bf16.ts";
 import { createRandomModel, type RandomModelOptions, testSeed } from "../helpers/random_model.ts";
 import { relL2 } from "../helpers/reference_model.ts";
 import { buildStep, rowLogits, type SeqStep, shuffledBlocks } from "../helpers/step_builder.ts";
@@ -102,7 +102,7 @@ describe("CUDA step vs CPU step", () => {
       // The KV both backends wrote for seq 2's blocks: bf16 on CUDA, fp32 on CPU, same layout.
       const ids = Int32Array.from(tables[2]!.slice(0, Math.ceil(seqs[2]!.length / bs)));
       const g = new Uint16Array(pair.cuda[1].gather(ids).buffer), c = new Float32Array(pair.cpu[1].gather(ids).buffer);
-      const gf = Float32Array.from(g, (h) => new Float32Array(new Uint32Array([h << 16]).buffer)[0]!);
+      const gf = Float32Array.from(g, bf16ToF32);
       const kvErr = relL2(gf, c);
       if (!(kvErr <= LOGIT_TOL)) throw new Error(`${ctx}: gathered KV rel. L2 ${kvErr} > ${LOGIT_TOL}`);
       pair.cuda[1].dispose();

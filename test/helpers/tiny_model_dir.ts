@@ -17,7 +17,8 @@ const GENERATOR_SOURCES = [
 
 let cacheRoot: string | undefined;
 
-function testModelCacheRoot(): string {
+/** build/test-models/<hash of the generator's sources>/: the root of every cached test model. */
+export function testModelCacheRoot(): string {
   if (!cacheRoot) {
     const h = createHash("sha256");
     for (const f of GENERATOR_SOURCES) h.update(readFileSync(new URL(`../../lib/model/${f}`, import.meta.url)));

@@ -2,18 +2,12 @@
 // weightBytes() counts what the backend stores (tied models hold no separate LM head).
 import { describe, expect, test } from "bun:test";
 import { native } from "../../ffi/native.ts";
-import { rng } from "../helpers/bf16.ts";
+import { f32ToF16 } from "../../lib/model/float_formats.ts";
+import { f32ToBf16, rng } from "../helpers/bf16.ts";
 import { createRandomModel, randomWeights, setWeights, testSeed, tinyConfig } from "../helpers/random_model.ts";
 import { buildStep } from "../helpers/step_builder.ts";
 
 const ELEM_BYTES = native().backend === "cpu" ? 4 : 2;
-
-/** IEEE half bits of a value exactly representable as a normal f16 (or zero). */
-function f16Bits(x: number): number {
-  const u = new Uint32Array(Float32Array.of(x).buffer)[0]!;
-  if ((u & 0x7fffffff) === 0) return (u >>> 16) & 0x8000;
-  return ((u >>> 16) & 0x8000) | ((((u >>> 23) & 0xff) - 127 + 15) << 10) | ((u & 0x7fffff) >>> 13);
-}
 
 describe(`model weights (${native().backend} backend)`, () => {
   test("bf16, f16 and f32 inputs of the same values give identical logits", () => {
@@ -28,8 +22,7 @@ describe(`model weights (${native().backend} backend)`, () => {
       const m = native().createModel(c);
       setWeights(m, w);
       const data = dtype === "f32" ? w.embed
-        : dtype === "f16" ? Uint16Array.from(w.embed, f16Bits)
-        : Uint16Array.from(w.embed, (x) => new Uint32Array(Float32Array.of(x).buffer)[0]! >>> 16);
+        : Uint16Array.from(w.embed, dtype === "f16" ? f32ToF16 : f32ToBf16);
       m.setWeight(-1, "embed", dtype, data, w.embed.length);
       m.finalize(16, 2);
       using kv = m.createKvCache(2, 16);

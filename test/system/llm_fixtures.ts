@@ -6,25 +6,23 @@
 // larger weights (attention dominates the residual) and a 4096-token vocabulary (a cheap LM head;
 // ids below 4096 are still real Qwen3 tokens, so text decoding works).
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { presetConfig } from "../../lib/model/presets.ts";
 import { writeSyntheticModel } from "../../lib/model/synthetic_writer.ts";
+import { testModelCacheRoot } from "../helpers/tiny_model_dir.ts";
 
 /** Vocabulary of the engine test model. */
 export const ENGINE_TEST_VOCAB = 4096;
 
-const GENERATOR_SOURCES = ["synthetic_writer.ts", "random_weights.ts", "presets.ts", "safetensors_writer.ts", "weight_names.ts", "float_formats.ts"];
-
 /** Directory of the context-sensitive tiny Qwen3 model (generated once, cached under build/). */
 export function engineTestModelDir(): string {
   const config = { ...presetConfig("tiny"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 };
-  const h = createHash("sha256").update(JSON.stringify(config));
-  for (const f of GENERATOR_SOURCES) h.update(readFileSync(new URL(`../../lib/model/${f}`, import.meta.url)));
-  const dir = fileURLToPath(new URL(`../../build/test-models/engine-${h.digest("hex").slice(0, 12)}`, import.meta.url));
+  const root = testModelCacheRoot();
+  const dir = `${root}engine-${createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 12)}`;
   if (existsSync(`${dir}/config.json`)) return dir;
   const tmp = `${dir}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   try {
+    mkdirSync(root, { recursive: true });
     writeSyntheticModel(tmp, { config, seed: 7 });
     renameSync(tmp, dir);
   } catch (e) {

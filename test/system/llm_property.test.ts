@@ -92,7 +92,7 @@ describe("random arrivals, aborts and preemptions", () => {
   for (const seed of [1, 2, 3]) {
     test(`seed ${seed}: drains cleanly and every finished request equals running it alone`, () => {
       const reqs = plan(seed, 36);
-      // Two requests that can never fit: longer than max_model_len.
+      // A request that can never fit: longer than max_model_len.
       reqs.push({ init: { requestId: `big-${seed}`, promptTokenIds: Array(90).fill(3), params: resolveSamplingParams({ maxTokens: 10 }), blockSize: BS }, arriveAt: 5, abortAt: null });
       const e = engine(16, { prefix: true, chunked: true, maxNumBatchedTokens: 24 });
       const { outputs, rejected } = drive(e, reqs);

@@ -14,11 +14,10 @@ test("a module without a default BenchEntry is not available, with the reason", 
   expect("unavailable" in e && e.unavailable).toContain("has no default-exported BenchEntry");
 });
 
-test("the entries this task owns load with their own names", async () => {
-  for (const name of ["e2e", "serving", "profile"]) {
-    const ref = BENCH_ENTRY_MODULES.find((m) => m.name === name)!;
+test("every listed entry loads with its own name", async () => {
+  for (const ref of BENCH_ENTRY_MODULES) {
     const e = await loadEntry(ref);
-    expect("entry" in e && e.entry.name).toBe(name);
+    expect("entry" in e ? e.entry.name : e.unavailable).toBe(ref.name);
   }
 });
 
