@@ -12,11 +12,13 @@ import { loadSkewWorkload } from "../../bench/workloads/load_skew.ts";
 import type { WorkloadRequest } from "../../bench/workloads/types.ts";
 import { engineTestModelDir } from "./llm_fixtures.ts";
 
+// Enough revisits that leases published late on a loaded machine still see traffic (at 90 a run
+// under load could finish its revisits before the first lease, 1 in ~30).
 // Prefixes long enough that routing alone never leaves an owner (the GPU case: a cold prefill of
 // the prefix costs more than the owner's whole queue), short enough for a CPU test.
 const BLOCK = 64;
 const PREFIX_BLOCKS = 40;
-const trace = loadSkewWorkload({ seed: 3, revisits: 90, prefixTokens: PREFIX_BLOCKS * BLOCK + 5, questionTokens: [2, 6], outputTokens: 4, blockSize: BLOCK, maxTokenId: 4000 });
+const trace = loadSkewWorkload({ seed: 3, revisits: 180, prefixTokens: PREFIX_BLOCKS * BLOCK + 5, questionTokens: [2, 6], outputTokens: 4, blockSize: BLOCK, maxTokenId: 4000 });
 const greedy = { temperature: 0, ignoreEos: true };
 let model: string;
 beforeAll(() => {
