@@ -1,8 +1,9 @@
 """Writes a random-weight model with transformers' own classes and its teacher-forced logits.
 
 Usage (GPU machine): python3 test/gpu/hf_reference.py OUT_DIR {qwen3|llama} [num_tokens]
-OUT_DIR gets the save_pretrained() model, tokens.json and logits.f32 ([num_tokens, vocab] float32,
-transformers' forward in fp32 over the saved bf16 weights): the reference for hf_parity.ts.
+OUT_DIR gets the save_pretrained() bf16 model, tokens.json and logits.f32 ([num_tokens, vocab]
+float32: transformers' fp32 forward of that model as from_pretrained loads it, on the CPU): the
+reference for hf_parity.ts.
 """
 import json
 import sys
@@ -29,17 +30,30 @@ with torch.no_grad():
     for name, p in model.named_parameters():
         if name.endswith("norm.weight"):
             p.uniform_(0.5, 1.5)
-model = model.to(torch.bfloat16)
-model.save_pretrained(out, safe_serialization=True)
+model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+# The reference is the saved model loaded the way users load it. Casting the bf16 model back with
+# .to(float32) would not do: .to() casts buffers too, so RoPE's inv_freq would keep bf16 values
+# (off by up to 0.4%, i.e. up to a few radians at position 600).
+torch.backends.cuda.matmul.allow_tf32 = False
 tokens = torch.randint(0, cfg.vocab_size, (n,), generator=torch.Generator().manual_seed(1))
+cls = type(model)
 with torch.no_grad():
-    # transformers' own bf16 forward against its fp32 one: the noise floor any bf16 engine shares.
-    bf16 = model.cuda().eval()(tokens[None].cuda()).logits[0].float().cpu()
-    ref = model.to(torch.float32).cuda().eval()
-    logits = ref(tokens[None].cuda()).logits[0].float().cpu()
-rel = (torch.linalg.norm(bf16 - logits) / torch.linalg.norm(logits)).item()
-top1 = (bf16.argmax(-1) == logits.argmax(-1)).float().mean().item()
-print(f"hf_reference: transformers bf16 vs fp32 forward: rel. L2 {rel:.4f}, top-1 agreement {top1:.4f}")
+    ref = cls.from_pretrained(out, torch_dtype=torch.float32).eval()  # fp32 on the CPU: plain IEEE arithmetic
+    logits = ref(tokens[None]).logits[0].float()
+    # transformers' own bf16 forward on the GPU: the noise floor any bf16 engine shares.
+    bf16 = cls.from_pretrained(out, torch_dtype=torch.bfloat16).cuda().eval()(tokens[None].cuda()).logits[0].float().cpu()
+    # What the earlier reference did (bf16 model cast back to fp32), to show how far that was off.
+    cast = model.to(torch.bfloat16).to(torch.float32).eval()(tokens[None]).logits[0].float()
+
+
+def compare(name, x):
+    rel = (torch.linalg.norm(x - logits) / torch.linalg.norm(logits)).item()
+    top1 = (x.argmax(-1) == logits.argmax(-1)).float().mean().item()
+    print(f"hf_reference: {name} vs transformers fp32 (from_pretrained): rel. L2 {rel:.4f}, top-1 agreement {top1:.4f}")
+
+
+compare("transformers bf16 forward", bf16)
+compare("bf16-cast-back fp32 model (buffers cast too)", cast)
 logits.numpy().tofile(f"{out}/logits.f32")
 json.dump({"tokens": tokens.tolist(), "vocab": cfg.vocab_size}, open(f"{out}/tokens.json", "w"))
 print(f"hf_reference: {arch} -> {out} ({n} tokens)")

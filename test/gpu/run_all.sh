@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU acceptance check in one device call (nvidia-h200-x2), logs under $OUT (at most 8 files):
+# Every GPU acceptance check in one device call (nvidia-h200-x2), logs under $OUT (7 files):
 #   source .gpu/env.sh is done here; run from the repo root with carry [".gpu"].
 # Steps, most important first, each under its own time limit so a hang cannot eat the lease.
 set -uo pipefail
@@ -29,9 +29,12 @@ LMPOOL_BACKEND=cpu step "hf parity (cpu backend)" 90 "$OUT/parity.log" bun run t
 grep '"pass"' "$OUT/parity.log"
 # Issue 6: transfer path vs the link peak measured in the same run.
 step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --reps 20 --out "$OUT/transfer-profile.json"
-# Issue 4: throughput on random-256 (the shared workload, regenerated identically by the bench).
-step "throughput" 80 "$OUT/bench.log" bun run bench/main.ts throughput --preset qwen3-0.6b
+# Issue 3: decode and prefill step times against the copy-bandwidth and GEMM ceilings of this run.
+step "native_step" 120 "$OUT/bench.log" bun run bench/main.ts native_step
 tail -12 "$OUT/bench.log"
+# Issue 4: throughput on random-256 (the shared workload, regenerated identically by the bench).
+[ -n "${SKIP_THROUGHPUT:-}" ] || step "throughput" 80 "$OUT/bench.log" bun run bench/main.ts throughput --preset qwen3-0.6b
+tail -4 "$OUT/bench.log"
 # Issues 5-7: both GPUs serving through LLMEngine, with transfers, on the load-skew workload.
 step "e2e load-skew" 100 "$OUT/e2e.log" bun run bench/main.ts e2e --workload load-skew --configs round-robin,lmpool-routing,lmpool --repetitions 1 --out /tmp/e2e
-cp /tmp/e2e/summary.md "$OUT/e2e-summary.md" 2>/dev/null; cat "$OUT/e2e-summary.md" 2>/dev/null | head -30
+cat /tmp/e2e/summary.md >> "$OUT/e2e.log" 2>/dev/null; head -30 /tmp/e2e/summary.md 2>/dev/null
