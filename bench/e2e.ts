@@ -9,12 +9,12 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
 import { parseArrival } from "./driver/arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
 import type { BenchEntry } from "./entry.ts";
+import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult, type TransferLatencyPoint } from "./report/schema.ts";
 import { scenarioSection } from "./report/summary_md.ts";
@@ -60,19 +60,6 @@ const HELP = `usage: bun bench e2e [options]
   --max-in-flight N       in-flight limit (default: the workload's)
   --transfer-json PATH    transfer latency to chart: \`bun bench transfer\`'s profile JSON, or points [{pair, blocks, bytes, latencyMs}]
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
-
-async function resolveModelDir(model: string): Promise<string> {
-  const presets = (await import("../lib/model/presets.ts")) as { isPresetName(s: string): boolean };
-  if (!presets.isPresetName(model)) return model;
-  const { ensureModel } = (await import("../lib/model/demo_model.ts")) as { ensureModel(p: string): Promise<string> };
-  return ensureModel(model);
-}
-
-function readModelConfig(dir: string): Record<string, unknown> {
-  const c = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
-  const keys = ["architectures", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings", "torch_dtype"];
-  return { dir, ...Object.fromEntries(keys.filter((k) => k in c).map((k) => [k, c[k]])) };
-}
 
 async function traceProfileOf(w: Workload, blockSize: number, modelDir: string): Promise<TraceProfile> {
   if (w.requests.every((r) => r.promptTokenIds)) return profileTrace(w.requests, blockSize);

@@ -13,7 +13,7 @@ const USAGE = `usage: bun bench                 list the entries
 async function list(): Promise<void> {
   console.log(USAGE);
   console.log("\nentries:");
-  for (const e of await loadEntries()) console.log(`  ${e.name.padEnd(12)} ${"entry" in e ? e.entry.description : e.unavailable}`);
+  for (const e of await loadEntries()) console.log(`  ${e.name.padEnd(16)} ${"entry" in e ? e.entry.description : e.unavailable}`);
 }
 
 async function runAllQuick(): Promise<number> {
@@ -21,18 +21,18 @@ async function runAllQuick(): Promise<number> {
   let failed = 0;
   for (const e of await loadEntries()) {
     if (!("entry" in e)) {
-      outcomes.push(`  ${e.name.padEnd(12)} skipped (${e.unavailable})`);
+      outcomes.push(`  ${e.name.padEnd(16)} skipped (${e.unavailable})`);
       continue;
     }
     console.log(`\n=== ${e.name} --quick ===`);
     const t0 = performance.now();
     try {
       await e.entry.run(["--quick"]);
-      outcomes.push(`  ${e.name.padEnd(12)} ok (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      outcomes.push(`  ${e.name.padEnd(16)} ok (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     } catch (err) {
       failed++;
       console.error(err);
-      outcomes.push(`  ${e.name.padEnd(12)} FAILED: ${err instanceof Error ? err.message : String(err)}`);
+      outcomes.push(`  ${e.name.padEnd(16)} FAILED: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
   console.log(`\nquick run:\n${outcomes.join("\n")}`);

@@ -1,14 +1,16 @@
 /**
  * Aggregates one run: request and token throughput, TTFT/TPOT/ITL/E2E distributions, realized
  * prefix-hit rate (requests with cached tokens > 0) and token reuse (cached / prompt tokens),
- * transfers done during the run (difference of engine stats), per-rank request counts and a
- * per-phase breakdown. Throughputs count completed requests only, over the run's elapsed time.
+ * transfers done during the run (difference of engine stats, with plans by kind, released source
+ * blocks and dispatch-to-publish latency), per-rank request counts and a per-phase breakdown.
+ * Throughputs count completed requests only, over the run's elapsed time.
  * @module
  */
 import type { EngineStats } from "../../lib/core/engine_api.ts";
 import { type Distribution, summarizeDistribution } from "../stats/distribution.ts";
 import type { RequestRecord } from "./request_record.ts";
 import type { RunResult } from "./run_workload.ts";
+import { isGaugeCounter, type TransferMetrics, transferMetrics } from "./transfer_metrics.ts";
 
 /** Latency and cache figures of a subset of requests (a phase, or the whole run). */
 export interface LatencyBreakdown {
@@ -34,6 +36,9 @@ export interface RunMetrics extends LatencyBreakdown {
   outputThroughput: number;
   totalTokenThroughput: number;
   transfers: { count: number; blocks: number; bytes: number };
+  /** What verifies the transfers: plans by kind, moves' released blocks, publish latency. */
+  transferPlans: TransferMetrics;
+  /** Control-plane counter differences (gauges such as transfer_publish_*: the value after). */
   routing: Record<string, number>;
   perRankRequests: Record<string, number>;
   phases: Record<string, LatencyBreakdown>;
@@ -57,7 +62,7 @@ export function breakdown(records: readonly RequestRecord[]): LatencyBreakdown {
 
 function counterDelta(before: Record<string, number> | undefined, after: Record<string, number> | undefined): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(after ?? {})) if (typeof v === "number") out[k] = v - (before?.[k] ?? 0);
+  for (const [k, v] of Object.entries(after ?? {})) if (typeof v === "number") out[k] = isGaugeCounter(k) ? v : v - (before?.[k] ?? 0);
   return out;
 }
 
@@ -92,6 +97,7 @@ export function aggregateRun(run: RunResult): RunMetrics {
     outputThroughput: rate(outputTokens),
     totalTokenThroughput: rate(promptTokens + outputTokens),
     transfers: transferDelta(run.statsBefore, run.statsAfter),
+    transferPlans: transferMetrics(run.statsBefore?.routing, run.statsAfter?.routing),
     routing: counterDelta(run.statsBefore?.routing, run.statsAfter?.routing),
     perRankRequests,
     phases,
@@ -122,5 +128,14 @@ export function scalarMetrics(m: RunMetrics): Record<string, number> {
     // Plans that started but did not complete, and routes moved by placement leases.
     transferAborted: m.routing.transfer_aborted ?? 0,
     leaseRoutes: m.routing.lease_routes ?? 0,
+    transferPrefixCopies: m.transferPlans.completed.prefixCopy,
+    transferOffloads: m.transferPlans.completed.offload,
+    transferBackground: m.transferPlans.completed.background,
+    transferReleasedBlocks: m.transferPlans.releasedBlocks,
+    // NaN without completed plans: such repetitions stay out of the interval.
+    transferPublishP50: m.transferPlans.publishMs?.p50 ?? Number.NaN,
+    transferPublishP95: m.transferPlans.publishMs?.p95 ?? Number.NaN,
+    transferPublishMax: m.transferPlans.publishMs?.max ?? Number.NaN,
+    transferPublish1BlockP50: m.transferPlans.publish1BlockMs?.p50 ?? Number.NaN,
   };
 }

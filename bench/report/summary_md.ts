@@ -1,6 +1,7 @@
 /**
  * The markdown summary: one table per scenario, one row per configuration, means across complete
- * repetitions with their 95% Student-t half-widths.
+ * repetitions with their 95% Student-t half-widths; then, when any configuration transferred, a
+ * table of what verifies its transfers (plans by kind, released source blocks, publish latency).
  * @module
  */
 import type { ConfigurationResult } from "../driver/repetitions.ts";
@@ -65,6 +66,33 @@ function transferCell(i: ConfigurationResult["intervals"]): string {
   return [`${n("transferCount")} / ${n("transferBlocks")}`, ...extra].join(", ");
 }
 
+/** One row per configuration that started transfer plans: kinds done, releases, dispatch-to-publish ms. */
+export function transferTable(configs: readonly ConfigurationResult[]): string | undefined {
+  const rows = configs.filter((c) => (c.intervals.transferCount?.mean ?? 0) > 0 || (c.intervals.transferAborted?.mean ?? 0) > 0).map((c) => {
+    const i = c.intervals;
+    return [
+      c.name,
+      formatInterval(i.transferCount, 1),
+      formatInterval(i.transferPrefixCopies, 1),
+      formatInterval(i.transferOffloads, 1),
+      formatInterval(i.transferBackground, 1),
+      formatInterval(i.transferAborted, 1),
+      formatInterval(i.transferBlocks, 1),
+      formatInterval(i.transferReleasedBlocks, 1),
+      formatInterval(i.leaseRoutes, 1),
+      formatInterval(i.transferPublishP50, 2),
+      formatInterval(i.transferPublishP95, 2),
+      formatInterval(i.transferPublishMax, 2),
+      formatInterval(i.transferPublish1BlockP50, 2),
+    ];
+  });
+  if (rows.length === 0) return undefined;
+  return markdownTable(
+    ["configuration", "plans done", "prefix copies", "offloads (move)", "background", "aborted", "blocks", "source blocks released", "lease routes", "publish p50 ms", "publish p95 ms", "publish max ms", "1-block p50 ms"],
+    rows,
+  );
+}
+
 /** The section of one scenario. */
 export function scenarioSection(s: ScenarioResult): string {
   const w = s.workload;
@@ -78,6 +106,8 @@ export function scenarioSection(s: ScenarioResult): string {
     ["configuration", "status", "reps", "output tok/s", "req/s", "mean TTFT ms", "p99 TTFT ms", "mean TPOT ms", "mean E2E ms", "hit %", "token reuse %", "transfers n / blocks", "requests per rank"],
     s.configurations.map(configurationRow),
   ));
+  const transfers = transferTable(s.configurations);
+  if (transfers) lines.push("", "Transfers (publish = plan dispatch to the destination's publish ack, control messages included; per repetition over the control plane's recent-plan window):", "", transfers);
   return lines.join("\n");
 }
 

@@ -7,6 +7,7 @@
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "ops.cuh"
+#include "rope_rotate.cuh"
 
 namespace {
 
@@ -40,13 +41,46 @@ __device__ void merge_splits(const AttnArgs &a, int di, int kvh, int G, int tok,
     s_inv[h] = L > 0.f ? 1.f / L : 0.f;
   }
   __syncthreads();
+  // Every split's partial is loaded before any is summed: one round trip to L2, not one per split.
   for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
     const int h = idx / D, d = idx % D;
     const float *o = split_o + (first + (size_t)h * splits) * D + d;
+    float part[LP_MAX_DECODE_SPLITS];
+#pragma unroll
+    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++) part[p] = p < splits ? __ldcg(o + (size_t)p * D) : 0.f;
     float O = 0.f;
-#pragma unroll 8
-    for (int p = 0; p < splits; p++) O += s_w[h][p] * __ldcg(o + (size_t)p * D);
+#pragma unroll
+    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++)
+      if (p < splits) O += s_w[h][p] * part[p];
     a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(O * s_inv[h]);
+  }
+}
+
+// The fused prologue for one head: lane li of a LANES-lane group holds elements [8 li, 8 li + 8).
+// RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when w is given, then
+// rotates each with its rotate_half partner (lane li ^ LANES/2 holds it) and rounds to bf16.
+template <int LANES>
+__device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, const bf16 *w, float eps, const float2 *cs) {
+  constexpr int HALF_LANES = LANES / 2;
+  if (w) {
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) ss += x[e] * x[e];
+#pragma unroll
+    for (int o = HALF_LANES; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float inv = rsqrtf(ss / (float)(LANES * 8) + eps);
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = round_bf16(x[e] * inv * __bfloat162float(w[li * 8 + e]));
+  }
+  const bool first = li < HALF_LANES;
+  const float2 *c = cs + (first ? li : li - HALF_LANES) * 8;
+  float partner[8];
+#pragma unroll
+  for (int e = 0; e < 8; e++) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], HALF_LANES);
+#pragma unroll
+  for (int e = 0; e < 8; e++) {
+    const float2 r = first ? rope_rotate(x[e], partner[e], c[e]) : rope_rotate(partner[e], x[e], c[e]);
+    x[e] = round_bf16(first ? r.x : r.y);
   }
 }
 
@@ -83,6 +117,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   }
   pdl_wait();
 
+  const float2 *cs = a.fused_prologue ? a.cos_sin + (size_t)tok * (D / 2) : nullptr;
   float q[MAXG][8], acc[MAXG][8], mx[MAXG], l[MAXG];
 #pragma unroll
   for (int h = 0; h < MAXG; h++) {
@@ -92,8 +127,27 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     if (h < G) {
       const bf16 *qp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(kvh * G + h) * D + li * 8;
       bf16x8_to_f32(*reinterpret_cast<const uint4 *>(qp), q[h]);
+      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, a.q_norm, a.eps, cs);
 #pragma unroll
       for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
+    }
+  }
+  // Fused prologue: this token's K (normed, rotated) and V; the split holding position cl - 1 uses
+  // them for that position instead of reading the cache, and its first lane group stores them.
+  uint4 k_new = make_uint4(0, 0, 0, 0), v_new = k_new;
+  const int last = cl - 1;
+  if (a.fused_prologue) {
+    const bf16 *kp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(a.num_heads + kvh) * D + li * 8;
+    float kf[8];
+    bf16x8_to_f32(*reinterpret_cast<const uint4 *>(kp), kf);
+    head_norm_rope<LANES>(kf, li, a.k_norm, a.eps, cs);
+    k_new = f32_to_bf16x8(kf);
+    v_new = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
+    const int slot = m.slots[tok];
+    if (lo <= last && last < hi && grp == 0 && slot >= 0) {
+      const size_t off = (size_t)slot * slot_elems + (size_t)kvh * D + li * 8;
+      *reinterpret_cast<uint4 *>(a.k_cache_w + off) = k_new;
+      *reinterpret_cast<uint4 *>(a.v_cache_w + off) = v_new;
     }
   }
 
@@ -105,7 +159,9 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     for (int u = 0; u < kUnroll; u++) {
       const int j = base + u * GROUPS + grp;
       valid[u] = j < hi;
-      if (valid[u]) {
+      if (valid[u] && a.fused_prologue && j == last) {
+        kr[u] = k_new, vr[u] = v_new;
+      } else if (valid[u]) {
         const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
         const size_t off = slot * slot_elems + (size_t)kvh * D + li * 8;
         kr[u] = *reinterpret_cast<const uint4 *>(a.k_cache + off);

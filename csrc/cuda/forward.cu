@@ -11,9 +11,20 @@
 
 namespace {
 
-lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, const StepMeta &dm) {
+// Whether the decode kernel does the per-token prologue itself: every token of the step is a
+// decode token and the decode kernel covers the shape.
+bool prologue_fused(const LpModel *m, const StepCounts &c) {
   const lp_model_config &cfg = m->cfg;
-  AttnArgs a;
+  return c.prefill_tiles == 0 && c.decode_seqs == c.tokens &&
+         attention_decode_supported(cfg.head_dim, cfg.num_heads / cfg.num_kv_heads) &&
+         attention_prefill_supported(cfg.head_dim);
+}
+
+// `fused`: the prologue the decode kernel takes over (NULL: rope.cu ran it).
+lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, const StepMeta &dm,
+                    const RopeArgs *fused) {
+  const lp_model_config &cfg = m->cfg;
+  AttnArgs a = {};
   a.qkv = m->buf.qkv;
   a.qkv_stride = m->qkv_dim;
   a.k_cache = kv_layer_base(kv, layer, 0);
@@ -24,6 +35,11 @@ lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, c
   a.head_dim = cfg.head_dim;
   a.scale = 1.f / sqrtf((float)cfg.head_dim);
   a.out = m->buf.attn;
+  a.fused_prologue = fused != nullptr;
+  if (fused) {
+    a.cos_sin = fused->cos_sin, a.q_norm = fused->q_norm, a.k_norm = fused->k_norm, a.eps = fused->eps;
+    a.k_cache_w = fused->k_cache, a.v_cache_w = fused->v_cache;
+  }
   const int group = cfg.num_heads / cfg.num_kv_heads;
   if (!attention_decode_supported(cfg.head_dim, group) || !attention_prefill_supported(cfg.head_dim))
     return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
@@ -38,7 +54,7 @@ lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, c
 
 GemvArgs gemv_args(const bf16 *w, int n_out, int k, int tokens, const void *x, const bf16 *norm_w, float eps,
                    void *y, int ldy) {
-  GemvArgs g;
+  GemvArgs g = {};
   g.w = w, g.n_out = n_out, g.k = k, g.tokens = tokens, g.x = x, g.row_map = nullptr;
   g.norm_w = norm_w, g.eps = eps, g.y = y, g.ldy = ldy;
   return g;
@@ -54,6 +70,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
   cudaStream_t st = m->stream;
   // Small batches: fused GEMVs (norm in the prologue, residual add / SiLU*mul in the epilogue).
   const bool gemv = gemv_fits(T, h) && gemv_fits(T, m->q_dim) && gemv_fits(T, inter);
+  const bool fuse_prologue = prologue_fused(m, c);
   LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, gemv ? nullptr : m->layers[0].input_norm, eps,
                       b.xnorm, st));
   LP_TRY(launch_rope_table(dm.positions, b.rope_inv_freq, T, cfg.head_dim / 2, b.rope_cos_sin, st));
@@ -71,16 +88,19 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
     r.q_norm = w.q_norm, r.k_norm = w.k_norm, r.eps = eps;
     r.num_heads = cfg.num_heads, r.num_kv_heads = cfg.num_kv_heads, r.head_dim = cfg.head_dim;
     r.k_cache = kv_layer_base(kv, l, 0), r.v_cache = kv_layer_base(kv, l, 1);
-    LP_TRY(launch_qk_norm_rope_kv(r, st));
-    LP_TRY(attention(m, kv, l, c, dm));
+    if (!fuse_prologue) LP_TRY(launch_qk_norm_rope_kv(r, st));
+    LP_TRY(attention(m, kv, l, c, dm, fuse_prologue ? &r : nullptr));
     if (gemv) {
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
-                         gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h), m->num_sms, st));
-      LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
-                         gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter), m->num_sms,
-                         st));
+                         gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h),
+                         m->num_sms, st));
+      LP_TRY(launch_gemv(
+          GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
+          gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter),
+          m->num_sms, st));
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
-                         gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h), m->num_sms, st));
+                         gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h),
+                         m->num_sms, st));
     } else {
       LP_TRY(gemm_bf16(m->cublas, h, T, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
       LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));
@@ -100,7 +120,8 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
     LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
     LP_TRY(gemm_bf16(m->cublas, V, R, h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
   }
-  return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R), st);
+  return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R),
+                         sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters, st);
 }
 
 extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,

@@ -13,6 +13,8 @@ typedef __nv_bfloat16 bf16;
 #define LP_MAX_DECODE_SPLITS 32
 // Decode batches up to this many tokens use the fused GEMV kernels instead of cuBLAS.
 #define LP_GEMV_MAX_TOKENS 8
+// Most CTAs sharing one sampled row's max / sum-of-exp pass.
+#define LP_SAMPLE_MAX_PARTS 32
 
 // Device pointers of one layer's weights (bf16). qkv is Q;K;V stacked along the output dim and
 // gate_up is gate;up, so each projection is one GEMM.
@@ -34,6 +36,8 @@ struct StepBuffers {
   float *split_ml;          // decode partial (max, sum) [entries, 2]
   int32_t *split_counters;  // [max_seqs * kv_heads] finished splits (zero between launches)
   int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
+  float4 *sample_parts;     // [max_seqs * LP_SAMPLE_MAX_PARTS] per-slice (max, sum of exp, argmax bits)
+  int32_t *sample_counters; // [max_seqs] finished slices per row (zero between launches)
   uint8_t *meta;            // device copy of the step metadata
   uint8_t *meta_host;       // pinned staging of the step metadata
   size_t meta_cap;          // bytes of each

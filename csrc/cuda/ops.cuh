@@ -80,6 +80,14 @@ struct AttnArgs {
   int num_heads, num_kv_heads, head_dim;
   float scale;
   bf16 *out;               // [tokens, H * D]
+  // Decode only, when every token of the step is a decode token: the kernel also does the rope.cu
+  // prologue (q/k head norm, RoPE, this token's K/V into the cache at its slot), which then does
+  // not run. qkv then holds the raw projections.
+  int fused_prologue;
+  const float2 *cos_sin;   // [tokens, head_dim / 2]
+  const bf16 *q_norm, *k_norm;  // NULL: no head norm
+  float eps;
+  bf16 *k_cache_w, *v_cache_w;  // the same layer bases, writable
 };
 // Decode: one query token per sequence; split-K over the context, then a combine.
 bool attention_decode_supported(int head_dim, int group);
@@ -99,7 +107,12 @@ lp_status launch_attention_simple(const AttnArgs &a, const StepMeta &m, int toke
 
 // ---- sampling.cu -------------------------------------------------------------------------------
 // One token and its logprob per row of logits [rows, vocab], as lmpool.h's lp_step specifies.
+// Each row's max and sum of exp are taken over `parts` slices by as many CTAs (sampling_parts:
+// enough to fill the GPU); part_stats [rows * parts] is scratch, counters [rows] are zeros (the
+// last CTA of a row resets its counter).
+int sampling_parts(int rows, int num_sms);
 lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m,
-                          int32_t *out_tokens, float *out_logprobs, cudaStream_t stream);
+                          int32_t *out_tokens, float *out_logprobs, int parts, float4 *part_stats,
+                          int32_t *counters, cudaStream_t stream);
 
 #endif

@@ -6,6 +6,7 @@
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "ops.cuh"
+#include "rope_rotate.cuh"
 
 namespace {
 
@@ -67,9 +68,9 @@ __global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
         v1 = round_bf16(v1 * inv * __bfloat162float(norm_w[j]));
         v2 = round_bf16(v2 * inv * __bfloat162float(norm_w[j + half]));
       }
-      const float2 r = cs[j];  // (cos, sin)
-      dst[j] = __float2bfloat16(v1 * r.x - v2 * r.y);
-      dst[j + half] = __float2bfloat16(v2 * r.x + v1 * r.y);
+      const float2 r = rope_rotate(v1, v2, cs[j]);
+      dst[j] = __float2bfloat16(r.x);
+      dst[j + half] = __float2bfloat16(r.y);
     }
   }
 }

@@ -1,8 +1,12 @@
 // On-device sampling, exactly lmpool.h's lp_step specification: greedy argmax; otherwise
 // z = logit / temperature, top-k and top-p as thresholds on z found by radix selection over the
 // order-preserving integer key of z (8-bit digits, four passes each, no sort), then the argmax of
-// z + Gumbel noise from the counter-based splitmix64 hash. One CTA per row. Probability mass is
-// summed in 40-bit fixed point with integer atomics, so results do not depend on thread order.
+// z + Gumbel noise from the counter-based splitmix64 hash. Probability mass is summed in 40-bit
+// fixed point with integer atomics, so results do not depend on thread order.
+// The max, its index and the sum of exp (greedy and every logprob) are computed over `parts`
+// slices of the row by as many CTAs; the last of a row to finish merges them in slice order and,
+// for a sampled row, runs the top-k/top-p selection over the whole row alone. At small batches a
+// greedy step so reads its logits with the whole GPU instead of one SM per row.
 #include <math.h>
 
 #include "../common/mix64.h"
@@ -143,7 +147,7 @@ __device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32
 // four 16-byte loads in flight per thread (one CTA reads the whole row).
 template <class F>
 __device__ __forceinline__ void for_each_logit(const float *row, int vocab, F f) {
-  if (vocab % 4 != 0) {
+  if (vocab % 4 != 0 || (reinterpret_cast<uintptr_t>(row) & 15) != 0) {
     for (int i = threadIdx.x; i < vocab; i += blockDim.x) f(row[i], i);
     return;
   }
@@ -165,30 +169,69 @@ __device__ __forceinline__ void for_each_logit(const float *row, int vocab, F f)
   }
 }
 
-__global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
-                                                            int32_t *out_tokens, float *out_logprobs) {
-  __shared__ SampleShared sh;
-  pdl_trigger();
-  pdl_wait();
-  const int r = blockIdx.x;
-  const float *row = logits + (size_t)r * vocab;
-
-  // Raw max (lowest index) and sum of exp, online, for greedy and the logprob.
-  // Raw max (lowest index on ties), then the sum of exp below it: greedy and the logprob.
-  float gmax = -INFINITY;
-  int garg = 0x7fffffff;
-  for_each_logit(row, vocab, [&](float v, int i) {
-    if (v > gmax) gmax = v, garg = i;
+// Max (lowest index on ties) and sum of exp(v - max) over row[lo, hi); every thread gets them.
+__device__ void slice_stats(const float *row, int lo, int hi, float &vmax, int &arg, float &sum, SampleShared &sh) {
+  vmax = -INFINITY, arg = 0x7fffffff;
+  const int n = hi > lo ? hi - lo : 0;
+  for_each_logit(row + lo, n, [&](float v, int i) {
+    if (v > vmax) vmax = v, arg = i + lo;
   });
-  block_argmax(gmax, garg, sh);
+  block_argmax(vmax, arg, sh);
   float se = 0.f;
-  for_each_logit(row, vocab, [&](float v, int) { se += __expf(v - gmax); });
+  const float mx = vmax;
+  if (n > 0) for_each_logit(row + lo, n, [&](float v, int) { se += __expf(v - mx); });
   se = warp_sum(se);
   if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = se;
   __syncthreads();
-  float total = 0.f;
-  for (int w = 0; w < (int)(blockDim.x >> 5); w++) total += sh.f[w];
+  sum = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) sum += sh.f[w];
   __syncthreads();
+}
+
+__global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
+                                                            int32_t *out_tokens, float *out_logprobs,
+                                                            float4 *parts, int32_t *counters) {
+  __shared__ SampleShared sh;
+  __shared__ int s_last;
+  pdl_trigger();
+  pdl_wait();
+  const int r = blockIdx.x, nparts = gridDim.y, part = blockIdx.y;
+  const float *row = logits + (size_t)r * vocab;
+
+  // This CTA's slice (a multiple of 4 long, so slices stay 16-byte aligned), then the merge.
+  const int slice = ((vocab + nparts - 1) / nparts + 3) & ~3;
+  const int lo = part * slice, hi = min(vocab, lo + slice);
+  float gmax, total;
+  int garg;
+  slice_stats(row, lo, hi, gmax, garg, total, sh);
+  if (nparts > 1) {
+    if (threadIdx.x == 0) parts[(size_t)r * nparts + part] = make_float4(gmax, total, __int_as_float(garg), 0.f);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      s_last = atomicAdd(counters + r, 1) == nparts - 1;
+      if (s_last) counters[r] = 0;  // ready for the next step
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (threadIdx.x == 0) {  // slice order: the first slice holding the max has its lowest index
+      float M = -INFINITY, L = 0.f;
+      int arg = 0x7fffffff;
+      for (int p = 0; p < nparts; p++) {
+        const float4 q = __ldcg(parts + (size_t)r * nparts + p);
+        if (q.x > M) M = q.x, arg = __float_as_int(q.z);
+      }
+      for (int p = 0; p < nparts; p++) {
+        const float4 q = __ldcg(parts + (size_t)r * nparts + p);
+        if (q.y > 0.f) L += q.y * __expf(q.x - M);
+      }
+      sh.f[0] = M, sh.f[1] = L, sh.idx[0] = arg;
+    }
+    __syncthreads();
+    gmax = sh.f[0], total = sh.f[1], garg = sh.idx[0];
+    __syncthreads();
+  }
   const float lse = gmax + logf(total);
 
   const float temp = m.temperature[r];
@@ -236,8 +279,16 @@ __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits,
 
 }  // namespace
 
+int sampling_parts(int rows, int num_sms) {
+  const int parts = (2 * num_sms + rows - 1) / rows;
+  return parts < 1 ? 1 : parts > LP_SAMPLE_MAX_PARTS ? LP_SAMPLE_MAX_PARTS : parts;
+}
+
 lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, int32_t *out_tokens,
-                          float *out_logprobs, cudaStream_t stream) {
+                          float *out_logprobs, int parts, float4 *part_stats, int32_t *counters, cudaStream_t stream) {
   LP_REQUIRE(rows > 0 && vocab > 0, "sampling: bad shape rows=%d vocab=%d", rows, vocab);
-  return launch_kernel(sampling_kernel, rows, kThreads, 0, stream, logits, vocab, m, out_tokens, out_logprobs);
+  LP_REQUIRE(parts >= 1 && parts <= LP_SAMPLE_MAX_PARTS && (parts == 1 || (part_stats && counters)),
+             "sampling: parts=%d", parts);
+  return launch_kernel(sampling_kernel, dim3(rows, parts), kThreads, 0, stream, logits, vocab, m, out_tokens,
+                       out_logprobs, part_stats, counters);
 }

@@ -45,6 +45,9 @@ lp_status workspace_alloc(LpModel *m) {
   LP_TRY(device_alloc(&b.split_counters, S * (size_t)c.num_kv_heads, "decode split counters"));
   CUDA_CHECK(cudaMemset(b.split_counters, 0, S * (size_t)c.num_kv_heads * sizeof(int32_t)));
   LP_TRY(device_alloc(&b.sample_out, 2 * S, "sample outputs"));
+  LP_TRY(device_alloc(&b.sample_parts, S * LP_SAMPLE_MAX_PARTS, "sampling slice stats"));
+  LP_TRY(device_alloc(&b.sample_counters, S, "sampling slice counters"));
+  CUDA_CHECK(cudaMemset(b.sample_counters, 0, S * sizeof(int32_t)));
   // Metadata capacity: every array at its maximum, block tables compacted to the longest context.
   int ctx_bound = c.max_position;
   if (ctx_bound < m->max_tokens) ctx_bound = m->max_tokens;
@@ -71,7 +74,8 @@ lp_status workspace_alloc(LpModel *m) {
 void workspace_free(LpModel *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits, b.split_o,
-                 b.split_ml, b.split_counters, b.sample_out, b.meta, b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
+                 b.split_ml, b.split_counters, b.sample_out, b.sample_parts, b.sample_counters, b.meta,
+                 b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
   cudaFreeHost(b.out_host);

@@ -6,7 +6,8 @@
  * ancestors; it is placed on a direct partner of its owner only if every gate passes: destination
  * absence, source/target load skew, cooldown, pair idleness, target capacity (free blocks, never
  * evicting the target's cache for a speculative copy) and the cost ratio, where the benefit counts
- * at most one avoidable cold prefill (the destination self-warms after its first miss). Each chain
+ * at most one avoidable cold prefill (the destination self-warms after its first miss) and the cost
+ * leaves out the phase waits of busy ranks (no request waits for the copy). Each chain
  * contributes at most backgroundCopyMaxBlocks blocks; candidates of one directed pair are
  * deduplicated and coalesced into one plan of at most backgroundCopyBatchMaxBlocks.
  * @module
@@ -185,9 +186,11 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
     if (b.blocks.length === 0 || b.blocks.length < config.minBatchBlocks) continue;
     if (env.netFree(b.dst) < b.blocks.length + config.targetReserveBlocks) continue;
     const est = env.cost.estimate(b.src, b.dst, b.blocks.length, env.blockBytes(b.src));
-    if (!env.cost.admits(b.savedMs, est.ms)) continue;
+    // No request waits for a background copy: busy ranks' phase waits only delay its publish (the
+    // deadline covers that) and use no GPU or link time, so the gate prices the transfer alone.
+    if (!env.cost.admits(b.savedMs, est.ms - est.waitMs)) continue;
     out.push({
-      plan: { kind: "background", mode: "copy", src: b.src, dst: b.dst, blocks: b.blocks, savedMs: b.savedMs, estimatedMs: est.ms, estimateSource: est.source },
+      plan: { kind: "background", mode: "copy", src: b.src, dst: b.dst, blocks: b.blocks, savedMs: b.savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs },
       leases: b.leases,
     });
   }

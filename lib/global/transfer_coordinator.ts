@@ -16,6 +16,7 @@
 import type { BlockHash } from "../core/block_hash.ts";
 import type { MessageOf } from "../protocol/messages.ts";
 import type { GlobalBlockManager } from "./global_block_manager.ts";
+import { TransferLatencyLog } from "./transfer_latency_log.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
 import type { PlanCandidate, TransferPlan } from "./transfer_plan.ts";
 
@@ -91,6 +92,8 @@ export class TransferCoordinator {
   readonly #movingOut = new Set<string>();
   readonly #pairs = new Map<string, number>();
   readonly #counters = new Map<string, number>();
+  /** Dispatch-to-publish times of recent completed plans. */
+  readonly latency = new TransferLatencyLog();
   #nextId = 0;
   #active = 0;
 
@@ -104,9 +107,9 @@ export class TransferCoordinator {
     return this.#active;
   }
 
-  /** transfer_* counters. */
+  /** transfer_* counters, and the transfer_publish_* summary of recent plans. */
   counters(): Record<string, number> {
-    return Object.fromEntries(this.#counters);
+    return { ...Object.fromEntries(this.#counters), ...this.latency.counters() };
   }
 
   /** Adds to a counter. */
@@ -227,18 +230,23 @@ export class TransferCoordinator {
       released = srcFin.released ?? 0;
       // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.
       await this.#all(plan, [dst], { type: "transfer_finalize", planId, mode: plan.mode }).catch((e: Error) => this.#log(`[transfer] plan ${planId}: destination finalize failed (plan stays committed): ${e.message}`));
-      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs });
+      // The ranks may have become busy while the plan ran: the larger of the waits predicted at
+      // dispatch and now counts as waiting, so a plan caught by a busy spell does not teach its
+      // size bucket a transfer cost that then refuses every later copy of that size.
+      const waitMs = Math.max(plan.waitMs ?? 0, this.#o.cost.phaseWaitMs(src, dst));
+      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs, waitMs });
       this.count("transfer_completed");
       this.count(`transfer_${plan.kind}_completed`);
       this.count("transfer_blocks", plan.blocks.length);
       this.count("transfer_bytes", bytes);
       this.count("transfer_released_blocks", released);
+      this.latency.record(plan.blocks.length, publishMs);
       return { plan, status: "completed", bytes, publishMs, released };
     } catch (e) {
       const reason = (e as Error).message;
       const timedOut = e instanceof DeadlineFailure;
       // Ran out of time: it costs at least this much, so the cost gate stops admitting its like.
-      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0);
+      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0, Math.max(plan.waitMs ?? 0, this.#o.cost.phaseWaitMs(src, dst)));
       await this.#abortBoth(plan, `${phase} failed: ${reason}`);
       this.count("transfer_aborted");
       this.count(`transfer_abort_${phase}`);

@@ -5,11 +5,23 @@
  * residual_P95(pair, size bucket) + interference x data_path_P95(pair, bytes) with the data-path
  * term interpolated on payload bytes, or without one a cold-start scalar (fixed latency + bytes /
  * bandwidth, defaults from the H200 copy-engine measurement); the host path (gather to host memory,
- * worker-to-worker socket, scatter) has its own, far slower scalar. Observed transactions update per
- * pair and size-bucket EWMAs, which then replace the static estimate for that bucket (correcting it
- * upward or downward); a plan that ran out of time counts as at least the time it took, so a path
- * slower than its estimate stops being admitted instead of timing out again and again. Saved
- * prefill is tokens x prefill ms per token, updated from worker step timings.
+ * worker-to-worker socket, scatter) has its own, far slower scalar.
+ *
+ * Phase waits (the interference term, made explicit): a worker reads phase messages only between
+ * its synchronous model steps, so each phase waits for the current step of a busy rank to end.
+ * Workers report that residual as step_wait_ms (E[s^2] / (2 E[s]) while stepping, 0 while idle;
+ * lib/local/step_wait_estimator.ts). Prepare and execute need both ranks' acks, publish the
+ * destination's, so with w(r) the reported wait of rank r:
+ *   waitMs = 2 x max(w(src), w(dst)) + w(dst)
+ *   ms     = base + waitMs
+ * where base is the observed excess EWMA of the pair and size bucket when there is one, else the
+ * profile or cold-start estimate above. Observed transactions teach the excess, the dispatch-to-
+ * publish time beyond the wait the plan's estimate predicted (max(0, publishMs - plan waitMs)), so
+ * the learned part does not double-count a wait that is priced from current load at every estimate
+ * (correcting the base upward or downward); a plan that ran out of time counts as at least the time
+ * it took beyond its predicted wait, so a path slower than its estimate stops being admitted instead
+ * of timing out again and again. Saved prefill is tokens x prefill ms per token, updated from
+ * worker step timings.
  *
  * Profile JSON: what `bun bench transfer` writes (schema "lmpool.transfer-profile/v1", see
  * bench/transfer_profile.ts; its default path's curve per directed device pair is used, device ids
@@ -149,9 +161,13 @@ export type EstimateSource = "observed" | "profile" | "fallback" | "host-fallbac
 
 /** Estimated cost of one plan. */
 export interface TransferEstimate {
+  /** Dispatch-to-publish ms: the base (per `source`) plus waitMs. */
   ms: number;
+  /** Where the base came from. */
   source: EstimateSource;
   bytes: number;
+  /** The phase-wait part of ms: 2 x max(w(src), w(dst)) + w(dst), from the ranks' step_wait_ms. */
+  waitMs: number;
 }
 
 /** Static profile + calibration residuals + online EWMAs, and prefill time per token. */
@@ -161,11 +177,13 @@ export class TransferCostModel {
   readonly paths = new PairDataPaths();
   readonly #residuals: Map<string, Map<number, number>>;
   readonly #config: TransferConfig;
-  /** Dispatch-to-publish and source-transfer EWMAs, keyed "src->dst#bucket". */
+  /** Dispatch-to-publish time beyond the predicted phase wait, and source-transfer EWMAs, keyed "src->dst#bucket". */
   readonly #publishEwma = new Map<string, number>();
   readonly #sourceEwma = new Map<string, number>();
   readonly #prefillMsPerToken = new Map<number, number>();
   readonly #lastTimings = new Map<number, { tokens: number; ms: number }>();
+  /** Each rank's latest step_wait_ms (absent: idle, or never reported). */
+  readonly #stepWaitMs = new Map<number, number>();
 
   constructor(config: TransferConfig) {
     this.#config = config;
@@ -178,37 +196,76 @@ export class TransferCostModel {
     return this.profile === undefined || this.profile.blockBytes === blockBytes;
   }
 
-  /** Estimated dispatch-to-publish ms of moving `blocks` blocks of `blockBytes` from src to dst. */
+  /**
+   * Estimated dispatch-to-publish ms of moving `blocks` blocks of `blockBytes` from src to dst:
+   * the base (observed excess, profile or fallback) plus the phase wait (see the module doc).
+   */
   estimate(src: number, dst: number, blocks: number, blockBytes: number): TransferEstimate {
     const bytes = blocks * blockBytes;
-    const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
-    const observed = this.#publishEwma.get(key);
-    if (observed !== undefined) return { ms: observed, source: "observed", bytes };
+    const waitMs = this.phaseWaitMs(src, dst);
+    const base = this.#baseEstimate(src, dst, blocks, bytes);
+    return { ms: base.ms + waitMs, source: base.source, bytes, waitMs };
+  }
+
+  /**
+   * Expected time a plan's phases wait for busy ranks: prepare and execute wait for both ranks
+   * (the later ack decides), publish for the destination: 2 x max(w(src), w(dst)) + w(dst).
+   */
+  phaseWaitMs(src: number, dst: number): number {
+    const both = Math.max(this.stepWaitMs(src), this.stepWaitMs(dst));
+    return 2 * both + this.stepWaitMs(dst);
+  }
+
+  /** A rank's latest reported step_wait_ms (0 when idle or unknown). */
+  stepWaitMs(rank: number): number {
+    return this.#stepWaitMs.get(rank) ?? 0;
+  }
+
+  /** Records a rank's step_wait_ms (from its stats push). */
+  observeStepWait(rank: number, ms: number): void {
+    if (!Number.isFinite(ms) || ms <= 0) this.#stepWaitMs.delete(rank);
+    else this.#stepWaitMs.set(rank, ms);
+  }
+
+  /** A rank left: its step wait goes (a restarted worker reports afresh). */
+  forgetRank(rank: number): void {
+    this.#stepWaitMs.delete(rank);
+  }
+
+  /** The estimate without phase waits. */
+  #baseEstimate(src: number, dst: number, blocks: number, bytes: number): { ms: number; source: EstimateSource } {
+    const observed = this.#publishEwma.get(`${pairKey(src, dst)}#${sizeBucket(blocks)}`);
+    if (observed !== undefined) return { ms: observed, source: "observed" };
     // A profile measures the direct path; it says nothing about a pair that moves through host memory.
-    if (this.paths.pathOf(src, dst).kind === "host") return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback", bytes };
+    if (this.paths.pathOf(src, dst).kind === "host") return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback" };
     const curve = this.profile?.pairs.get(pairKey(src, dst));
     if (curve) {
       const residual = this.#residuals.get(pairKey(src, dst))?.get(sizeBucket(blocks)) ?? 0;
-      return { ms: residual + this.#config.interferenceFactor * interpolateCurve(curve, bytes), source: "profile", bytes };
+      return { ms: residual + this.#config.interferenceFactor * interpolateCurve(curve, bytes), source: "profile" };
     }
-    return { ms: this.#config.fallbackFixedMs + bytes / this.#config.fallbackBytesPerMs, source: "fallback", bytes };
+    return { ms: this.#config.fallbackFixedMs + bytes / this.#config.fallbackBytesPerMs, source: "fallback" };
   }
 
-  /** Folds in one completed plan: source execute time and dispatch-to-publish time. */
-  observe(src: number, dst: number, blocks: number, times: { sourceMs?: number; publishMs: number }): void {
+  /**
+   * Folds in one completed plan: source execute time, and dispatch-to-publish time less the phase
+   * wait its estimate predicted (`waitMs`, the plan's; 0 if none), since estimate() adds the
+   * current wait on top of what is learned here.
+   */
+  observe(src: number, dst: number, blocks: number, times: { sourceMs?: number; publishMs: number; waitMs?: number }): void {
     const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
-    this.#publishEwma.set(key, this.#ewma(this.#publishEwma.get(key), times.publishMs));
+    const excess = Math.max(0, times.publishMs - (times.waitMs ?? 0));
+    this.#publishEwma.set(key, this.#ewma(this.#publishEwma.get(key), excess));
     if (times.sourceMs !== undefined) this.#sourceEwma.set(key, this.#ewma(this.#sourceEwma.get(key), times.sourceMs));
   }
 
   /**
    * Folds in a plan that ran out of time after `elapsedMs` (a deadline passed): the transfer costs
-   * at least that much, so the bucket's estimate rises to it (never falls). Later completions of
-   * that size correct it as usual.
+   * at least that much beyond the phase wait its estimate predicted (`waitMs`), so the bucket's
+   * excess rises to it (never falls). Later completions of that size correct it as usual.
    */
-  observeTimeout(src: number, dst: number, blocks: number, elapsedMs: number): void {
+  observeTimeout(src: number, dst: number, blocks: number, elapsedMs: number, waitMs = 0): void {
     const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
-    this.#publishEwma.set(key, Math.max(this.#publishEwma.get(key) ?? 0, elapsedMs));
+    this.#publishEwma.set(key, Math.max(this.#publishEwma.get(key) ?? 0, elapsedMs - waitMs));
   }
 
   /** Source-transfer EWMA of a pair and size, if observed. */

@@ -31,6 +31,11 @@ export interface PlanCandidate {
   savedMs: number;
   estimatedMs: number;
   estimateSource: EstimateSource;
+  /**
+   * The phase-wait part of estimatedMs (TransferEstimate.waitMs). On completion the cost model
+   * learns the dispatch-to-publish time beyond it; absent counts as 0.
+   */
+  waitMs?: number;
   /** The request a foreground plan serves. */
   requestId?: string;
 }

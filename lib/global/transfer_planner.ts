@@ -80,8 +80,8 @@ export function planPrefixCopy(env: PlannerEnv, rank: number, feasible: boolean)
   if (!feasible) return skip("target_capacity", `rank ${rank} has no room for the request`);
   const est = env.cost.estimate(src, rank, blocks.length, env.blockBytes(src));
   const savedMs = env.cost.savedPrefillMs(rank, blocks.length * bs);
-  if (!env.cost.admits(savedMs, est.ms)) return skip("cost", `saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source})`);
-  return { ok: true, plan: { kind: "prefix-copy", mode: "copy", src, dst: rank, blocks, savedMs, estimatedMs: est.ms, estimateSource: est.source, requestId: q.requestId } };
+  if (!env.cost.admits(savedMs, est.ms)) return skip("cost", `saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
+  return { ok: true, plan: { kind: "prefix-copy", mode: "copy", src, dst: rank, blocks, savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs, requestId: q.requestId } };
 }
 
 interface Segment {
@@ -141,10 +141,10 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
     }
     const est = env.cost.estimate(rank, dst, chosen.length, env.blockBytes(rank));
     if (!env.cost.admits(savedMs, est.ms)) {
-      last = skip("cost", `moving ${chosen.length} blocks saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source})`);
+      last = skip("cost", `moving ${chosen.length} blocks saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
       continue;
     }
-    return { ok: true, plan: { kind: "offload", mode: "move", src: rank, dst, blocks: chosen.map(planned), savedMs, estimatedMs: est.ms, estimateSource: est.source, requestId: ctx.query.requestId } };
+    return { ok: true, plan: { kind: "offload", mode: "move", src: rank, dst, blocks: chosen.map(planned), savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs, requestId: ctx.query.requestId } };
   }
   return last;
 }

@@ -78,7 +78,7 @@ export class TransferService {
     this.#timer = undefined;
   }
 
-  /** Folds in a worker's counters: KV bytes per block, its data paths, cumulative prefill timings. */
+  /** Folds in a worker's counters: KV bytes per block, its data paths, cumulative prefill timings, its step wait. */
   observeWorkerStats(rank: number, counters: Record<string, number>): void {
     this.cost.paths.observe(rank, counters);
     const bytes = counters.kv_block_bytes;
@@ -89,6 +89,7 @@ export class TransferService {
       }
     }
     if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
+    if (counters.step_wait_ms !== undefined) this.cost.observeStepWait(rank, counters.step_wait_ms);
   }
 
   /**
@@ -155,10 +156,11 @@ export class TransferService {
     this.hotness.release(requestId);
   }
 
-  /** A rank died: its leases and data-path report go. */
+  /** A rank died: its leases, data-path report and step wait go. */
   onRankDown(rank: number): void {
     this.leases.dropRank(rank);
     this.cost.paths.forget(rank);
+    this.cost.forgetRank(rank);
   }
 
   /** One background placement pass; returns the plans started. */

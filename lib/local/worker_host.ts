@@ -16,6 +16,7 @@ import { connectUnix } from "../runtime/unix_socket.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
 import type { LocalEngine } from "./local_engine.ts";
 import type { DirectPeerStatus } from "./per_peer_data_path.ts";
+import { StepWaitEstimator } from "./step_wait_estimator.ts";
 import type { TransferExecutor, TransferPhaseMessage } from "./transfer_executor.ts";
 import type { z } from "zod";
 
@@ -78,6 +79,10 @@ export class WorkerHost {
   #lastStatsShape = "";
   #lastStats = 0;
   #exiting = false;
+  /** Step wall times, for the step_wait_ms the control plane's cost model prices phase waits with. */
+  readonly #stepWait = new StepWaitEstimator();
+  /** True while #run steps the engine (control messages then wait for the current step to end). */
+  #stepping = false;
 
   constructor(o: WorkerHostOptions) {
     this.#o = o;
@@ -155,8 +160,14 @@ export class WorkerHost {
   async #run(): Promise<void> {
     try {
       await yieldToEventLoop(); // let a burst of dispatches queue up before the first step
+      // Tell the control plane at once that phase messages now wait for steps, not after the first
+      // (often the longest, a prefill) ends.
+      this.#stepping = this.#engine.hasWork && !this.#exiting;
+      if (this.#stepping) this.#report();
       while (this.#engine.hasWork && !this.#exiting) {
+        const t0 = performance.now();
         const report = this.#engine.step();
+        if (report.kind !== "idle") this.#stepWait.observe(performance.now() - t0);
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
           if (d.finished) this.#finish(d);
@@ -176,10 +187,13 @@ export class WorkerHost {
         const x = this.#o.transfers;
         if (x && x.payloadsInFlight > 0) await pauseUntil(x.payloadsSettled(), PAYLOAD_PAUSE_MAX_MS);
       }
+      // Idle (or parked on blocks a transfer holds): messages are read at once, so step_wait_ms is 0.
+      this.#stepping = false;
       this.#report();
     } catch (e) {
       this.#fail(e as Error);
     } finally {
+      this.#stepping = false;
       this.#loop = undefined;
     }
   }
@@ -228,10 +242,11 @@ export class WorkerHost {
       }
     }
     // Push stats on every change of the running/waiting set (so /metrics never shows a request
-    // that has ended, or misses one that started) and at least every statsIntervalMs meanwhile.
+    // that has ended, or misses one that started) and at least every statsIntervalMs meanwhile; a
+    // start or end of stepping changes step_wait_ms, so it pushes too.
     const now = Date.now();
     const stats = this.#engine.rankStats();
-    const shape = `${stats.numRunning}/${stats.numWaiting}/${stats.numFinished}`;
+    const shape = `${stats.numRunning}/${stats.numWaiting}/${stats.numFinished}/${this.#stepping}`;
     if (shape !== this.#lastStatsShape || now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
       this.#lastStats = now;
       this.#lastStatsShape = shape;
@@ -315,10 +330,17 @@ export class WorkerHost {
     return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank };
   }
 
-  /** What the control plane's cost model reads: KV bytes per block, cumulative prefill timings, data paths per peer. */
+  /**
+   * What the control plane's cost model reads: KV bytes per block, cumulative prefill timings, data
+   * paths per peer, and step_wait_ms: how long a transfer phase message waits here for the current
+   * step to end (the residual E[s^2] / (2 E[s]) while stepping, 0 while idle).
+   */
   #controlStats(): MessageOf<"stats"> {
     const p = this.#engine.timings.byKind.prefill;
-    return { type: "stats", rank: this.#o.rank, counters: { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs } };
+    // The step that finished the last request already reports idle: the next message is read at once.
+    const busy = this.#stepping && this.#engine.hasWork;
+    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy) };
+    return { type: "stats", rank: this.#o.rank, counters };
   }
 
   #fail(e: Error): void {

@@ -1,5 +1,7 @@
 // `bun bench e2e --quick` end to end on the CPU backend with the tiny model and the real engines:
-// it must write results.json, summary.md and the SVG charts, holding every configuration.
+// it must write results.json, summary.md and the SVG charts, holding every configuration; with an
+// NVLink pair declared, transfer-rr's copies show in the transfers table. `bun bench
+// transfer_latency --quick` verifies every forced copy round and reports the 1-block target line.
 import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -39,6 +41,7 @@ test("the quick e2e form writes JSON, markdown and SVG artifacts with the quick 
     expect(`${c.name}: ${c.status}`).toBe(`${c.name}: ok`);
     expect(c.completeRepetitions).toBe(2);
     expect(c.repetitions[0]!.metrics.completed).toBe(scenario.workload.requests);
+    expect(Object.keys((c.repetitions[0]!.metrics as unknown as { transferPlans: object }).transferPlans).sort()).toEqual(["aborted", "completed", "leaseRoutes", "publish1BlockMs", "publishMs", "releasedBlocks"]);
   }
   // Round-robin spreads the requests over both ranks.
   const rr = configs.find((c) => c.name === "round-robin")!;
@@ -52,3 +55,55 @@ test("the quick e2e form writes JSON, markdown and SVG artifacts with the quick 
     expect(bars.length).toBe(configs.length);
   }
 }, 300_000);
+
+function runBench(args: string[], timeout: number): void {
+  const main = fileURLToPath(new URL("../../bench/main.ts", import.meta.url));
+  const r = spawnSync(process.execPath, ["run", main, ...args], { encoding: "utf8", timeout });
+  if (r.status !== 0) throw new Error(`bun bench ${args.join(" ")} exited ${r.status} (${r.signal ?? "no signal"}):\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
+}
+
+test("with an NVLink pair, the quick load-skew run's copies show by kind with their publish latency", () => {
+  type Metrics = { transfers: { count: number; blocks: number }; transferPlans: { completed: Record<string, number>; publishMs: { samples: number; p50: number; p95: number; max: number } | null } };
+  // transfer-rr is cost-gated ("auto"): a copy whose source or destination is stepping prices in
+  // the phase waits of its steps and is refused, so whether the run's first revisits copy depends
+  // on timing. What this checks is the report of copies: run again (at most 3 runs) until one copied.
+  let out = "";
+  let rr: { status: string; intervals: Record<string, { mean: number }>; repetitions: { metrics: Metrics }[] } | undefined;
+  for (let run = 0; run < 3 && !(rr && rr.repetitions[0]!.metrics.transfers.count > 0); run++) {
+    out = join(mkdtempSync(join(tmpdir(), "lmpool-bench-quick-")), "results");
+    runBench(["e2e", "--quick", "--topology", "0-1", "--workload", "load-skew", "--configs", "transfer-rr", "--repetitions", "1", "--out", out], 120_000);
+    rr = JSON.parse(readFileSync(join(out, "results.json"), "utf8")).scenarios[0].configurations[0];
+    expect(rr!.status).toBe("ok");
+  }
+  const m = rr!.repetitions[0]!.metrics;
+  const kinds = m.transferPlans.completed;
+  expect(m.transfers.count).toBeGreaterThanOrEqual(1);
+  expect(kinds.prefixCopy! + kinds.offload! + kinds.background!).toBe(m.transfers.count);
+  expect(m.transferPlans.publishMs!.samples).toBeGreaterThanOrEqual(m.transfers.count);
+  expect(m.transferPlans.publishMs!.p50).toBeGreaterThan(0);
+  expect(m.transferPlans.publishMs!.max).toBeGreaterThanOrEqual(m.transferPlans.publishMs!.p95);
+  expect(rr!.intervals.transferPublishP50!.mean).toBe(m.transferPlans.publishMs!.p50);
+  const md = readFileSync(join(out, "summary.md"), "utf8");
+  expect(md).toContain("| configuration | plans done | prefix copies |");
+  expect(md).toMatch(/\| transfer-rr \| \d/);
+}, 400_000);
+
+test("the quick transfer_latency form verifies every forced copy round and reports the 1-block target", () => {
+  const file = join(mkdtempSync(join(tmpdir(), "lmpool-bench-quick-")), "latency.json");
+  runBench(["transfer_latency", "--quick", "--blocks", "1,4", "--reps", "3", "--out", file], 60_000);
+  const r = JSON.parse(readFileSync(file, "utf8"));
+  expect(r.schema).toBe("lmpool-transfer-latency/1");
+  expect(r.failures).toEqual([]);
+  expect(r.points.map((p: { blocks: number }) => p.blocks)).toEqual([1, 4]);
+  for (const p of r.points) {
+    expect(p.verified).toBe(3);
+    expect(p.p50Ms).toBeGreaterThan(0);
+    expect(p.maxMs).toBeGreaterThanOrEqual(p.p95Ms);
+    // Odd rounds shift round-robin: copies go both ways.
+    expect(Object.keys(p.p50ByDirection).sort()).toEqual(["0->1", "1->0"]);
+  }
+  expect(r.target).toMatchObject({ blocks: 1, limitMs: 1, p50Ms: r.points[0].p50Ms });
+  // One warm-up and three measured rounds per size, each one plan; the CPU backend sends over host sockets.
+  expect(r.controlPlane).toMatchObject({ transfer_completed: 8, transfer_blocks: 4 * 1 + 4 * 4, transfer_publish_samples: 8, transfer_publish_1block_samples: 4 });
+  expect(r.bytesByPath.host).toBe(r.controlPlane.transfer_bytes);
+}, 90_000);

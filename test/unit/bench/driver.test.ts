@@ -1,7 +1,7 @@
 // The driver: arrival schedules, the scheduler's limits and orders, per-request derivation and
 // run aggregation, checked on hand-made observations.
 import { describe, expect, test } from "bun:test";
-import { aggregateRun } from "../../../bench/driver/aggregate.ts";
+import { aggregateRun, scalarMetrics } from "../../../bench/driver/aggregate.ts";
 import { arrivalOffsetsMs, parseArrival } from "../../../bench/driver/arrival.ts";
 import { ConfigurationUnavailableError } from "../../../bench/driver/configuration.ts";
 import { runConfiguration } from "../../../bench/driver/repetitions.ts";
@@ -117,8 +117,12 @@ describe("aggregation", () => {
       toRecord(observation({ id: "c", promptTokens: 50, cachedTokens: 32, rank: 1, sentMs: 100, tokenDeltas: [{ atMs: 150, tokens: 1 }, { atMs: 500, tokens: 1 }], finishMs: 500, phase: "reuse" })),
       toRecord(observation({ id: "d", promptTokens: 10, sentMs: 0, finishMs: 5, finishReason: "error", error: "boom" })),
     ];
-    const stats = (count: number, blocks: number) => ({ ranks: [], routing: { hits: count }, transfers: { count, blocks, bytes: blocks * 1000 } });
-    const m = aggregateRun({ startedAtEpochMs: 0, elapsedMs: 500, records, statsBefore: stats(1, 4), statsAfter: stats(3, 10) });
+    const stats = (count: number, blocks: number, p50: number) => ({
+      ranks: [],
+      routing: { hits: count, "transfer_prefix-copy_completed": count - 1, transfer_offload_completed: 1, transfer_released_blocks: blocks - 4, transfer_publish_samples: count, transfer_publish_ms_p50: p50, transfer_publish_ms_p95: 2 * p50, transfer_publish_ms_max: 3 * p50 },
+      transfers: { count, blocks, bytes: blocks * 1000 },
+    });
+    const m = aggregateRun({ startedAtEpochMs: 0, elapsedMs: 500, records, statsBefore: stats(1, 4, 0.5), statsAfter: stats(3, 10, 0.25) });
     expect(m.completed).toBe(3);
     expect(m.failed).toBe(1);
     expect(m.errors).toEqual(["boom"]);
@@ -132,7 +136,13 @@ describe("aggregation", () => {
     expect(m.tpotMs.count).toBe(3);
     expect(m.perRankRequests).toEqual({ "0": 1, "1": 2 });
     expect(m.transfers).toEqual({ count: 2, blocks: 6, bytes: 6000 });
-    expect(m.routing).toEqual({ hits: 2 });
+    expect(m.routing).toMatchObject({ hits: 2, transfer_publish_ms_p50: 0.25 }); // a gauge: the value after, not a difference
+    expect(m.transferPlans).toEqual({
+      completed: { prefixCopy: 2, offload: 0, background: 0 }, aborted: 0, releasedBlocks: 6, leaseRoutes: 0,
+      publishMs: { samples: 3, p50: 0.25, p95: 0.5, max: 0.75 }, publish1BlockMs: null,
+    });
+    expect(scalarMetrics(m)).toMatchObject({ transferPrefixCopies: 2, transferReleasedBlocks: 6, transferPublishP50: 0.25, transferPublishP95: 0.5 });
+    expect(scalarMetrics(m).transferPublish1BlockP50).toBeNaN();
     expect(Object.keys(m.phases)).toEqual(["warmup", "reuse"]);
     expect(m.phases.reuse!.requests).toBe(2);
   });

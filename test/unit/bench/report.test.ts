@@ -10,7 +10,7 @@ import { toRecord } from "../../../bench/driver/request_record.ts";
 import { collectMetadata } from "../../../bench/report/metadata.ts";
 import { type BenchResults, RESULTS_SCHEMA } from "../../../bench/report/schema.ts";
 import { formatServingResult } from "../../../bench/report/serving_report.ts";
-import { formatInterval, markdownTable } from "../../../bench/report/summary_md.ts";
+import { formatInterval, markdownTable, scenarioSection, transferTable } from "../../../bench/report/summary_md.ts";
 import { utcStamp, writeArtifacts } from "../../../bench/report/write_artifacts.ts";
 import { studentTInterval } from "../../../bench/stats/interval.ts";
 import { checkWellFormed } from "./xml_check.ts";
@@ -73,6 +73,26 @@ test("artifacts: results.json, summary.md and three well-formed charts (plus tra
   const bars = checkWellFormed(readFileSync(join(dir, "throughput.svg"), "utf8")).filter((e) => e.attrs.class === "bar");
   expect(bars.length).toBe(1);
   expect(checkWellFormed(readFileSync(join(dir, "transfer_latency.svg"), "utf8")).filter((e) => e.name === "circle").length).toBe(2);
+});
+
+test("the transfers table lists configurations that transferred: kinds, released blocks, publish latency", () => {
+  const ci = (xs: number[]) => studentTInterval(xs);
+  const moved: ConfigurationResult = {
+    name: "lmpool", description: "d", status: "ok", repetitions: [], completeRepetitions: 2,
+    intervals: {
+      transferCount: ci([4, 4]), transferPrefixCopies: ci([3, 3]), transferOffloads: ci([1, 1]), transferBackground: ci([0, 0]), transferAborted: ci([0, 0]),
+      transferBlocks: ci([12, 12]), transferReleasedBlocks: ci([2, 2]), leaseRoutes: ci([0, 0]), transferPublishP50: ci([0.5, 0.7]),
+      transferPublishP95: ci([0.9, 0.9]), transferPublishMax: ci([1.25, 1.25]), transferPublish1BlockP50: ci([0.4, 0.4]),
+    },
+  };
+  const none: ConfigurationResult = { ...moved, name: "round-robin", intervals: { transferCount: ci([0, 0]) } };
+  expect(transferTable([none])).toBeUndefined();
+  const table = transferTable([none, moved])!;
+  expect(table.split("\n")[0]).toBe("| configuration | plans done | prefix copies | offloads (move) | background | aborted | blocks | source blocks released | lease routes | publish p50 ms | publish p95 ms | publish max ms | 1-block p50 ms |");
+  expect(table).toContain("| lmpool | 4.0 ± 0.0 | 3.0 ± 0.0 | 1.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0 | 12.0 ± 0.0 | 2.0 ± 0.0 | 0.0 ± 0.0 | 0.60 ± 1.27 | 0.90 ± 0.00 | 1.25 ± 0.00 | 0.40 ± 0.00 |");
+  expect(table).not.toContain("round-robin");
+  const section = scenarioSection({ workload: { name: "w", description: "d", seed: 0, params: {}, settings: {}, requests: 1 }, traceProfile: null, arrival: "burst", maxInFlight: null, configurations: [none, moved] });
+  expect(section).toContain("Transfers (publish = plan dispatch");
 });
 
 test("UTC stamps sort by time", () => {

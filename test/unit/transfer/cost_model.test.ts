@@ -1,6 +1,7 @@
 // The transfer config (documented defaults, validation) and the cost model: profile parsing,
 // interpolation on payload bytes, residual + interference, the cold-start fallback, EWMA
-// corrections from observed plans, prefill time per token from worker timings, the admission gate.
+// corrections from observed plans, phase waits from the ranks' step waits (and the learned excess
+// beyond them), prefill time per token from worker timings, the admission gate.
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,7 +50,7 @@ describe("cost model", () => {
       pairs: [{ srcDevice: 1, dstDevice: 0, paths: [{ path: "nccl", points: [point(1, 9)] }, { path: "kernel", points: [point(1, 0.1), point(8, 0.8)] }] }],
     };
     const m = new TransferCostModel(resolveTransferConfig({ profile: bench }));
-    expect(m.estimate(1, 0, 4, BLOCK)).toEqual({ ms: expect.closeTo(0.4, 10), source: "profile", bytes: 4000 });
+    expect(m.estimate(1, 0, 4, BLOCK)).toEqual({ ms: expect.closeTo(0.4, 10), source: "profile", bytes: 4000, waitMs: 0 });
     expect(m.estimate(0, 1, 4, BLOCK).source).toBe("fallback");
     expect(() => parseTransferProfile({ ...bench, defaultPath: "copy_engine" })).toThrow(/no copy_engine curve for 1 -> 0/);
   });
@@ -59,7 +60,7 @@ describe("cost model", () => {
     writeFileSync(`${dir}/profile.json`, JSON.stringify(profileJson));
     writeFileSync(`${dir}/residuals.json`, JSON.stringify({ pairs: { "0-1": { "1": 0.5 } } }));
     const m = new TransferCostModel(resolveTransferConfig({ profile: `${dir}/profile.json`, residuals: `${dir}/residuals.json` }));
-    expect(m.estimate(0, 1, 1, BLOCK)).toEqual({ ms: 0.7, source: "profile", bytes: 1000 });
+    expect(m.estimate(0, 1, 1, BLOCK)).toEqual({ ms: 0.7, source: "profile", bytes: 1000, waitMs: 0 });
     expect(m.estimate(1, 0, 1, BLOCK).source).toBe("fallback"); // the profile has 0->1 only
     expect(() => new TransferCostModel(resolveTransferConfig({ profile: `${dir}/missing.json` }))).toThrow(/cannot read the transfer profile/);
   });
@@ -76,7 +77,7 @@ describe("cost model", () => {
 
   test("estimate = residual(pair, bucket) + interference x data path; a mismatched block size is rescaled by bytes", () => {
     const m = new TransferCostModel(resolveTransferConfig({ profile: profileJson, residuals: { pairs: { "0->1": { "4": 0.3 } } }, interferenceFactor: 2 }));
-    expect(m.estimate(0, 1, 4, BLOCK)).toEqual({ ms: 0.3 + 2 * 0.5, source: "profile", bytes: 4000 });
+    expect(m.estimate(0, 1, 4, BLOCK)).toEqual({ ms: 0.3 + 2 * 0.5, source: "profile", bytes: 4000, waitMs: 0 });
     expect(m.estimate(0, 1, 2, BLOCK).ms).toBeCloseTo(2 * (0.2 + (0.3 * 1000) / 3000), 10); // bucket 2: no residual
     expect(m.profileMatches(BLOCK)).toBe(true);
     expect(m.profileMatches(2 * BLOCK)).toBe(false);
@@ -85,9 +86,9 @@ describe("cost model", () => {
 
   test("without a profile the cold-start fallback is fixed latency + bytes / bandwidth; observations correct it per bucket", () => {
     const m = new TransferCostModel(resolveTransferConfig({ fallbackBytesPerMs: 1000, ewmaAlpha: 0.5 }));
-    expect(m.estimate(1, 0, 3, 500)).toEqual({ ms: 1.5, source: "fallback", bytes: 1500 });
+    expect(m.estimate(1, 0, 3, 500)).toEqual({ ms: 1.5, source: "fallback", bytes: 1500, waitMs: 0 });
     m.observe(1, 0, 3, { sourceMs: 1, publishMs: 4 });
-    expect(m.estimate(1, 0, 2, 500)).toEqual({ ms: 4, source: "observed", bytes: 1000 }); // bucket 2 covers 2..3
+    expect(m.estimate(1, 0, 2, 500)).toEqual({ ms: 4, source: "observed", bytes: 1000, waitMs: 0 }); // bucket 2 covers 2..3
     m.observe(1, 0, 2, { publishMs: 2 });
     expect(m.estimate(1, 0, 3, 500).ms).toBe(3);
     expect(m.observedSourceMs(1, 0, 3)).toBe(1);
@@ -107,6 +108,44 @@ describe("cost model", () => {
     m.observePrefillTimings(0, 3000, 350);
     expect(m.prefillMsPerToken(0)).toBeCloseTo(0.15, 10);
     expect(m.prefillMsPerToken(1)).toBe(0.1);
+  });
+
+  test("phase waits: prepare and execute wait for the busier rank, publish for the destination", () => {
+    const m = new TransferCostModel(resolveTransferConfig({ fallbackBytesPerMs: 1000 }));
+    const base = 1.5; // 3 blocks of 500 bytes at 1000 bytes/ms
+    expect(m.estimate(0, 1, 3, 500)).toEqual({ ms: base, source: "fallback", bytes: 1500, waitMs: 0 }); // both idle
+    m.observeStepWait(0, 10); // busy source: prepare and execute wait 10 ms each, publish nothing
+    expect(m.estimate(0, 1, 3, 500)).toEqual({ ms: base + 20, source: "fallback", bytes: 1500, waitMs: 20 });
+    // The reverse direction: the busy rank is the destination, so publish waits too.
+    expect(m.estimate(1, 0, 3, 500)).toMatchObject({ ms: base + 30, waitMs: 30 });
+    m.observeStepWait(1, 4); // both busy: 2 x max(10, 4) + w(dst)
+    expect(m.estimate(0, 1, 3, 500).waitMs).toBe(24);
+    expect(m.estimate(1, 0, 3, 500).waitMs).toBe(30);
+    expect(m.phaseWaitMs(0, 1)).toBe(24);
+    m.observeStepWait(0, 0); // the source went idle
+    expect(m.estimate(0, 1, 3, 500).waitMs).toBe(12);
+    m.forgetRank(1);
+    expect(m.estimate(0, 1, 3, 500)).toMatchObject({ ms: base, waitMs: 0 });
+  });
+
+  test("observations learn the time beyond the plan's predicted wait; the current wait is added back", () => {
+    const m = new TransferCostModel(resolveTransferConfig({ ewmaAlpha: 0.5 }));
+    m.observeStepWait(1, 10);
+    expect(m.estimate(0, 1, 8, 0)).toMatchObject({ ms: 30, source: "fallback", waitMs: 30 });
+    // Planned at a 30 ms wait, published after 35 ms: 5 ms beyond the wait.
+    m.observe(0, 1, 8, { publishMs: 35, waitMs: 30 });
+    expect(m.estimate(0, 1, 8, 0)).toMatchObject({ ms: 35, source: "observed", waitMs: 30 });
+    m.observeStepWait(1, 0); // idle now: only the learned excess remains, not a stale busy wait
+    expect(m.estimate(0, 1, 8, 0)).toMatchObject({ ms: 5, source: "observed", waitMs: 0 });
+    m.observe(0, 1, 8, { publishMs: 20, waitMs: 30 }); // faster than its wait: excess 0
+    expect(m.estimate(0, 1, 8, 0).ms).toBe(2.5);
+    m.observe(0, 1, 8, { publishMs: 4.5 }); // no predicted wait: all of it is excess
+    expect(m.estimate(0, 1, 8, 0).ms).toBe(3.5);
+    // A timeout counts at least its time beyond the predicted wait (never lowers it).
+    m.observeTimeout(0, 1, 8, 100, 30);
+    expect(m.estimate(0, 1, 8, 0).ms).toBe(70);
+    m.observeTimeout(0, 1, 8, 50, 30);
+    expect(m.estimate(0, 1, 8, 0).ms).toBe(70);
   });
 
   test("the gate: auto needs saved >= ratio x cost; force admits all; off nothing", () => {

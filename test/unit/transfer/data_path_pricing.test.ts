@@ -49,7 +49,7 @@ describe("pricing by data path", () => {
     m.paths.observe(0, { data_path_nccl_peer_1: 1 });
     expect(m.estimate(0, 1, 1, 1000)).toMatchObject({ ms: 0.5, source: "profile" });
     m.paths.observe(0, { data_path_nccl_peer_1: 0 }); // the pair fell back to host copies
-    expect(m.estimate(0, 1, 1, 1000)).toEqual({ ms: 12, source: "host-fallback", bytes: 1000 });
+    expect(m.estimate(0, 1, 1, 1000)).toEqual({ ms: 12, source: "host-fallback", bytes: 1000, waitMs: 0 });
   });
 
   test("a plan that timed out counts as at least its elapsed time until completions say otherwise", () => {

@@ -90,6 +90,15 @@ describe("background candidates", () => {
     expect(planPlacements(world({ blockBytes: 1e8, config: { mode: "force" } }).env, hot(HOT))).toHaveLength(1);
   });
 
+  test("busy ranks' phase waits are on the plan's estimate but not in its gate (no request waits for it)", () => {
+    const w = world();
+    w.env.cost.observeStepWait(0, 100); // the loaded source steps 200 ms prefills
+    const [c] = planPlacements(w.env, hot(HOT));
+    expect(c!.plan.waitMs).toBe(200); // prepare and execute wait for the source
+    expect(c!.plan.estimatedMs).toBeGreaterThan(200); // what a request joining the copy would wait
+    expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // the transfer itself still counts
+  });
+
   test("candidates of one pair are deduplicated and coalesced up to 128 blocks", () => {
     const chains = Array.from({ length: 20 }, (_, k) => hashesOf(promptTokens(100 + k, 8 * 16)));
     const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });

@@ -1,7 +1,7 @@
 // Foreground planning over a real page table: a prefix copy asks only for the missing blocks from
 // the partner holding the longest prefix; an offload moves the coldest whole unreferenced chains to
 // a partner with room to cover a block shortage; each gate (shortage, source, validity, capacity,
-// minimum batch, cost ratio) refuses with its own reason.
+// minimum batch, cost ratio) refuses with its own reason; busy ranks' phase waits count in the cost.
 import { describe, expect, test } from "bun:test";
 import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
 import { GlobalScheduler } from "../../../lib/global/global_scheduler.ts";
@@ -76,6 +76,47 @@ describe("prefix copy", () => {
     expect(reason(planPrefixCopy(env(s, q, { blockBytes: 1e9 }), 1, true))).toBe("cost");
     expect(reason(planPrefixCopy(env(s, q, { blockBytes: 1e9, config: "force" }), 1, true))).toBe("ok");
     expect(reason(planPrefixCopy(env(s, q, { config: { foregroundMaxBlocks: 5 } }), 1, true))).toBe("ok");
+  });
+});
+
+describe("phase waits in the cost gate", () => {
+  test("a copy admitted while both ranks idle is skipped for cost when the destination reports a long step wait", () => {
+    const s = scheduler();
+    s.applySnapshot(snapshot(0, { entries: chainEntries(H, 100) }));
+    s.applySnapshot(snapshot(1, { entries: chainEntries(H.slice(0, 10), 200) }));
+    const q = query([...shared, 1, 2, 3]);
+    // 40 blocks of 29 MB (Qwen3-8B-like) at 370 GB/s: ~3.2 ms of link time against 40 x 16 x 0.02 = 12.8 ms of prefill.
+    const e = env(s, q, { blockBytes: 29_360_128 });
+    const idle = planPrefixCopy(e, 1, true);
+    if (!idle.ok) throw new Error(idle.detail);
+    expect(idle.plan.waitMs).toBe(0);
+    expect(idle.plan.estimatedMs).toBeLessThan(12.8 / 2);
+    // The destination steps 25 ms prefills: 2 x 12.5 (prepare, execute) + 12.5 (publish) of waits.
+    e.cost.observeStepWait(1, 12.5);
+    const busy = planPrefixCopy(e, 1, true);
+    expect(busy).toMatchObject({ ok: false, reason: "cost" });
+    expect(!busy.ok && busy.detail).toMatch(/37\.500 ms of it phase waits/);
+    // A short wait still admits, and the plan carries the wait its estimate used.
+    e.cost.observeStepWait(1, 0.5);
+    const short = planPrefixCopy(e, 1, true);
+    if (!short.ok) throw new Error(short.detail);
+    expect(short.plan.waitMs).toBe(1.5);
+    expect(short.plan.estimatedMs).toBeCloseTo(idle.plan.estimatedMs + 1.5, 10);
+  });
+
+  test("an offload move carries its estimate's wait; a busy source makes it skip for cost", () => {
+    const s = scheduler();
+    const cold = chainEntries(hashesOf(promptTokens(11, 3 * 16)), 0).map((e) => ({ ...e, accessCount: 4 }));
+    s.applySnapshot(snapshot(1, { entries: cold, numBlocks: 64, free: 0 }));
+    s.applySnapshot(snapshot(0, { numBlocks: 64 }));
+    s.reservations.reserve("pending", 1, 3, 0, 0);
+    const e = env(s, query([9, 9, 9]));
+    e.cost.observeStepWait(0, 0.1); // the destination is stepping short decodes
+    const v = planOffload(e, 1);
+    if (!v.ok) throw new Error(v.detail);
+    expect(v.plan.waitMs).toBeCloseTo(0.3, 10);
+    e.cost.observeStepWait(1, 20); // the source is busy with long steps
+    expect(planOffload(e, 1)).toMatchObject({ ok: false, reason: "cost" });
   });
 });
 

@@ -3,7 +3,8 @@
 // the same prefix joins that plan instead of copying twice, a copy that does not finish in time
 // releases the route after a short bound (never longer than the prefill it saves) and learns its
 // cost, a plan expected to end too late is not waited for, and a placement pass copies a hot chain
-// ahead of demand and grants the lease routing then honours.
+// ahead of demand and grants the lease routing then honours. Workers' step_wait_ms prices phase
+// waits, and a completed plan teaches only the time beyond the wait its estimate predicted.
 import { afterEach, expect, test } from "bun:test";
 import { GlobalScheduler, type RouteDecision } from "../../../lib/global/global_scheduler.ts";
 import type { RouteQuery } from "../../../lib/global/routing_context.ts";
@@ -130,4 +131,29 @@ test("a running plan its own estimate says ends after the prefill it would save 
   expect(service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 })).toBeUndefined();
   expect(service.counters().transfer_skip_inbound).toBe(1); // and nothing else to copy
   await done;
+});
+
+test("step_wait_ms in worker stats prices phase waits; a completed plan teaches only the time beyond its predicted wait", async () => {
+  const { c, service } = await setUp({ mode: "auto", background: false, prefillMsPerToken: 1 });
+  const prompt = tokens(33); // 8 full blocks: 32 ms of prefill saved
+  const hashes = cachePrompt(c.workers[0]!, prompt, 1);
+  c.report();
+  const bytes = c.workers[0]!.kv.blockBytes;
+  const stats = (rank: number, stepWaitMs: number) => service.observeWorkerStats(rank, { kv_block_bytes: bytes, prefill_tokens: 0, prefill_ms: 0, step_wait_ms: stepWaitMs });
+  const decision: RouteDecision = { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  stats(1, 20); // the destination steps 40 ms prefills: 60 ms of waits > 32 ms / 2
+  expect(service.cost.estimate(0, 1, 8, bytes).waitMs).toBe(60);
+  expect(service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, decision)).toBeUndefined();
+  expect(service.counters()).toMatchObject({ transfer_skip_cost: 1 });
+  expect(service.counters().transfer_started).toBeUndefined();
+  stats(1, 0); // idle again (a worker reports 0 when its work ends)
+  expect(service.cost.estimate(0, 1, 8, bytes).waitMs).toBe(0);
+  // A plan estimated with a wait far longer than it took: the excess learned is 0, not its publish time.
+  const { done } = service.coordinator.start({ ...candidateOf(c, 0, 1, hashes), waitMs: 1e6 }, 1000);
+  expect((await done).status).toBe("completed");
+  expect(service.cost.estimate(0, 1, 8, bytes)).toMatchObject({ ms: 0, source: "observed", waitMs: 0 });
+  stats(1, 5);
+  service.onRankDown(1); // a dead rank's last report does not outlive it
+  expect(service.cost.stepWaitMs(1)).toBe(0);
+  for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
