@@ -26,6 +26,11 @@ export function formatInterval(ci: ConfidenceInterval | undefined, digits: numbe
   return ci.halfWidth === null ? m : `${m} ± ${(ci.halfWidth * scale).toFixed(digits)}`;
 }
 
+/** Interval cells of `i` in column order: [metric, digits, scale?] per column. */
+function intervalCells(i: ConfigurationResult["intervals"], columns: readonly (readonly [string, number, number?])[]): string[] {
+  return columns.map(([k, digits, scale]) => formatInterval(i[k], digits, scale));
+}
+
 /** A share in [0, 1] as a percentage with two decimals, "12.34%". */
 export function formatPercent(x: number): string {
   return `${(x * 100).toFixed(2)}%`;
@@ -45,14 +50,10 @@ function configurationRow(c: ConfigurationResult): string[] {
     c.name,
     status,
     `${c.completeRepetitions}/${c.repetitions.length}`,
-    formatInterval(i.outputThroughput, 1),
-    formatInterval(i.requestThroughput, 2),
-    formatInterval(i.ttftMean, 1),
-    formatInterval(i.ttftP99, 1),
-    formatInterval(i.tpotMean, 2),
-    formatInterval(i.e2eMean, 1),
-    formatInterval(i.prefixHitRate, 1, 100),
-    formatInterval(i.tokenReuse, 1, 100),
+    ...intervalCells(i, [
+      ["outputThroughput", 1], ["requestThroughput", 2], ["ttftMean", 1], ["ttftP99", 1], ["tpotMean", 2], ["e2eMean", 1],
+      ["prefixHitRate", 1, 100], ["tokenReuse", 1, 100],
+    ]),
     transferCell(i),
     ranks,
   ];
@@ -72,18 +73,11 @@ export function transferTable(configs: readonly ConfigurationResult[]): string |
     const i = c.intervals;
     return [
       c.name,
-      formatInterval(i.transferCount, 1),
-      formatInterval(i.transferPrefixCopies, 1),
-      formatInterval(i.transferOffloads, 1),
-      formatInterval(i.transferBackground, 1),
-      formatInterval(i.transferAborted, 1),
-      formatInterval(i.transferBlocks, 1),
-      formatInterval(i.transferReleasedBlocks, 1),
-      formatInterval(i.leaseRoutes, 1),
-      formatInterval(i.transferPublishP50, 2),
-      formatInterval(i.transferPublishP95, 2),
-      formatInterval(i.transferPublishMax, 2),
-      formatInterval(i.transferPublish1BlockP50, 2),
+      ...intervalCells(i, [
+        ["transferCount", 1], ["transferPrefixCopies", 1], ["transferOffloads", 1], ["transferBackground", 1], ["transferAborted", 1],
+        ["transferBlocks", 1], ["transferReleasedBlocks", 1], ["leaseRoutes", 1],
+        ["transferPublishP50", 2], ["transferPublishP95", 2], ["transferPublishMax", 2], ["transferPublish1BlockP50", 2],
+      ]),
     ];
   });
   if (rows.length === 0) return undefined;
