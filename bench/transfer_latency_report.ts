@@ -77,7 +77,8 @@ export function formatLatencyReport(points: readonly LatencyPoint[], o: { quick:
   const c = o.control;
   if (c.transfer_publish_samples) {
     lines.push(`control plane window (${c.transfer_publish_samples} plans, warm-ups included): p50 ${f(c.transfer_publish_ms_p50!)} ms, p95 ${f(c.transfer_publish_ms_p95!)} ms, max ${f(c.transfer_publish_ms_max!)} ms` +
-      (c.transfer_publish_1block_samples ? `; 1-block (${c.transfer_publish_1block_samples}): p50 ${f(c.transfer_publish_1block_ms_p50!)} ms, p95 ${f(c.transfer_publish_1block_ms_p95!)} ms` : ""));
+      (c.transfer_publish_1block_samples ? `; 1-block (${c.transfer_publish_1block_samples}): p50 ${f(c.transfer_publish_1block_ms_p50!)} ms, p95 ${f(c.transfer_publish_1block_ms_p95!)} ms` : "") +
+      (c.transfer_publish_1block_prepare_ms_p50 !== undefined ? ` (p50 to the prepare acks ${f(c.transfer_publish_1block_prepare_ms_p50)} ms, then to the execute acks ${f(c.transfer_publish_1block_execute_ms_p50!)} ms, the rest is publish)` : ""));
   }
   lines.push(`plans: ${c.transfer_completed ?? 0} completed, ${c.transfer_aborted ?? 0} aborted, ${c.transfer_blocks ?? 0} blocks`);
   const verdict = oneBlockVerdict(points);

@@ -216,10 +216,12 @@ export class TransferCoordinator {
       const dstBlocks = dstPrep.dstBlocks ?? [];
       if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
       this.#prepared.get(planId)?.resolve(true);
+      const preparedAt = performance.now();
       phase = "execute";
       await this.#o.beforePhase?.(plan, phase);
       const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }))[0]!;
       bytes = srcExec.bytes ?? 0;
+      const executedAt = performance.now();
       phase = "publish";
       await this.#o.beforePhase?.(plan, phase);
       await this.#all(plan, [dst], { type: "transfer_publish", planId });
@@ -240,7 +242,7 @@ export class TransferCoordinator {
       this.count("transfer_blocks", plan.blocks.length);
       this.count("transfer_bytes", bytes);
       this.count("transfer_released_blocks", released);
-      this.latency.record(plan.blocks.length, publishMs);
+      this.latency.record(plan.blocks.length, publishMs, { prepareMs: preparedAt - t0, executeMs: executedAt - preparedAt });
       return { plan, status: "completed", bytes, publishMs, released };
     } catch (e) {
       const reason = (e as Error).message;

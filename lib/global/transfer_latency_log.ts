@@ -5,7 +5,9 @@
  * - transfer_publish_samples, transfer_publish_ms_p50 / _p95 / _max: every recent plan;
  * - transfer_publish_1block_samples, transfer_publish_1block_ms_p50 / _p95 / _max: 1-block plans;
  * - transfer_publish_last_ms, transfer_publish_last_blocks: the latest plan (a benchmark that runs
- *   one plan at a time reads each plan's own time from these).
+ *   one plan at a time reads each plan's own time from these);
+ * - transfer_publish_1block_prepare_ms_p50 / _execute_ms_p50: where a 1-block plan's time goes
+ *   (dispatch to both prepare acks; then to both execute acks; the rest is the publish round trip).
  * Percentile keys are absent while their sample is empty (stats counters are finite numbers), and
  * they are gauges over the window: differences of two readings mean nothing.
  * @module
@@ -15,6 +17,14 @@
 export interface PublishSample {
   blocks: number;
   publishMs: number;
+  /** Dispatch to the prepare acks, and prepare acks to the execute acks (when known). */
+  phases?: PhaseTimes;
+}
+
+/** A plan's time to its prepare acks, and from those to its execute acks. */
+export interface PhaseTimes {
+  prepareMs: number;
+  executeMs: number;
 }
 
 /** p50, p95 and max of a sample. */
@@ -46,10 +56,10 @@ export class TransferLatencyLog {
   }
 
   /** Records a completed plan of `blocks` blocks that published `publishMs` after dispatch. */
-  record(blocks: number, publishMs: number): void {
+  record(blocks: number, publishMs: number, phases?: PhaseTimes): void {
     if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError(`plan block count must be an integer >= 1, got ${blocks}`);
     if (!Number.isFinite(publishMs) || publishMs < 0) throw new RangeError(`publishMs must be a finite number >= 0, got ${publishMs}`);
-    const s = { blocks, publishMs };
+    const s: PublishSample = phases ? { blocks, publishMs, phases } : { blocks, publishMs };
     if (this.#ring.length < this.capacity) this.#ring.push(s);
     else this.#ring[this.#next] = s;
     this.#next = (this.#next + 1) % this.capacity;
@@ -78,6 +88,12 @@ export class TransferLatencyLog {
     };
     put("transfer_publish", this.summary());
     put("transfer_publish_1block", this.summary((b) => b === 1));
+    const one = this.#ring.filter((s) => s.blocks === 1 && s.phases);
+    const prepare = summarize(one.map((s) => s.phases!.prepareMs)), execute = summarize(one.map((s) => s.phases!.executeMs));
+    if (prepare && execute) {
+      out.transfer_publish_1block_prepare_ms_p50 = prepare.p50;
+      out.transfer_publish_1block_execute_ms_p50 = execute.p50;
+    }
     const last = this.#ring[(this.#next + this.capacity - 1) % this.capacity];
     if (this.#ring.length > 0 && last) {
       out.transfer_publish_last_ms = last.publishMs;

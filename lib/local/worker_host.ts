@@ -76,6 +76,7 @@ export class WorkerHost {
   #allocated: string[] = [];
   #control: Connection | undefined;
   #loop: Promise<void> | undefined;
+  #transferChangePending = false;
   #lastStatsShape = "";
   #lastStats = 0;
   #exiting = false;
@@ -319,8 +320,21 @@ export class WorkerHost {
     void x.handle(m).then((ack) => m.id !== undefined && conn.reply(m, { type: "transfer_ack", ...ack }));
   }
 
-  /** A plan reserved, pinned, published or released blocks: report now, and resume waiting requests. */
+  /**
+   * A plan reserved, pinned, published or released blocks: report, and resume waiting requests.
+   * Deferred to the next turn of the event loop, so the phase's ack (a microtask away) goes out
+   * first: the coordinator's next phase does not wait for the block delta and stats.
+   */
   #afterTransferChange(): void {
+    if (this.#transferChangePending) return;
+    this.#transferChangePending = true;
+    void yieldToEventLoop().then(() => {
+      this.#transferChangePending = false;
+      this.#reportTransferChange();
+    });
+  }
+
+  #reportTransferChange(): void {
     this.#report();
     if (this.#engine.hasWork && !this.#exiting) this.#loop ??= this.#run();
   }

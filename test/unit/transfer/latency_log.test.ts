@@ -68,4 +68,11 @@ test("the coordinator records each completed plan's dispatch-to-publish time in 
   expect(counters.transfer_publish_last_ms).toBe(four.publishMs!);
   expect(counters.transfer_publish_ms_max).toBe(Math.max(one.publishMs!, four.publishMs!));
   expect(c.coordinator.latency.recent().map((s) => s.blocks)).toEqual([1, 4]);
+  // The 1-block plan's phase split: prepare and execute within its total, publish the rest.
+  const split = c.coordinator.latency.recent()[0]!.phases!;
+  expect(split.prepareMs).toBeGreaterThan(0);
+  expect(split.executeMs).toBeGreaterThan(0);
+  expect(split.prepareMs + split.executeMs).toBeLessThanOrEqual(one.publishMs!);
+  expect(counters.transfer_publish_1block_prepare_ms_p50).toBe(split.prepareMs);
+  expect(counters.transfer_publish_1block_execute_ms_p50).toBe(split.executeMs);
 });
