@@ -29,6 +29,9 @@ LMPOOL_BACKEND=cpu step "hf parity (cpu backend)" 90 "$OUT/parity.log" bun run t
 grep '"pass"' "$OUT/parity.log"
 # Issue 6: transfer path vs the link peak measured in the same run.
 step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --reps 20 --out "$OUT/transfer-profile.json"
+# Issue 6: engine-level dispatch-to-publish of 1- and 8-block copies (control messages included).
+step "transfer latency" 90 "$OUT/transfer.log" bun run bench/main.ts transfer_latency --blocks 1,8 --reps 20
+grep -E "^target|control plane window" "$OUT/transfer.log"
 # Issue 3: decode and prefill step times against the copy-bandwidth and GEMM ceilings of this run.
 step "native_step" 120 "$OUT/bench.log" bun run bench/main.ts native_step
 tail -12 "$OUT/bench.log"
