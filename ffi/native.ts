@@ -154,6 +154,13 @@ export class NativeModel extends NativeHandle {
     );
   }
 
+  /** Execution time of the last step that ran tokens, ms (device time on CUDA, compute time on the CPU). */
+  lastStepMs(): number {
+    const out = new Float64Array(1);
+    this.native.check(this.native.symbols.lp_model_last_step_ms(this.handle, out), "lp_model_last_step_ms");
+    return out[0]!;
+  }
+
   weightBytes(): number {
     const out = new BigInt64Array(1);
     this.native.check(this.native.symbols.lp_model_weight_bytes(this.handle, out), "lp_model_weight_bytes");

@@ -26,6 +26,7 @@ export const SYMBOLS = {
   lp_model_set_weight: { args: ["u64", "i32", "i32", "i32", "buf", "i64"], returns: "i32" },
   lp_model_finalize: { args: ["u64", "i32", "i32"], returns: "i32" },
   lp_model_weight_bytes: { args: ["u64", "buf"], returns: "i32" },
+  lp_model_last_step_ms: { args: ["u64", "buf"], returns: "i32" },
   lp_model_destroy: { args: ["u64"], returns: "i32" },
   lp_kv_create: { args: ["u64", "i32", "i32", "buf"], returns: "i32" },
   lp_kv_block_bytes: { args: ["u64", "buf"], returns: "i32" },

@@ -7,13 +7,10 @@
 
 #include "../common/bf16.h"
 #include "../common/lp_error.h"
+#include "cpu_clock.h"
 #include "cpu_model.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return cpu_clock_ms() / 1e3; }
 
 /* Deterministic values in [-1, 1), rounded to bf16 like the CUDA build's inputs. */
 static void fill_random(float *p, size_t n, uint32_t salt) {

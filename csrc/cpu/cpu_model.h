@@ -67,6 +67,7 @@ typedef struct cpu_model {
   cpu_layer *layers;
   float *inv_freq; /* [head_dim / 2] RoPE inverse frequencies (llama3 scaling applied) */
   int finalized;
+  double last_step_ms; /* compute time of the last lp_step that ran tokens */
   cpu_workspace ws;
 } cpu_model;
 

@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "cpu_clock.h"
 #include "cpu_math.h"
 #include "cpu_model.h"
 
@@ -73,6 +74,25 @@ static void sample_rows(const cpu_model *m, const cpu_step *s, int32_t num_rows,
   }
 }
 
+/* Everything after validation: the layers, the LM head at the sampled rows, sampling. */
+static void step_compute(cpu_model *m, cpu_kv *kv, const cpu_step *s, int32_t num_rows, const int32_t *sample_index,
+                         const float *temperature, const int32_t *top_k, const float *top_p, const uint64_t *seed,
+                         int32_t *out_tokens, float *out_logprobs, float *out_logits) {
+  const int64_t H = m->cfg.hidden_size, V = m->cfg.vocab_size;
+  embed_tokens(m, s);
+  cpu_rope_table(m, s->positions, s->num_tokens);
+  for (int32_t l = 0; l < m->cfg.num_layers; l++) decoder_layer(m, kv, l, s);
+  if (num_rows == 0) return;
+
+  for (int32_t r = 0; r < num_rows; r++)
+    cpu_rmsnorm_row(m->ws.h + (int64_t)sample_index[r] * H, m->final_norm, m->ws.row_x + r * H, H,
+                    m->cfg.rms_norm_eps);
+  const float *head = m->cfg.tie_word_embeddings ? m->embed : m->lm_head;
+  cpu_linear(m->ws.row_x, H, num_rows, H, head, V, m->ws.logits, V, 0);
+  if (out_logits) memcpy(out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
+  sample_rows(m, s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs);
+}
+
 lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
                   const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
                   const int32_t *query_start, const int32_t *context_lens,
@@ -89,20 +109,17 @@ lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t 
   LP_TRY(cpu_step_validate(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed,
                            out_tokens, out_logprobs));
   if (num_tokens == 0) return LP_OK;
+  const double t0 = cpu_clock_ms();
+  step_compute(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs,
+               out_logits);
+  m->last_step_ms = cpu_clock_ms() - t0;
+  return LP_OK;
+}
 
-  const int64_t H = m->cfg.hidden_size, V = m->cfg.vocab_size;
-  embed_tokens(m, &s);
-  cpu_rope_table(m, positions, num_tokens);
-  for (int32_t l = 0; l < m->cfg.num_layers; l++) decoder_layer(m, kv, l, &s);
-  if (num_rows == 0) return LP_OK;
-
-  for (int32_t r = 0; r < num_rows; r++)
-    cpu_rmsnorm_row(m->ws.h + (int64_t)sample_index[r] * H, m->final_norm, m->ws.row_x + r * H, H,
-                    m->cfg.rms_norm_eps);
-  const float *head = m->cfg.tie_word_embeddings ? m->embed : m->lm_head;
-  cpu_linear(m->ws.row_x, H, num_rows, H, head, V, m->ws.logits, V, 0);
-  if (out_logits) memcpy(out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
-  sample_rows(m, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens,
-              out_logprobs);
+lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {
+  cpu_model *m;
+  LP_TRY(cpu_model_from_handle(model, &m));
+  LP_REQUIRE(out_ms, "out_ms is NULL");
+  *out_ms = m->last_step_ms;
   return LP_OK;
 }

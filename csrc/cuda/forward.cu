@@ -153,11 +153,13 @@ extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seq
   const size_t bytes = step_pack(m, kv, in, c);
   CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
   const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
+  CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
   if (graph_batch > 0) {
     LP_TRY(decode_graph_run(m, kv, c, dm));
   } else {
     LP_TRY(forward_enqueue(m, kv, c, dm));
   }
+  CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
   if (num_rows > 0) {
     CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
                                m->stream));
@@ -166,6 +168,9 @@ extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seq
                                  cudaMemcpyDeviceToHost, m->stream));
   }
   CUDA_CHECK(cudaStreamSynchronize(m->stream));
+  float device_ms = 0.f;
+  CUDA_CHECK(cudaEventElapsedTime(&device_ms, m->step_begin, m->step_end));
+  m->last_step_ms = device_ms;
   if (num_rows > 0) {
     memcpy(out_tokens, m->buf.out_host, (size_t)num_rows * 4);
     memcpy(out_logprobs, m->buf.out_host + c.rows, (size_t)num_rows * 4);

@@ -119,6 +119,8 @@ void model_free(LpModel *m) {
   workspace_free(m);
   if (m->cublas) cublasDestroy(m->cublas);
   if (m->stream) cudaStreamDestroy(m->stream);
+  if (m->step_begin) cudaEventDestroy(m->step_begin);
+  if (m->step_end) cudaEventDestroy(m->step_end);
   cudaFree(m->weights_base);
   free(m->layers);
   free(m->present);
@@ -234,6 +236,8 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
     CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&m->cublas));
     CUBLAS_CHECK(cublasSetStream(m->cublas, m->stream));
+    CUDA_CHECK(cudaEventCreate(&m->step_begin));
+    CUDA_CHECK(cudaEventCreate(&m->step_end));
     LP_TRY(gemv_configure());
     LP_TRY(attention_prefill_configure());
   }
@@ -251,6 +255,14 @@ extern "C" lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes) {
   LP_REQUIRE(m, "model handle is 0");
   LP_REQUIRE(out_bytes, "out_bytes is NULL");
   *out_bytes = (int64_t)m->weight_bytes;
+  return LP_OK;
+}
+
+extern "C" lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {
+  LpModel *m = (LpModel *)(uintptr_t)model;
+  LP_REQUIRE(m, "model handle is 0");
+  LP_REQUIRE(out_ms, "out_ms is NULL");
+  *out_ms = m->last_step_ms;
   return LP_OK;
 }
 

@@ -68,6 +68,8 @@ struct LpModel {
   cublasHandle_t cublas;
   StepBuffers buf;
   DecodeGraphs *graphs;
+  cudaEvent_t step_begin, step_end;  // around the device part of each lp_step
+  double last_step_ms;
 };
 
 struct LpKvCache {

@@ -129,6 +129,11 @@ lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32
 lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_num_seqs);
 /* Bytes of device memory held by the weights. */
 lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes);
+/* Execution time of the last lp_step that ran tokens, in ms: on CUDA the device time from the
+ * metadata copy's end to the last kernel (events on the step's stream), on the CPU the compute
+ * time; 0 before the first such step. Set against the caller's wall time, it separates host
+ * overhead from device work. */
+lp_status lp_model_last_step_ms(uint64_t model, double *out_ms);
 lp_status lp_model_destroy(uint64_t model);
 
 /* ---------------------------------------------------------------------------------------------
