@@ -11,8 +11,11 @@
  * its synchronous model steps, so each phase waits for the current step of a busy rank to end.
  * Workers report that residual as step_wait_ms (E[s^2] / (2 E[s]) while stepping, 0 while idle;
  * lib/local/step_wait_estimator.ts). Prepare and execute need both ranks' acks, publish the
- * destination's, so with w(r) the reported wait of rank r:
+ * destination's, so with w(r) the wait of rank r:
  *   waitMs = 2 x max(w(src), w(dst)) + w(dst)
+ * w(r) is the larger of the reported step_wait_ms and, when the planner says how much prefill is
+ * queued on r (q tokens), half the step that prefill is about to run: min(q, the rank's step token
+ * budget) x prefill ms per token / 2. A report lags a burst of routes; the queue does not.
  *   ms     = base + waitMs
  * where base is the observed excess EWMA of the pair and size bucket when there is one, else the
  * profile or cold-start estimate above. Observed transactions teach the excess, the dispatch-to-
@@ -184,6 +187,7 @@ export class TransferCostModel {
   readonly #lastTimings = new Map<number, { tokens: number; ms: number }>();
   /** Each rank's latest step_wait_ms (absent: idle, or never reported). */
   readonly #stepWaitMs = new Map<number, number>();
+  readonly #stepBudget = new Map<number, number>();
 
   constructor(config: TransferConfig) {
     this.#config = config;
@@ -200,9 +204,9 @@ export class TransferCostModel {
    * Estimated dispatch-to-publish ms of moving `blocks` blocks of `blockBytes` from src to dst:
    * the base (observed excess, profile or fallback) plus the phase wait (see the module doc).
    */
-  estimate(src: number, dst: number, blocks: number, blockBytes: number): TransferEstimate {
+  estimate(src: number, dst: number, blocks: number, blockBytes: number, queuedTokens?: (rank: number) => number): TransferEstimate {
     const bytes = blocks * blockBytes;
-    const waitMs = this.phaseWaitMs(src, dst);
+    const waitMs = this.phaseWaitMs(src, dst, queuedTokens);
     const base = this.#baseEstimate(src, dst, blocks, bytes);
     return { ms: base.ms + waitMs, source: base.source, bytes, waitMs };
   }
@@ -211,9 +215,22 @@ export class TransferCostModel {
    * Expected time a plan's phases wait for busy ranks: prepare and execute wait for both ranks
    * (the later ack decides), publish for the destination: 2 x max(w(src), w(dst)) + w(dst).
    */
-  phaseWaitMs(src: number, dst: number): number {
-    const both = Math.max(this.stepWaitMs(src), this.stepWaitMs(dst));
-    return 2 * both + this.stepWaitMs(dst);
+  phaseWaitMs(src: number, dst: number, queuedTokens?: (rank: number) => number): number {
+    const w = (r: number) => Math.max(this.stepWaitMs(r), queuedTokens ? this.queueWaitMs(r, queuedTokens(r)) : 0);
+    const dstWait = w(dst);
+    return 2 * Math.max(w(src), dstWait) + dstWait;
+  }
+
+  /** Half the step that `queuedTokens` of prefill make `rank` run next (see the module doc). */
+  queueWaitMs(rank: number, queuedTokens: number): number {
+    if (!(queuedTokens > 0)) return 0;
+    const budget = this.#stepBudget.get(rank) ?? queuedTokens;
+    return (Math.min(queuedTokens, budget) * this.prefillMsPerToken(rank)) / 2;
+  }
+
+  /** Records a rank's step token budget (max tokens per step, from its stats push). */
+  observeStepBudget(rank: number, tokens: number): void {
+    if (Number.isFinite(tokens) && tokens > 0) this.#stepBudget.set(rank, tokens);
   }
 
   /** A rank's latest reported step_wait_ms (0 when idle or unknown). */
@@ -230,6 +247,7 @@ export class TransferCostModel {
   /** A rank left: its step wait goes (a restarted worker reports afresh). */
   forgetRank(rank: number): void {
     this.#stepWaitMs.delete(rank);
+    this.#stepBudget.delete(rank);
   }
 
   /** The estimate without phase waits. */

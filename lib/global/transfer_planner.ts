@@ -28,6 +28,8 @@ export interface PlannerEnv {
   inbound: (rank: number, hash: BlockHash) => boolean;
   /** A running move plan takes `hash` away from `rank`. */
   movingOut: (rank: number, hash: BlockHash) => boolean;
+  /** Prefill tokens queued on a rank (besides the routed request's), for the phase-wait estimate. */
+  queuedPrefillTokens?: (rank: number) => number;
 }
 
 /** Healthy direct partners of `rank`. */
@@ -38,6 +40,18 @@ function partnersOf(env: PlannerEnv, rank: number): number[] {
 /** Free blocks of a rank net of route reservations. */
 export function netFreeBlocks(ctx: RoutingContext, rank: number): number {
   return ctx.capacity(rank).numFree - ctx.reservations.reservedBlocks(rank);
+}
+
+/**
+ * Prefill tokens queued on `rank` beyond the routed request's own: waiting in its last report,
+ * plus routed there since. A rank with queued prefill is about to run long steps even while its
+ * last report still says idle (a burst of routes), and the request's own prefill is what a copy
+ * would spare, so it does not count.
+ */
+export function queuedPrefillTokens(ctx: RoutingContext, rank: number): number {
+  const own = ctx.reservations.get(ctx.query.requestId);
+  const ownTokens = own && own.rank === rank && !own.queued ? own.tokens : 0;
+  return Math.max(0, ctx.load(rank).waitingTokens + ctx.reservations.pendingTokens(rank) - ownTokens);
 }
 
 function planned(e: BlockEntry): PlannedBlock {
@@ -78,7 +92,7 @@ export function planPrefixCopy(env: PlannerEnv, rank: number, feasible: boolean)
   if (blocks.length === 0) return skip("source_invalid", `block ${start} of the prefix is leaving rank ${src}`);
   if (blocks.length < config.minBatchBlocks) return skip("min_batch", `${blocks.length} blocks < minBatchBlocks ${config.minBatchBlocks}`);
   if (!feasible) return skip("target_capacity", `rank ${rank} has no room for the request`);
-  const est = env.cost.estimate(src, rank, blocks.length, env.blockBytes(src));
+  const est = env.cost.estimate(src, rank, blocks.length, env.blockBytes(src), env.queuedPrefillTokens);
   const savedMs = env.cost.savedPrefillMs(rank, blocks.length * bs);
   if (!env.cost.admits(savedMs, est.ms)) return skip("cost", `saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
   return { ok: true, plan: { kind: "prefix-copy", mode: "copy", src, dst: rank, blocks, savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs, requestId: q.requestId } };
@@ -139,7 +153,7 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
       last = skip("min_batch", `${chosen.length} blocks < minBatchBlocks ${config.minBatchBlocks}`);
       continue;
     }
-    const est = env.cost.estimate(rank, dst, chosen.length, env.blockBytes(rank));
+    const est = env.cost.estimate(rank, dst, chosen.length, env.blockBytes(rank), env.queuedPrefillTokens);
     if (!env.cost.admits(savedMs, est.ms)) {
       last = skip("cost", `moving ${chosen.length} blocks saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
       continue;

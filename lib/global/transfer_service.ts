@@ -17,7 +17,7 @@ import type { TransferConfig } from "./transfer_config.ts";
 import { TransferCostModel } from "./transfer_cost_model.ts";
 import { TransferCoordinator, type CoordinatorPhase, type TransferLink } from "./transfer_coordinator.ts";
 import type { TransferPlan } from "./transfer_plan.ts";
-import { netFreeBlocks, planOffload, planPrefixCopy, type PlannerEnv } from "./transfer_planner.ts";
+import { netFreeBlocks, planOffload, planPrefixCopy, queuedPrefillTokens, type PlannerEnv } from "./transfer_planner.ts";
 
 /** Options of a {@link TransferService}. */
 export interface TransferServiceOptions {
@@ -90,6 +90,7 @@ export class TransferService {
     }
     if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
     if (counters.step_wait_ms !== undefined) this.cost.observeStepWait(rank, counters.step_wait_ms);
+    if (counters.step_token_budget !== undefined) this.cost.observeStepBudget(rank, counters.step_token_budget);
   }
 
   /**
@@ -215,6 +216,7 @@ export class TransferService {
       blockBytes: (r) => this.#blockBytes.get(r) ?? 0,
       inbound: (r: number, h: BlockHash) => c.isInbound(r, h),
       movingOut: (r: number, h: BlockHash) => c.isMovingOut(r, h),
+      queuedPrefillTokens: (r: number) => queuedPrefillTokens(ctx, r),
     };
   }
 }

@@ -353,7 +353,7 @@ export class WorkerHost {
     const p = this.#engine.timings.byKind.prefill;
     // The step that finished the last request already reports idle: the next message is read at once.
     const busy = this.#stepping && this.#engine.hasWork;
-    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy) };
+    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.config.maxNumBatchedTokens };
     return { type: "stats", rank: this.#o.rank, counters };
   }
 

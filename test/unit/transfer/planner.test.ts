@@ -9,7 +9,7 @@ import { RoutingContext, type RouteQuery } from "../../../lib/global/routing_con
 import { NvlinkTopology } from "../../../lib/global/topology.ts";
 import { resolveTransferConfig, type TransferConfig } from "../../../lib/global/transfer_config.ts";
 import { TransferCostModel } from "../../../lib/global/transfer_cost_model.ts";
-import { planOffload, planPrefixCopy, type PlannerEnv } from "../../../lib/global/transfer_planner.ts";
+import { planOffload, planPrefixCopy, queuedPrefillTokens, type PlannerEnv } from "../../../lib/global/transfer_planner.ts";
 import { chainEntries, hashesOf, promptTokens, snapshot } from "../global/page_table_fixture.ts";
 
 const shared = promptTokens(1, 800); // 50 blocks
@@ -102,6 +102,34 @@ describe("phase waits in the cost gate", () => {
     if (!short.ok) throw new Error(short.detail);
     expect(short.plan.waitMs).toBe(1.5);
     expect(short.plan.estimatedMs).toBeCloseTo(idle.plan.estimatedMs + 1.5, 10);
+  });
+
+  test("prefill queued on the destination (a burst of routes its report does not show yet) counts as a wait", () => {
+    const s = scheduler();
+    s.applySnapshot(snapshot(0, { entries: chainEntries(H, 100) }));
+    s.applySnapshot(snapshot(1, { entries: chainEntries(H.slice(0, 10), 200) }));
+    const q = query([...shared, 1, 2, 3]);
+    const ctx = new RoutingContext(q, s.blocks, s.reservations, s.topology, s.config);
+    const e = { ...env(s, q, { blockBytes: 29_360_128 }), ctx, queuedPrefillTokens: (r: number) => queuedPrefillTokens(ctx, r) };
+    // The request's own reservation on rank 1 is what the copy spares: it is no queue.
+    s.reservations.reserve("q", 1, 41, 41 * 16, 0);
+    expect(queuedPrefillTokens(ctx, 1)).toBe(0);
+    const idle = planPrefixCopy(e, 1, true);
+    if (!idle.ok) throw new Error(idle.detail);
+    expect(idle.plan.waitMs).toBe(0);
+    // Two more requests routed to rank 1: 1200 tokens of prefill, capped by a 1000-token step budget,
+    // at 0.02 ms per token: a 20 ms step, half of it expected per phase: 3 x 10 ms of waits.
+    s.reservations.reserve("a", 1, 40, 700, 0);
+    s.reservations.reserve("b", 1, 40, 500, 0);
+    e.cost.observeStepBudget(1, 1000);
+    expect(queuedPrefillTokens(ctx, 1)).toBe(1200);
+    expect(e.cost.queueWaitMs(1, 1200)).toBeCloseTo(10, 10);
+    const busy = planPrefixCopy(e, 1, true);
+    expect(busy).toMatchObject({ ok: false, reason: "cost" });
+    expect(!busy.ok && busy.detail).toMatch(/30\.000 ms of it phase waits/);
+    // A reported wait above the queue's wins.
+    e.cost.observeStepWait(1, 15);
+    expect(e.cost.phaseWaitMs(0, 1, e.queuedPrefillTokens)).toBeCloseTo(45, 10);
   });
 
   test("an offload move carries its estimate's wait; a busy source makes it skip for cost", () => {
