@@ -10,6 +10,7 @@ import { CapacityError } from "../core/errors.ts";
 import { Connection } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
+import { getEnv } from "../runtime/env.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "./global_block_manager.ts";
 import { GlobalScheduler, NoHealthyRankError } from "./global_scheduler.ts";
@@ -72,6 +73,7 @@ export class ControlPlane {
       idPrefix: `c${o.epoch}`,
       log: this.#log,
       beforePhase: o.beforeTransferPhase,
+      ...(getEnv("LMPOOL_TRACE_TRANSFERS") === "1" ? { trace: this.#log } : {}),
     });
     this.transfers.start();
     this.nccl = new NcclRendezvous({

@@ -70,6 +70,12 @@ export interface TransferCoordinatorOptions {
   /** Test hook run before each phase; throwing aborts the plan there. */
   beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
   log?: (line: string) => void;
+  /**
+   * Gets one line per completed plan with each phase's timings: per rank, the ack's round trip
+   * and (in brackets) the worker's own handling time, so transport and event-loop delays show as
+   * the difference. LMPOOL_TRACE_TRANSFERS=1 turns it on in the control plane.
+   */
+  trace?: (line: string) => void;
 }
 
 class PhaseFailure extends Error {
@@ -206,25 +212,26 @@ export class TransferCoordinator {
     let bytes = 0;
     let publishMs: number | undefined;
     let released = 0;
+    const trace: string[] | undefined = this.#o.trace ? [] : undefined;
     try {
       const srcEpoch = this.#o.blocks.table(src)?.epoch;
       const dstEpoch = this.#o.blocks.table(dst)?.epoch;
       if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
       await this.#o.beforePhase?.(plan, "prepare");
       const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
-      const dstPrep = (await this.#all(plan, [src, dst], prepare))[1]!;
+      const dstPrep = (await this.#all(plan, [src, dst], prepare, trace))[1]!;
       const dstBlocks = dstPrep.dstBlocks ?? [];
       if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
       this.#prepared.get(planId)?.resolve(true);
       const preparedAt = performance.now();
       phase = "execute";
       await this.#o.beforePhase?.(plan, phase);
-      const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }))[0]!;
+      const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }, trace))[0]!;
       bytes = srcExec.bytes ?? 0;
       const executedAt = performance.now();
       phase = "publish";
       await this.#o.beforePhase?.(plan, phase);
-      await this.#all(plan, [dst], { type: "transfer_publish", planId });
+      await this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
       publishMs = performance.now() - t0;
       phase = "finalize";
       await this.#o.beforePhase?.(plan, phase);
@@ -243,6 +250,7 @@ export class TransferCoordinator {
       this.count("transfer_bytes", bytes);
       this.count("transfer_released_blocks", released);
       this.latency.record(plan.blocks.length, publishMs, { prepareMs: preparedAt - t0, executeMs: executedAt - preparedAt });
+      if (trace) this.#o.trace!(`[transfer-trace] ${planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.join("; ")}`);
       return { plan, status: "completed", bytes, publishMs, released };
     } catch (e) {
       const reason = (e as Error).message;
@@ -258,7 +266,7 @@ export class TransferCoordinator {
   }
 
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
-  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage): Promise<TransferAck[]> {
+  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage, trace?: string[]): Promise<TransferAck[]> {
     const left = plan.deadline - this.#now();
     if (left <= 0) throw new DeadlineFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -267,14 +275,19 @@ export class TransferCoordinator {
     });
     try {
       // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).
+      const sentAt = performance.now();
+      const acked: string[] = [];
       const checked = ranks.map((r) =>
         // The link may outlive the deadline race, so a late ack still finds its request.
         this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
+          if (trace) acked.push(`r${r} ${(performance.now() - sentAt).toFixed(3)} (${ack.handledMs?.toFixed(3) ?? "?"})`);
           if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
           return ack;
         }),
       );
-      return await Promise.race([Promise.all(checked), deadline]);
+      const acks = await Promise.race([Promise.all(checked), deadline]);
+      trace?.push(`${message.type.slice("transfer_".length)} ${acked.join(", ")}`);
+      return acks;
     } finally {
       clearTimeout(timer);
     }

@@ -30,6 +30,8 @@ export interface TransferServiceOptions {
   log?: (line: string) => void;
   /** Test hook of the coordinator (see TransferCoordinator). */
   beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
+  /** Where each completed plan's phase timings go (see TransferCoordinatorOptions.trace). */
+  trace?: (line: string) => void;
 }
 
 const PLACEMENT_QUERY: RouteQuery = { requestId: "(placement)", blockHashes: [], promptTokens: 0, maxTokens: 0 };
@@ -54,7 +56,7 @@ export class TransferService {
     this.#now = o.now ?? Date.now;
     this.#log = o.log ?? ((l) => console.error(l));
     this.cost = new TransferCostModel(o.config);
-    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase });
+    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase, trace: o.trace });
     this.hotness = new HotnessTracker(o.config);
     this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, now: this.#now });
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;

@@ -317,7 +317,8 @@ export class WorkerHost {
       if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", planId: m.planId, phase: m.type.slice("transfer_".length) as "abort", rank: this.#o.rank, ok: false, error: `worker ${this.#o.rank} has no transfer data path` });
       return;
     }
-    void x.handle(m).then((ack) => m.id !== undefined && conn.reply(m, { type: "transfer_ack", ...ack }));
+    const t0 = performance.now();
+    void x.handle(m).then((ack) => m.id !== undefined && conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0 }));
   }
 
   /**

@@ -67,5 +67,7 @@ export const TransferAckMessage = z.object({
   elapsedMs: z.number().nonnegative().optional(),
   /** finalize of a move on the source: blocks released there. */
   released: Count.optional(),
+  /** Time the worker spent from reading the phase message to sending this ack, ms. */
+  handledMs: z.number().nonnegative().optional(),
   error: z.string().optional(),
 });

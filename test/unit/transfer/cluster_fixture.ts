@@ -96,6 +96,8 @@ export interface ClusterOptions {
   silent?: (rank: number, m: PhaseMessage) => boolean;
   /** The page table to feed (default: a new one). */
   table?: GlobalBlockManager;
+  /** The coordinator's per-plan phase trace (see TransferCoordinatorOptions.trace). */
+  trace?: (line: string) => void;
 }
 
 const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
@@ -130,6 +132,7 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
     idPrefix: "t",
     beforePhase: o.beforePhase,
     log: () => {},
+    ...(o.trace ? { trace: o.trace } : {}),
     abortTimeoutMs: 500,
     link: async (rank, m) => {
       sent.push({ rank, type: m.type, planId: m.planId });

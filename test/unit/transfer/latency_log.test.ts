@@ -76,3 +76,16 @@ test("the coordinator records each completed plan's dispatch-to-publish time in 
   expect(counters.transfer_publish_1block_prepare_ms_p50).toBe(split.prepareMs);
   expect(counters.transfer_publish_1block_execute_ms_p50).toBe(split.executeMs);
 });
+
+test("the phase trace names each phase's acks with their round trips and the workers' handling times", async () => {
+  const lines: string[] = [];
+  const c = await makeCluster({ trace: (l) => lines.push(l) });
+  clusters.push(c);
+  const blocks = cachePrompt(c.workers[0]!, tokens(5), 1);
+  c.report();
+  const done = await c.coordinator.start(candidateOf(c, 0, 1, blocks), 2000).done;
+  expect(done.status).toBe("completed");
+  expect(lines).toHaveLength(1);
+  // In-process links carry no handling time: "?" stands in for it.
+  expect(lines[0]).toMatch(/^\[transfer-trace\] t-\d+ background 1 blocks 0->1: publish [\d.]+ ms; prepare r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish r1 [\d.]+ \(\?\)$/);
+});
