@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
 import { parseArrival } from "./driver/arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
+import { intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -68,13 +69,6 @@ async function traceProfileOf(w: Workload, blockSize: number, modelDir: string):
   return profileTrace(w.requests, blockSize, (t) => tok.encode(t));
 }
 
-function positive(name: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const v = Number(text);
-  if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
-  return v;
-}
-
 function parseWorkloadOptions(text: string | undefined): Record<string, unknown> {
   if (text === undefined) return {};
   let v: unknown;
@@ -109,9 +103,9 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
   const seed = a.seed === undefined ? 0 : Number(a.seed);
   if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
-  const repetitions = positive("repetitions", a.repetitions, quick ? 2 : 3);
-  const gpus = positive("gpus", a.gpus, 2);
-  const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => positive("scales", s.trim(), 1));
+  const repetitions = intOption("repetitions", a.repetitions, quick ? 2 : 3);
+  const gpus = intOption("gpus", a.gpus, 2);
+  const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => intOption("scales", s.trim(), 1));
   const extra = parseWorkloadOptions(a["workload-options"]);
   const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
   const specs: WorkloadSpec[] = (a.workload ?? "locality").split(",").map((s) => s.trim()).flatMap((name): WorkloadSpec[] =>
@@ -123,7 +117,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
   if (unknown.length) throw new RangeError(`unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`);
   const arrival = parseArrival(a.arrival ?? "burst", seed);
-  const maxInFlight = a["max-in-flight"] === undefined ? undefined : positive("max-in-flight", a["max-in-flight"], 1);
+  const maxInFlight = a["max-in-flight"] === undefined ? undefined : intOption("max-in-flight", a["max-in-flight"], 1);
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
   const model = readModelConfig(modelDir);

@@ -6,13 +6,12 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureModel } from "../lib/model/demo_model.ts";
+import { isPresetName } from "../lib/model/presets.ts";
 
 /** The directory of `model` (a preset name or a path). */
 export async function resolveModelDir(model: string): Promise<string> {
-  const presets = (await import("../lib/model/presets.ts")) as { isPresetName(s: string): boolean };
-  if (!presets.isPresetName(model)) return model;
-  const { ensureModel } = (await import("../lib/model/demo_model.ts")) as { ensureModel(p: string): Promise<string> };
-  return ensureModel(model);
+  return isPresetName(model) ? ensureModel(model) : model;
 }
 
 /** The directory and the shape fields of its config.json, for results metadata. */

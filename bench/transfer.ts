@@ -32,6 +32,7 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import type { TransferJob } from "../ffi/kv_transfer.ts";
 import { Native, type NativeModelConfig } from "../ffi/native.ts";
+import { intListOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { percentile } from "./stats/percentile.ts";
 import { type Side, TransferRig } from "./transfer_rig.ts";
@@ -73,12 +74,6 @@ function point(blocks: number, bytes: number, ms: number[], validated: boolean |
     blocks, bytes, p50Ms: p50, p95Ms: percentile(ms, 95), meanMs: ms.reduce((a, b) => a + b, 0) / ms.length,
     minMs: Math.min(...ms), gbps: bytes / (p50 / 1e3) / 1e9, samples: ms.length, validated,
   };
-}
-
-function parseList(s: string, what: string): number[] {
-  const xs = s.split(",").map(Number);
-  if (xs.some((x) => !Number.isInteger(x) || x < 0)) throw new RangeError(`--${what} must be a comma-separated list of integers, got ${JSON.stringify(s)}`);
-  return xs;
 }
 
 /** Quick form: the gather/scatter kernels of the CPU backend on a tiny shape. */
@@ -130,10 +125,10 @@ async function run(argv: string[]): Promise<void> {
   }
   const reps = Number(values.reps ?? (values.quick ? 5 : 30));
   if (!(Number.isInteger(reps) && reps >= 1)) throw new RangeError(`--reps must be a positive integer, got ${values.reps}`);
-  if (values.quick) return runQuick(parseList(values.blocks ?? "1,2,4,8", "blocks"), reps, values.out);
+  if (values.quick) return runQuick(intListOption("blocks", values.blocks ?? "1,2,4,8"), reps, values.out);
 
-  const blocks = parseList(values.blocks ?? "1,2,4,8,16,32,64,128,256", "blocks");
-  const devices = parseList(values.devices ?? "0,1", "devices");
+  const blocks = intListOption("blocks", values.blocks ?? "1,2,4,8,16,32,64,128,256");
+  const devices = intListOption("devices", values.devices ?? "0,1");
   if (devices.length !== 2 || devices[0] === devices[1]) throw new RangeError(`--devices needs two distinct devices, got ${values.devices}`);
   const segmentBytes = Math.round(Number(values["segment-mib"] ?? 0) * 2 ** 20);
   const ncclChannels = Number(values["nccl-channels"] ?? 0);

@@ -22,6 +22,7 @@ import { parseArgs } from "node:util";
 import { seededRandom } from "../lib/core/seeded_random.ts";
 import { LLMEngine } from "../lib/engine/llm_engine.ts";
 import type { DataPathSetting } from "../lib/global/transfer_config.ts";
+import { intListOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -44,19 +45,6 @@ const USAGE = `usage: bun bench transfer_latency [options]
 
 type Counters = Record<string, number>;
 const ONE = { maxTokens: 1, temperature: 0, ignoreEos: true };
-
-function positive(name: string, text: string | undefined, fallback: number, min = 1): number {
-  if (text === undefined) return fallback;
-  const v = Number(text);
-  if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`);
-  return v;
-}
-
-function list(name: string, text: string): number[] {
-  const xs = text.split(",").map((s) => Number(s.trim()));
-  if (xs.length === 0 || xs.some((x) => !Number.isSafeInteger(x) || x < 0)) throw new RangeError(`--${name} must be a comma-separated list of integers, got ${JSON.stringify(text)}`);
-  return xs;
-}
 
 /** Control-plane counters once the plans started so far ended (completed or aborted), or after 10 s. */
 async function settledStats(engine: LLMEngine): Promise<Counters> {
@@ -117,15 +105,15 @@ async function run(argv: string[]): Promise<void> {
   });
   if (a.help) return void console.log(USAGE);
   const quick = a.quick ?? false;
-  const sizes = list("blocks", a.blocks ?? "1,8");
+  const sizes = intListOption("blocks", a.blocks ?? "1,8");
   if (sizes.some((b) => b < 1)) throw new RangeError(`--blocks entries must be >= 1, got ${JSON.stringify(a.blocks)}`);
-  const reps = positive("reps", a.reps, quick ? 4 : 20);
-  const warmup = positive("warmup", a.warmup, quick ? 1 : 2, 0);
-  const blockSize = positive("block-size", a["block-size"], quick ? 16 : 256);
-  const seed = positive("seed", a.seed, 0, 0);
+  const reps = intOption("reps", a.reps, quick ? 4 : 20);
+  const warmup = intOption("warmup", a.warmup, quick ? 1 : 2, 0);
+  const blockSize = intOption("block-size", a["block-size"], quick ? 16 : 256);
+  const seed = intOption("seed", a.seed, 0, 0);
   const backend = a.backend ?? (quick ? "cpu" : undefined);
   if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
-  const gpus = list("gpus", a.gpus ?? "0,1");
+  const gpus = intListOption("gpus", a.gpus ?? "0,1");
   if (gpus.length !== 2) throw new RangeError(`--gpus needs two devices, got ${JSON.stringify(a.gpus)}`);
   const dataPath = (a["data-path"] ?? "auto") as DataPathSetting;
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));

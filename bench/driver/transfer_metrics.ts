@@ -8,13 +8,10 @@
  * @module
  */
 
-/** p50/p95/max ms of dispatch-to-publish over `samples` plans. */
-export interface PublishLatency {
-  samples: number;
-  p50: number;
-  p95: number;
-  max: number;
-}
+import type { LatencySummary } from "../../lib/global/transfer_latency_log.ts";
+
+/** p50/p95/max ms of dispatch-to-publish over `samples` plans (the control plane's summary). */
+export type PublishLatency = LatencySummary;
 
 /** A run's transfer verification figures. */
 export interface TransferMetrics {

@@ -1,11 +1,12 @@
 /**
- * Percentiles with linear interpolation between closest ranks: for sorted x[0..n-1] and p in
- * [0, 100], the position is h = (n - 1) * p / 100 and the value x[floor h] + (h - floor h) *
- * (x[floor h + 1] - x[floor h]). This is Hyndman-Fan type 7, the default of NumPy and of vLLM's
- * benchmark output, so our p50/p90/p99 compare with theirs.
+ * Percentiles of benchmark samples: lib/core/percentile.ts's Hyndman-Fan type 7 (NumPy's and
+ * vLLM's default), with the argument checks a benchmark wants.
  * @module
  */
+import { percentileOfSorted } from "../../lib/core/percentile.ts";
 import { assertFinite } from "./descriptive.ts";
+
+export { percentileOfSorted };
 
 /** The p-th percentile (0..100) of `values`; NaN for an empty list. */
 export function percentile(values: readonly number[], p: number): number {
@@ -13,15 +14,4 @@ export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   assertFinite(values, "values");
   return percentileOfSorted([...values].sort((a, b) => a - b), p);
-}
-
-/** Same as percentile() for an already ascending-sorted list (no copy, no check). */
-export function percentileOfSorted(sorted: ArrayLike<number>, p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const h = ((sorted.length - 1) * p) / 100;
-  const lo = Math.floor(h);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  const a = sorted[lo] as number;
-  const b = sorted[hi] as number;
-  return a + (h - lo) * (b - a);
 }

@@ -132,11 +132,13 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
     }
   }
-  // Fused prologue: this token's K (normed, rotated) and V; the split holding position cl - 1 uses
-  // them for that position instead of reading the cache, and its first lane group stores them.
+  // Fused prologue: the split holding this token's position (cl - 1) builds its K (normed, rotated)
+  // and V, uses them for that position instead of reading the cache, and its first lane group
+  // stores them. The condition is the same for the whole CTA, so the shuffles inside are safe.
   uint4 k_new = make_uint4(0, 0, 0, 0), v_new = k_new;
   const int last = cl - 1;
-  if (a.fused_prologue) {
+  const bool owns_new = a.fused_prologue && lo <= last && last < hi;
+  if (owns_new) {
     const bf16 *kp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(a.num_heads + kvh) * D + li * 8;
     float kf[8];
     bf16x8_to_f32(*reinterpret_cast<const uint4 *>(kp), kf);
@@ -144,7 +146,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     k_new = f32_to_bf16x8(kf);
     v_new = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
     const int slot = m.slots[tok];
-    if (lo <= last && last < hi && grp == 0 && slot >= 0) {
+    if (grp == 0 && slot >= 0) {
       const size_t off = (size_t)slot * slot_elems + (size_t)kvh * D + li * 8;
       *reinterpret_cast<uint4 *>(a.k_cache_w + off) = k_new;
       *reinterpret_cast<uint4 *>(a.v_cache_w + off) = v_new;
@@ -159,7 +161,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     for (int u = 0; u < kUnroll; u++) {
       const int j = base + u * GROUPS + grp;
       valid[u] = j < hi;
-      if (valid[u] && a.fused_prologue && j == last) {
+      if (valid[u] && owns_new && j == last) {
         kr[u] = k_new, vr[u] = v_new;
       } else if (valid[u]) {
         const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);

@@ -11,13 +11,16 @@
 
 namespace {
 
-// Whether the decode kernel does the per-token prologue itself: every token of the step is a
-// decode token and the decode kernel covers the shape.
-bool prologue_fused(const LpModel *m, const StepCounts &c) {
-  const lp_model_config &cfg = m->cfg;
-  return c.prefill_tiles == 0 && c.decode_seqs == c.tokens &&
-         attention_decode_supported(cfg.head_dim, cfg.num_heads / cfg.num_kv_heads) &&
+// Whether the decode and prefill kernels cover the shape (else the simple kernel runs every token).
+bool fast_attention(const lp_model_config &cfg) {
+  return attention_decode_supported(cfg.head_dim, cfg.num_heads / cfg.num_kv_heads) &&
          attention_prefill_supported(cfg.head_dim);
+}
+
+// Whether the decode kernel does the per-token prologue itself: every token of the step is a
+// decode token and the decode kernel runs.
+bool prologue_fused(const LpModel *m, const StepCounts &c) {
+  return c.prefill_tiles == 0 && c.decode_seqs == c.tokens && fast_attention(m->cfg);
 }
 
 // `fused`: the prologue the decode kernel takes over (NULL: rope.cu ran it).
@@ -40,9 +43,7 @@ lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, c
     a.cos_sin = fused->cos_sin, a.q_norm = fused->q_norm, a.k_norm = fused->k_norm, a.eps = fused->eps;
     a.k_cache_w = fused->k_cache, a.v_cache_w = fused->v_cache;
   }
-  const int group = cfg.num_heads / cfg.num_kv_heads;
-  if (!attention_decode_supported(cfg.head_dim, group) || !attention_prefill_supported(cfg.head_dim))
-    return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
+  if (!fast_attention(cfg)) return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
   if (c.decode_seqs > 0) {
     const int splits = attention_decode_splits(c.decode_seqs, cfg.num_kv_heads, m->num_sms);
     LP_TRY(launch_attention_decode(a, dm, c.decode_seqs, splits, m->buf.split_o, m->buf.split_ml,
@@ -92,15 +93,12 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
     LP_TRY(attention(m, kv, l, c, dm, fuse_prologue ? &r : nullptr));
     if (gemv) {
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
-                         gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h),
-                         m->num_sms, st));
-      LP_TRY(launch_gemv(
-          GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
-          gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter),
-          m->num_sms, st));
+                         gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h), m->num_sms, st));
+      LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
+                         gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter), m->num_sms,
+                         st));
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
-                         gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h),
-                         m->num_sms, st));
+                         gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h), m->num_sms, st));
     } else {
       LP_TRY(gemm_bf16(m->cublas, h, T, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
       LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));

@@ -239,11 +239,7 @@ export class TransferCoordinator {
       released = srcFin.released ?? 0;
       // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.
       await this.#all(plan, [dst], { type: "transfer_finalize", planId, mode: plan.mode }).catch((e: Error) => this.#log(`[transfer] plan ${planId}: destination finalize failed (plan stays committed): ${e.message}`));
-      // The ranks may have become busy while the plan ran: the larger of the waits predicted at
-      // dispatch and now counts as waiting, so a plan caught by a busy spell does not teach its
-      // size bucket a transfer cost that then refuses every later copy of that size.
-      const waitMs = Math.max(plan.waitMs ?? 0, this.#o.cost.phaseWaitMs(src, dst));
-      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs, waitMs });
+      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs, waitMs: this.#waitedMs(plan) });
       this.count("transfer_completed");
       this.count(`transfer_${plan.kind}_completed`);
       this.count("transfer_blocks", plan.blocks.length);
@@ -256,13 +252,22 @@ export class TransferCoordinator {
       const reason = (e as Error).message;
       const timedOut = e instanceof DeadlineFailure;
       // Ran out of time: it costs at least this much, so the cost gate stops admitting its like.
-      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0, Math.max(plan.waitMs ?? 0, this.#o.cost.phaseWaitMs(src, dst)));
+      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0, this.#waitedMs(plan));
       await this.#abortBoth(plan, `${phase} failed: ${reason}`);
       this.count("transfer_aborted");
       this.count(`transfer_abort_${phase}`);
       if (timedOut) this.count("transfer_deadline_aborts");
       return { plan, status: "aborted", failedPhase: phase, reason, bytes, publishMs, released };
     }
+  }
+
+  /**
+   * The phase wait an ended plan counts as waiting, not as transfer cost: the larger of the wait
+   * predicted at dispatch and the ranks' wait now, so a plan caught by a busy spell does not teach
+   * its size bucket a transfer cost that then refuses every later copy of that size.
+   */
+  #waitedMs(plan: TransferPlan): number {
+    return Math.max(plan.waitMs ?? 0, this.#o.cost.phaseWaitMs(plan.src, plan.dst));
   }
 
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */

@@ -12,6 +12,7 @@
  * they are gauges over the window: differences of two readings mean nothing.
  * @module
  */
+import { percentileOfSorted } from "../core/percentile.ts";
 
 /** One completed plan. */
 export interface PublishSample {
@@ -103,15 +104,9 @@ export class TransferLatencyLog {
   }
 }
 
-/** p50/p95 (linear interpolation between closest ranks, as NumPy's default) and max; undefined for none. */
+/** p50/p95 (lib/core/percentile.ts) and max; undefined for none. */
 export function summarize(values: readonly number[]): LatencySummary | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => {
-    const h = ((sorted.length - 1) * p) / 100;
-    const lo = Math.floor(h);
-    const hi = Math.min(lo + 1, sorted.length - 1);
-    return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
-  };
-  return { samples: sorted.length, p50: at(50), p95: at(95), max: sorted[sorted.length - 1]! };
+  return { samples: sorted.length, p50: percentileOfSorted(sorted, 50), p95: percentileOfSorted(sorted, 95), max: sorted[sorted.length - 1]! };
 }
