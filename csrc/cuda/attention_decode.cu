@@ -1,9 +1,13 @@
 // Paged decode attention (one query token per sequence), flash-decoding style: the grid is
 // (sequence, kv head, split); each CTA reads its slice of the context once for all query heads of
 // its GQA group and leaves an unnormalized partial (or the final output when there is one split).
-// The last split of a (sequence, kv head) to finish merges the partials, in split order. The
-// split count depends only on the batch size, so a graph captured for a batch size serves every
-// context length.
+// The splits of one (sequence, kv head) form a thread block cluster: each leaves its partial in
+// shared memory and, after one cluster barrier, the cluster merges them in split order by reading
+// its peers' shared memory, so partials never round-trip through global memory and no CTA waits
+// for a last one to finish. The split count depends only on the batch size, so a graph captured
+// for a batch size serves every context length.
+#include <cooperative_groups.h>
+
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "ops.cuh"
@@ -18,43 +22,6 @@ const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences
 
 const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use, all CTAs together
 
-// Merges the splits of the G query heads of one (sequence, kv head) into the output: the split
-// weights first (one round of loads), then each output element sums its splits.
-template <int D, int MAXG>
-__device__ void merge_splits(const AttnArgs &a, int di, int kvh, int G, int tok, int splits, const float *split_o,
-                             const float *split_ml) {
-  __shared__ float s_w[MAXG][LP_MAX_DECODE_SPLITS], s_l[MAXG][LP_MAX_DECODE_SPLITS], s_inv[MAXG];
-  const size_t first = ((size_t)di * a.num_heads + (size_t)kvh * G) * splits;  // head kvh*G, split 0
-  for (int i = threadIdx.x; i < G * splits; i += blockDim.x) {
-    s_w[i / splits][i % splits] = __ldcg(split_ml + (first + i) * 2);
-    s_l[i / splits][i % splits] = __ldcg(split_ml + (first + i) * 2 + 1);
-  }
-  __syncthreads();
-  if ((int)threadIdx.x < G) {
-    const int h = threadIdx.x;
-    float M = kNoScore, L = 0.f;
-    for (int p = 0; p < splits; p++) M = fmaxf(M, s_w[h][p]);
-    for (int p = 0; p < splits; p++) {
-      s_w[h][p] = exp2f(s_w[h][p] - M);
-      L += s_l[h][p] * s_w[h][p];
-    }
-    s_inv[h] = L > 0.f ? 1.f / L : 0.f;
-  }
-  __syncthreads();
-  // Every split's partial is loaded before any is summed: one round trip to L2, not one per split.
-  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
-    const int h = idx / D, d = idx % D;
-    const float *o = split_o + (first + (size_t)h * splits) * D + d;
-    float part[LP_MAX_DECODE_SPLITS];
-#pragma unroll
-    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++) part[p] = p < splits ? __ldcg(o + (size_t)p * D) : 0.f;
-    float O = 0.f;
-#pragma unroll
-    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++)
-      if (p < splits) O += s_w[h][p] * part[p];
-    a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(O * s_inv[h]);
-  }
-}
 
 // The fused prologue for one head: lane li of a LANES-lane group holds elements [8 li, 8 li + 8).
 // RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when w is given, then
@@ -85,12 +52,12 @@ __device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, const bf16
 }
 
 template <int D, int MAXG>
-__global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits,
-                                                             float *split_o, float *split_ml, int32_t *counters) {
+__global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
   constexpr int GROUPS = kWarps * (32 / LANES);   // token rows processed side by side
   __shared__ float s_acc[GROUPS][MAXG][D];
   __shared__ float s_ml[GROUPS][MAXG][2];
+  __shared__ float s_fin[MAXG][2];  // this split's (max, sum) per head, read by the cluster
 
   const int di = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int seq = m.decode_seqs[di];
@@ -228,32 +195,47 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       L += s_ml[g][h][1] * w;
       O += s_acc[g][h][d] * w;
     }
-    const int head = kvh * G + h;
     if (splits == 1) {
-      a.out[(size_t)tok * a.num_heads * D + (size_t)head * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+      a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
     } else {
-      const size_t entry = ((size_t)di * a.num_heads + head) * splits + split;
-      split_o[entry * D + d] = O;
-      if (d == 0) split_ml[entry * 2] = M, split_ml[entry * 2 + 1] = L;
+      s_acc[0][h][d] = O;  // only this thread reads [*][h][d]
+      if (d == 0) s_fin[h][0] = M, s_fin[h][1] = L;
     }
   }
   if (splits == 1) return;
-  // Last split done merges (threadfence reduction): partials are visible before the count.
-  __shared__ int s_last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t *cnt = counters + (size_t)di * a.num_kv_heads + kvh;
-    s_last = atomicAdd(cnt, 1) == splits - 1;
-    if (s_last) *cnt = 0;  // ready for the next layer
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every split's partial is in its shared memory
+  const int rank = (int)cluster.block_rank();
+  for (int idx = rank * blockDim.x + threadIdx.x; idx < G * D; idx += splits * blockDim.x) {
+    const int h = idx / D, d = idx % D;
+    // Every peer's values are loaded before any is summed: one round trip, not one per split.
+    float pm[LP_MAX_DECODE_SPLITS], pl[LP_MAX_DECODE_SPLITS], po[LP_MAX_DECODE_SPLITS];
+#pragma unroll
+    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++) {
+      if (p >= splits) break;
+      const float *fin = cluster.map_shared_rank(&s_fin[h][0], p);
+      pm[p] = fin[0], pl[p] = fin[1];
+      po[p] = *cluster.map_shared_rank(&s_acc[0][h][d], p);
+    }
+    float M = kNoScore;
+#pragma unroll
+    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++)
+      if (p < splits) M = fmaxf(M, pm[p]);
+    float L = 0.f, O = 0.f;
+#pragma unroll
+    for (int p = 0; p < LP_MAX_DECODE_SPLITS; p++) {
+      if (p >= splits) break;
+      const float w = exp2f(pm[p] - M);
+      L += pl[p] * w;
+      O += po[p] * w;
+    }
+    a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
   }
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
-  merge_splits<D, MAXG>(a, di, kvh, G, tok, splits, split_o, split_ml);
+  cluster.sync();  // the peers are done reading this CTA's shared memory before it exits
 }
 
-typedef void (*DecodeKernel)(AttnArgs, StepMeta, int, float *, float *, int32_t *);
+typedef void (*DecodeKernel)(AttnArgs, StepMeta, int);
 
 template <int D>
 DecodeKernel pick_group(int group) {
@@ -275,8 +257,19 @@ int attention_decode_splits(int num_decode, int kv_heads, int num_sms) {
   return splits < 1 ? 1 : splits > LP_MAX_DECODE_SPLITS ? LP_MAX_DECODE_SPLITS : splits;
 }
 
+lp_status attention_decode_configure(void) {
+  // The splits of a (sequence, kv head) are one cluster: up to 16 CTAs, past the portable 8.
+  static_assert(LP_MAX_DECODE_SPLITS <= 16, "a thread block cluster holds at most 16 CTAs");
+  const int groups[] = {1, 2, 4, 8};
+  for (int g : groups) {
+    const DecodeKernel kernels[] = {pick_group<64>(g), pick_group<128>(g), pick_group<256>(g)};
+    for (DecodeKernel k : kernels) CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
+  return LP_OK;
+}
+
 lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
-                                  float *split_o, float *split_ml, int32_t *split_counters, cudaStream_t stream) {
+                                  cudaStream_t stream) {
   const int group = a.num_heads / a.num_kv_heads;
   LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
@@ -284,7 +277,7 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
   DecodeKernel kernel = a.head_dim == 64 ? pick_group<64>(group)
                         : a.head_dim == 128 ? pick_group<128>(group)
                                             : pick_group<256>(group);
-  LP_TRY(launch_kernel(kernel, dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, 0, stream, a, m, splits,
-                       split_o, split_ml, split_counters));
+  LP_TRY(launch_kernel_clustered(kernel, dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, dim3(1, 1, splits),
+                                 0, stream, a, m, splits));
   return LP_OK;
 }

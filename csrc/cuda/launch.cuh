@@ -23,21 +23,35 @@ __device__ __forceinline__ void prefetch_l2(const void *p, uint32_t bytes) {
 // Whether kernels launch with PDL (LMPOOL_CUDA_PDL=0 turns it off; read once).
 bool pdl_enabled();
 
+// `cluster`: thread block cluster dimensions (1, 1, 1: no clusters).
 template <typename... KernelArgs, typename... Args>
-lp_status launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                        Args &&...args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+lp_status launch_kernel_clustered(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, dim3 cluster, size_t smem,
+                                  cudaStream_t stream, Args &&...args) {
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster.x, attr[n].val.clusterDim.y = cluster.y, attr[n++].val.clusterDim.z = cluster.z;
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = n;
   CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
   return LP_OK;
+}
+
+template <typename... KernelArgs, typename... Args>
+lp_status launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                        Args &&...args) {
+  return launch_kernel_clustered(kernel, grid, block, dim3(1, 1, 1), smem, stream, std::forward<Args>(args)...);
 }
 
 #endif

@@ -240,6 +240,7 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
     CUDA_CHECK(cudaEventCreate(&m->step_end));
     LP_TRY(gemv_configure());
     LP_TRY(attention_prefill_configure());
+    LP_TRY(attention_decode_configure());
   }
   m->max_tokens = max_num_tokens;
   m->max_seqs = max_num_seqs;

@@ -9,8 +9,9 @@
 
 typedef __nv_bfloat16 bf16;
 
-// Largest number of key splits of one decode sequence (flash-decoding partitions).
-#define LP_MAX_DECODE_SPLITS 32
+// Largest number of key splits of one decode sequence (flash-decoding partitions); the splits of
+// a (sequence, kv head) are one thread block cluster, which holds at most 16 CTAs.
+#define LP_MAX_DECODE_SPLITS 16
 // Decode batches up to this many tokens use the fused GEMV kernels instead of cuBLAS.
 #define LP_GEMV_MAX_TOKENS 8
 // Most CTAs sharing one sampled row's max / sum-of-exp pass.
@@ -32,9 +33,6 @@ struct StepBuffers {
   bf16 *act;                // [max_tokens, intermediate]
   bf16 *rows_norm;          // [max_seqs, hidden] final-normed sample rows
   float *logits;            // [max_seqs, vocab]
-  float *split_o;           // decode partial outputs [entries, D]
-  float *split_ml;          // decode partial (max, sum) [entries, 2]
-  int32_t *split_counters;  // [max_seqs * kv_heads] finished splits (zero between launches)
   int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
   float4 *sample_parts;     // [max_seqs * LP_SAMPLE_MAX_PARTS] per-slice (max, sum of exp, argmax bits)
   int32_t *sample_counters; // [max_seqs] finished slices per row (zero between launches)

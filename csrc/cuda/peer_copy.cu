@@ -3,7 +3,8 @@
 // - copy engine: pack -> cudaMemcpyPeerAsync -> unpack per segment, pipelined through the two
 //   devices' staging rings (pack of segment k+1 overlaps the copy of k and the unpack of k-1);
 // - kernel: one launch on the source device stores straight into the destination blocks;
-// - copy engine direct: no kernels at all, one strided 2-D copy per block (2L rows of one chunk).
+// - copy engine direct: no kernels, one strided 2-D copy per block (2L rows of one chunk); for a
+//   cache past the copy engine's pitch limit, the kernel.
 #include <mutex>
 
 #include "kv_chunk_copy.cuh"
@@ -47,17 +48,19 @@ lp_status copy_engine_direct(const LpKvCache *src, const LpKvCache *dst, const i
   int max_pitch = 0;
   CUDA_CHECK(cudaSetDevice(a->device));
   CUDA_CHECK(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, a->device));
-  const bool strided = spitch <= (size_t)max_pitch && dpitch <= (size_t)max_pitch;
+  // A cache over the copy engine's pitch limit (2 GiB: a few thousand 0.5 MiB chunks per layer
+  // row) would need one copy call per layer and side, 2L per block, whose host-side cost (about
+  // 0.25 ms per block at 28 layers) dwarfs the transfer itself; the copy kernel writes through the
+  // same peer mapping in one launch instead.
+  if (spitch > (size_t)max_pitch || dpitch > (size_t)max_pitch) {
+    LP_TRY(copy_chunks(kv_end(src), kv_end(dst), src_ids, dst_ids, n, kv_chunk_vec(src), 0, (int64_t)n * rows,
+                       a->copy));
+    return job_record(job, a->device, a->copy);
+  }
   for (int i = 0; i < n; i++) {
     const char *s = (const char *)src->data + (size_t)src_ids[i] * cb;
     char *d = (char *)dst->data + (size_t)dst_ids[i] * cb;
-    if (strided) {
-      CUDA_CHECK(cudaMemcpy2DAsync(d, dpitch, s, spitch, cb, rows, cudaMemcpyDefault, a->copy));
-      continue;
-    }
-    // A cache larger than the copy engine's pitch limit: one copy per chunk.
-    for (int r = 0; r < rows; r++)
-      CUDA_CHECK(cudaMemcpyAsync(d + r * dpitch, s + r * spitch, cb, cudaMemcpyDefault, a->copy));
+    CUDA_CHECK(cudaMemcpy2DAsync(d, dpitch, s, spitch, cb, rows, cudaMemcpyDefault, a->copy));
   }
   return job_record(job, a->device, a->copy);
 }

@@ -34,16 +34,6 @@ lp_status workspace_alloc(LpModel *m) {
   LP_TRY(device_alloc(&b.act, T * inter, "act"));
   LP_TRY(device_alloc(&b.rows_norm, S * h, "rows_norm"));
   LP_TRY(device_alloc(&b.logits, S * (size_t)c.vocab_size, "logits"));
-  // Decode partials: the most (sequence, head, split) entries any batch size can produce.
-  size_t split_entries = 0;
-  for (int nd = 1; nd <= m->max_seqs; nd++) {
-    size_t e = (size_t)nd * attention_decode_splits(nd, c.num_kv_heads, m->num_sms) * c.num_heads;
-    if (e > split_entries) split_entries = e;
-  }
-  LP_TRY(device_alloc(&b.split_o, split_entries * c.head_dim, "decode split outputs"));
-  LP_TRY(device_alloc(&b.split_ml, split_entries * 2, "decode split stats"));
-  LP_TRY(device_alloc(&b.split_counters, S * (size_t)c.num_kv_heads, "decode split counters"));
-  CUDA_CHECK(cudaMemset(b.split_counters, 0, S * (size_t)c.num_kv_heads * sizeof(int32_t)));
   LP_TRY(device_alloc(&b.sample_out, 2 * S, "sample outputs"));
   LP_TRY(device_alloc(&b.sample_parts, S * LP_SAMPLE_MAX_PARTS, "sampling slice stats"));
   LP_TRY(device_alloc(&b.sample_counters, S, "sampling slice counters"));
@@ -73,8 +63,8 @@ lp_status workspace_alloc(LpModel *m) {
 
 void workspace_free(LpModel *m) {
   StepBuffers &b = m->buf;
-  void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits, b.split_o,
-                 b.split_ml, b.split_counters, b.sample_out, b.sample_parts, b.sample_counters, b.meta,
+  void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits,
+                 b.sample_out, b.sample_parts, b.sample_counters, b.meta,
                  b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);

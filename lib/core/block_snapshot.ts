@@ -17,7 +17,7 @@ export interface BlockEntry {
   generation: number;
   /** Live request references (0 = reclaimable prefix-cache entry). */
   refCount: number;
-  /** Last access (ms, monotonic clock of the worker) and cumulative access count. */
+  /** Last access (ms on the host clock, comparable across a host's workers) and cumulative access count. */
   lastAccess: number;
   accessCount: number;
 }

@@ -15,6 +15,7 @@ import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
 import { sizeKvCache } from "../local/kv_sizing.ts";
 import { LocalEngine } from "../local/local_engine.ts";
+import { DEFAULT_LONG_PREFILL_CHUNK } from "../local/scheduler.ts";
 import { readModelSpec } from "../model/config.ts";
 import { loadModel } from "../model/loader.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
@@ -40,6 +41,11 @@ export interface LLMOptions {
   enablePrefixCaching?: boolean;
   /** Split long prompts across steps (default true). */
   enableChunkedPrefill?: boolean;
+  /**
+   * While sequences decode or short prompts wait, prompts with more than this many tokens left to
+   * prefill share this many tokens per step, so steps stay short (default 2048; 0: no limit).
+   */
+  longPrefillChunk?: number;
   /** Native backend (default: CUDA when a GPU is visible, else CPU; LMPOOL_BACKEND overrides). */
   backend?: BackendKind;
   /** Device index (default 0). */
@@ -62,6 +68,7 @@ export interface LLMConfig {
   maxModelLen: number;
   enablePrefixCaching: boolean;
   enableChunkedPrefill: boolean;
+  longPrefillChunk: number;
   backend: BackendKind;
 }
 
@@ -152,7 +159,7 @@ export class LLM implements GenerationEngine {
       kv = nativeModel.createKvCache(numBlocks, blockSize);
       const config: LLMConfig = {
         blockSize, numBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, backend: native.backend,
+        enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK, backend: native.backend,
       };
       const engine = new LocalEngine({ model: nativeModel, kv, ...config, tokenizer: o.detokenize === false ? null : tokenizer, eosTokenIds: tokenizer.eosTokenIds, rank: o.rank, epoch: o.epoch });
       const model: ServedModelInfo = { name: spec.name, maxModelLen, vocabSize: spec.native.vocabSize, blockSize, backend: native.backend, numRanks: 1 };

@@ -15,6 +15,7 @@
  */
 import type { BlockHash } from "../core/block_hash.ts";
 import type { MessageOf } from "../protocol/messages.ts";
+import { keepAwakeWhile } from "../runtime/keep_awake.ts";
 import type { GlobalBlockManager } from "./global_block_manager.ts";
 import { TransferLatencyLog } from "./transfer_latency_log.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
@@ -77,6 +78,9 @@ export interface TransferCoordinatorOptions {
    */
   trace?: (line: string) => void;
 }
+
+/** Longest the coordinator's event loop keeps turning for running plans without a pause. */
+const PLAN_AWAKE_MAX_MS = 5000;
 
 class PhaseFailure extends Error {
   override readonly name: string = "PhaseFailure";
@@ -189,6 +193,8 @@ export class TransferCoordinator {
     this.#pairs.set(pair, (this.#pairs.get(pair) ?? 0) + 1);
     this.#o.blocks.lockInFlight(plan.planId, plan.src, plan.blocks.map((b) => b.hash));
     this.#active++;
+    // Acks then get read as they land, not after a wake-up of this process (lib/runtime/keep_awake.ts).
+    keepAwakeWhile(() => this.#active > 0, Math.min(Math.max(1, plan.deadline - this.#now()), PLAN_AWAKE_MAX_MS));
     this.count("transfer_started");
     void done.then(() => {
       resolvePrepared(false); // no-op once prepared

@@ -55,6 +55,10 @@ export type SkipReason =
   | "no_target"
   | "source_invalid"
   | "target_capacity"
+  /** The target has cached room, but only by evicting blocks at least as hot as the chains moved. */
+  | "target_hotter"
+  /** The chains that would fit hang from parents the target does not hold. */
+  | "target_parent"
   | "min_batch"
   | "cost"
   | "inbound";

@@ -5,13 +5,17 @@
  *   missing blocks (only those) so the request prefills less.
  * - offload: the rank's pending work needs more blocks than are free, so cold cached chains would
  *   be reclaimed (lost); move the coldest whole unreferenced chain suffixes (LFU, then LRU) to a
- *   partner with free room instead, releasing them here.
+ *   partner with room instead, releasing them here. The partner's room is its free blocks plus the
+ *   cached blocks its own reclamation would free before any block at least as hot as the chain
+ *   moved (see {@link ReclaimForecast}): a move never evicts more valuable cache than it saves.
+ *   A prefix copy needs no such rule: its blocks replace blocks the request would allocate anyway.
  * Each candidate must pass source validity (published, not being moved away, not already
  * arriving), target capacity, the minimum batch size and the cost ratio (force skips only the ratio).
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
 import type { BlockEntry } from "../core/block_snapshot.ts";
+import { ReclaimForecast } from "./reclaim_forecast.ts";
 import type { RoutingContext } from "./routing_context.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
@@ -122,7 +126,14 @@ function coldSegments(env: PlannerEnv, rank: number): Segment[] {
   return out.sort((a, b) => leafOf(a).accessCount - leafOf(b).accessCount || leafOf(a).lastAccess - leafOf(b).lastAccess);
 }
 
-/** Moves cold cached chains off `rank` to a partner with room, covering its block shortage. */
+/**
+ * Moves cold cached chains off `rank` to a partner with room, covering its block shortage. The
+ * partner's reservation takes its free blocks (net of route reservations, which take free and then
+ * the coldest cached blocks first), then reclaims its cache coldest first. Chains are taken coldest
+ * first, so the chains taken up to one fit when they need no more than those free blocks plus the
+ * partner's cached blocks colder than that chain's leaf: every block evicted makes room for a chain
+ * hotter than it. The parents the chains hang from there are kept, never counted as room.
+ */
 export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   const { ctx, config } = env;
   const shortage = ctx.reservations.reservedBlocks(rank) - ctx.capacity(rank).numFree;
@@ -132,23 +143,43 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   const bs = ctx.capacity(rank).blockSize;
   const targets = partnersOf(env, rank).sort((a, b) => netFreeBlocks(ctx, b) - netFreeBlocks(ctx, a));
   if (targets.length === 0) return skip("no_target", `rank ${rank} has no healthy partner`);
-  let last = skip("target_capacity", `no partner of rank ${rank} has free room`);
+  const parents = new Set(segments.filter((s) => s.needsParent).map((s) => s.entries[0]!.parent));
+  let last = skip("target_capacity", `no partner of rank ${rank} has room`);
   for (const dst of targets) {
     const dstTable = ctx.blocks.table(dst)!;
-    const room = Math.min(netFreeBlocks(ctx, dst), config.foregroundMaxBlocks);
+    const free = netFreeBlocks(ctx, dst);
+    const forecast = new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
     const chosen: BlockEntry[] = [];
+    // Chains refused for lack of their parent there, for hotter cache only, for no room at all.
+    let orphans = 0;
+    let hotter = 0;
+    let full = 0;
     let savedMs = 0;
     for (const s of segments) {
       if (chosen.length >= shortage) break;
-      if (chosen.length + s.entries.length > room) continue;
       const top = s.entries[0]!;
-      if (s.needsParent && !dstTable.entries.has(top.parent) && !env.inbound(dst, top.parent)) continue;
+      const leaf = s.entries[s.entries.length - 1]!;
+      if (s.needsParent && !dstTable.entries.has(top.parent) && !env.inbound(dst, top.parent)) {
+        orphans++;
+        continue;
+      }
       if (s.entries.some((e) => dstTable.entries.has(e.hash) || env.inbound(dst, e.hash))) continue;
+      const fits = Math.min(free + forecast.colderThan(leaf), config.foregroundMaxBlocks);
+      if (chosen.length + s.entries.length > fits) {
+        if (chosen.length + s.entries.length <= Math.min(free + forecast.reclaimable, config.foregroundMaxBlocks)) hotter++;
+        else full++;
+        continue;
+      }
       chosen.push(...s.entries);
-      const reuse = Math.min(config.foregroundMaxReuse, s.entries[s.entries.length - 1]!.accessCount) * config.foregroundReuseDiscount;
+      const reuse = Math.min(config.foregroundMaxReuse, leaf.accessCount) * config.foregroundReuseDiscount;
       savedMs += env.cost.savedPrefillMs(dst, s.entries.length * bs) * reuse;
     }
-    if (chosen.length === 0) continue;
+    if (chosen.length === 0) {
+      if (hotter > 0) last = skip("target_hotter", `rank ${dst} has room only by evicting cache at least as hot as ${hotter} chains of rank ${rank}`);
+      else if (orphans > 0 && full === 0) last = skip("target_parent", `rank ${dst} lacks the parents of ${orphans} chains of rank ${rank}`);
+      else last = skip("target_capacity", `rank ${dst} has ${free} free and ${forecast.reclaimable} reclaimable blocks: no room for a chain of rank ${rank}`);
+      continue;
+    }
     if (chosen.length < config.minBatchBlocks) {
       last = skip("min_batch", `${chosen.length} blocks < minBatchBlocks ${config.minBatchBlocks}`);
       continue;

@@ -28,7 +28,10 @@ export interface BlockManagerOptions {
   rank?: number;
   /** Changes on every worker start; snapshots carry it (default: wall-clock ms). */
   epoch?: number;
-  /** Monotonic clock in ms for recency (default performance.now). */
+  /**
+   * Monotonic clock in ms for recency (default: the host clock, performance.timeOrigin +
+   * performance.now(), so the lastAccess of different workers of one host compare).
+   */
   now?: () => number;
 }
 
@@ -89,7 +92,7 @@ export class BlockManager {
     this.numBlocks = o.numBlocks;
     this.blockSize = o.blockSize;
     this.enablePrefixCaching = o.enablePrefixCaching ?? true;
-    this.#now = o.now ?? (() => performance.now());
+    this.#now = o.now ?? (() => performance.timeOrigin + performance.now());
     this.#publisher = new BlockPublisher(o.rank ?? 0, o.epoch ?? Date.now());
     this.#hashOf = new Array<BlockHash | null>(o.numBlocks).fill(null);
     this.#parentOf = new Array<BlockHash>(o.numBlocks).fill("");
@@ -207,7 +210,11 @@ export class BlockManager {
 
   // ---- transfers (issue 6) -------------------------------------------------------------------
 
-  /** Reserves `n` blocks for an incoming transfer (invisible to lookups); null when they do not fit. */
+  /**
+   * Reserves `n` blocks for an incoming transfer (invisible to lookups), reclaiming unreferenced
+   * cached blocks in the usual order (leaves, LFU then LRU) when too few are free; null when they do
+   * not fit. Live and pinned blocks are never taken.
+   */
   reserve(n: number): number[] | null {
     if (!Number.isInteger(n) || n < 0) throw new RangeError(`reserve count must be a non-negative integer, got ${n}`);
     if (!this.#ensureFree(n)) return null;
@@ -257,14 +264,27 @@ export class BlockManager {
       this.pool.checkId(r.block);
       if (this.#hashOf[r.block] === null || this.pool.generation[r.block] !== r.generation) return false;
     }
-    for (const r of refs) {
-      if (this.pool.refCount[r.block] === 0 && this.pool.pinCount[r.block] === 0) this.#numReclaimable--;
-      this.pool.pinCount[r.block]!++;
-    }
+    for (const r of refs) this.#pin(r.block);
     return true;
   }
 
-  /** Releases pins taken by pinSource. */
+  /**
+   * Pins the cached blocks of those `hashes` published here: the parents an incoming chain hangs
+   * from, so the reclamation a reservation may run cannot orphan the chain. Returns the pinned ids
+   * (for unpinSource once the chain is published, making them inner blocks, or aborted).
+   */
+  pinCached(hashes: Iterable<BlockHash>): number[] {
+    const out: number[] = [];
+    for (const h of new Set(hashes)) {
+      const b = this.#cached.get(h);
+      if (b === undefined) continue;
+      this.#pin(b);
+      out.push(b);
+    }
+    return out;
+  }
+
+  /** Releases pins taken by pinSource or pinCached. */
   unpinSource(blocks: readonly number[]): void {
     for (const b of blocks) {
       this.pool.checkId(b);
@@ -382,6 +402,12 @@ export class BlockManager {
     this.#lastAccess[b] = now;
     this.#tick[b] = ++this.#clock;
     this.#publisher.markAdded(b);
+  }
+
+  /** Adds a transfer pin to a published block: it is no longer reclaimable. */
+  #pin(b: number): void {
+    if (this.pool.refCount[b] === 0 && this.pool.pinCount[b] === 0) this.#numReclaimable--;
+    this.pool.pinCount[b]!++;
   }
 
   /** Adds a sequence reference to a cached block (a prefix hit). */

@@ -4,6 +4,12 @@
  * preempting the youngest running sequences by recompute when blocks run out, then admits waiting
  * sequences first-come first-served into the remaining token budget (the last one possibly as a
  * partial chunk). Requests that can never fit are rejected on arrival with a CapacityError.
+ *
+ * Long prefills yield to short work: while sequences decode or a waiting prompt is short (at most
+ * `longPrefillChunk` tokens left to prefill), the prefills longer than that share `longPrefillChunk`
+ * tokens per step, in arrival order. A step is then short, so decodes and short prompts (prefix
+ * hits, mostly) do not wait behind a whole budget of someone else's prompt; a long prompt alone
+ * still takes the whole budget per step.
  * @module
  */
 import type { RankLoad } from "../core/block_snapshot.ts";
@@ -22,7 +28,15 @@ export interface SchedulerConfig {
   maxModelLen: number;
   /** Split long prefills across steps (else a prompt is prefilled in one step). */
   enableChunkedPrefill: boolean;
+  /**
+   * Tokens per step that prefills longer than this share while short work is there (see the module
+   * doc; chunked prefill only). Default {@link DEFAULT_LONG_PREFILL_CHUNK}; 0 turns the limit off.
+   */
+  longPrefillChunk?: number;
 }
+
+/** Default of {@link SchedulerConfig.longPrefillChunk}: a step of about 2k prompt tokens. */
+export const DEFAULT_LONG_PREFILL_CHUNK = 2048;
 
 /** One sequence's share of a step: tokens [start, start + numNewTokens) of seq.tokenIds. */
 export interface ScheduledSequence {
@@ -67,12 +81,14 @@ export class Scheduler {
     for (const k of ["maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const) {
       if (!Number.isInteger(config[k]) || config[k] <= 0) throw new RangeError(`${k} must be a positive integer, got ${config[k]}`);
     }
+    const chunk = config.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK;
+    if (!Number.isInteger(chunk) || chunk < 0) throw new RangeError(`longPrefillChunk must be a non-negative integer, got ${config.longPrefillChunk}`);
     if (!config.enableChunkedPrefill && config.maxNumBatchedTokens < config.maxModelLen) {
       throw new RangeError(
         `without chunked prefill maxNumBatchedTokens (${config.maxNumBatchedTokens}) must be >= maxModelLen (${config.maxModelLen})`,
       );
     }
-    this.config = { ...config };
+    this.config = { ...config, longPrefillChunk: chunk };
     this.blocks = blocks;
   }
 
@@ -125,12 +141,25 @@ export class Scheduler {
       budget -= n;
       numTokens += n;
     };
+    const long = this.#longPrefillLimit();
+    let longBudget = long.budget;
+    // Tokens a prefill of `left` tokens may take now (0: it waits for a later step).
+    const allowance = (left: number) => Math.min(left, budget, left > long.threshold ? longBudget : left);
+    const took = (left: number, n: number) => {
+      if (left > long.threshold) longBudget -= n;
+    };
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const seq = this.running[i]!;
-      const n = Math.min(seq.numTokens - seq.numComputedTokens, budget);
+      const left = seq.numTokens - seq.numComputedTokens;
+      const n = allowance(left);
+      if (n === 0) {
+        i++;
+        continue;
+      }
       if (this.blocks.allocateSlots(seq, n)) {
         take(seq, n);
+        took(left, n);
         i++;
         continue;
       }
@@ -141,20 +170,38 @@ export class Scheduler {
     }
 
     if (preempted.length === 0) {
-      while (this.waiting.length > 0 && budget > 0 && this.running.length < this.config.maxNumSeqs) {
-        const seq = this.waiting[0]!;
+      for (let i = 0; i < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
+        const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
         const remaining = seq.numTokens - cached.length * this.blocks.blockSize;
         if (!this.config.enableChunkedPrefill && remaining > budget) break;
-        const n = Math.min(remaining, budget);
+        const n = allowance(remaining);
+        if (n === 0) {
+          i++; // a long prompt while the long share is spent: shorter ones behind it may go
+          continue;
+        }
         if (!this.blocks.allocateSlots(seq, n, cached)) break;
-        this.waiting.shift();
+        this.waiting.splice(i, 1);
         seq.status = "running";
         this.running.push(seq);
         take(seq, n);
+        took(remaining, n);
       }
     }
     return { scheduled, numTokens, preempted };
+  }
+
+  /**
+   * This step's limit on long prefills: the threshold above which a prefill counts as long and
+   * the tokens all long ones may take together; no limit unless short work is there.
+   */
+  #longPrefillLimit(): { threshold: number; budget: number } {
+    const none = { threshold: Infinity, budget: Infinity };
+    const chunk = this.config.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK;
+    if (chunk === 0 || !this.config.enableChunkedPrefill || chunk >= this.config.maxNumBatchedTokens) return none;
+    const decoding = this.running.some((s) => s.numTokens - s.numComputedTokens === 1);
+    const shortWaiting = () => this.waiting.some((s) => s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize <= chunk);
+    return decoding || shortWaiting() ? { threshold: chunk, budget: chunk } : none;
   }
 
   /**

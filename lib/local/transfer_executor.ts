@@ -1,7 +1,9 @@
 /**
  * The worker side of transactional KV transfer: one record per plan id and one answer per phase.
  * - prepare: the source pins the plan's blocks at their generations (a reused block makes the plan
- *   stale and the answer a refusal); the destination reserves free blocks (invisible to routing).
+ *   stale and the answer a refusal); the destination pins the cached parents the plan's chains hang
+ *   from and reserves blocks (invisible to routing), reclaiming cold cached ones when too few are
+ *   free.
  * - execute: the source gathers and sends the packed payload once; the destination receives and
  *   scatters it into the reserved blocks (through a {@link KvDataPath}).
  * - publish (destination): the received blocks become Ready prefix-cache entries, reported in the
@@ -57,7 +59,7 @@ interface LocalPlan {
   peer: number;
   state: PlanState;
   abortReason?: string;
-  /** Source: pinned block ids. Destination: reserved, then published block ids. */
+  /** Source: pinned block ids. Destination: pinned parents (until publish), reserved, then published block ids. */
   pinned: number[];
   reserved: number[];
   published: number[];
@@ -185,8 +187,15 @@ export class TransferExecutor {
         if (!bm.pinSource(m.blocks.map((b) => ({ block: b.srcBlock, generation: b.generation })))) return refuse(`stale plan ${m.planId}: a source block is no longer published at its generation`);
         plan.pinned = [...plan.srcBlocks];
       } else {
+        // The reservation may reclaim cached blocks: never the parents the incoming chains hang from.
+        const inPlan = new Set(m.blocks.map((b) => b.hash));
+        const kept = bm.pinCached(m.blocks.map((b) => b.parent).filter((h) => !inPlan.has(h)));
         const got = bm.reserve(m.blocks.length);
-        if (!got) return refuse(`rank ${this.#o.rank} cannot reserve ${m.blocks.length} blocks for plan ${m.planId} (${bm.numAvailableBlocks} free or reclaimable)`);
+        if (!got) {
+          bm.unpinSource(kept);
+          return refuse(`rank ${this.#o.rank} cannot reserve ${m.blocks.length} blocks for plan ${m.planId} (${bm.numAvailableBlocks} free or reclaimable)`);
+        }
+        plan.pinned = kept;
         plan.reserved = got;
       }
       plan.state = "prepared";
@@ -248,6 +257,9 @@ export class TransferExecutor {
         if (plan.state !== "executed") return no(`cannot publish plan ${plan.planId}: it is ${plan.state}`);
         const published = bm.publishReserved(plan.reserved.map((block, i) => ({ block, hash: plan.entries[i]!.hash, parent: plan.entries[i]!.parent })));
         plan.reserved = [];
+        // The kept parents now have published children: reclamation cannot take them before those.
+        bm.unpinSource(plan.pinned);
+        plan.pinned = [];
         plan.published = published;
         plan.state = "published";
         // Published data is valid on its own: a lost control plane must not undo it at the deadline.

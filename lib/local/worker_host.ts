@@ -14,6 +14,7 @@ import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
+import { keepAwakeWhile } from "../runtime/keep_awake.ts";
 import type { LocalEngine } from "./local_engine.ts";
 import type { DirectPeerStatus } from "./per_peer_data_path.ts";
 import { StepWaitEstimator } from "./step_wait_estimator.ts";
@@ -56,6 +57,8 @@ export interface PeerDataPathControl {
 
 /** Longest a worker holds its next step for a transfer payload in flight (see #run). */
 const PAYLOAD_PAUSE_MAX_MS = 50;
+/** Longest a plan keeps this worker's event loop turning (a plan normally ends within milliseconds). */
+const PLAN_AWAKE_MAX_MS = 2000;
 
 /** Resolves when `p` settles or after `ms`, whichever is first. */
 async function pauseUntil(p: Promise<void>, ms: number): Promise<void> {
@@ -318,7 +321,14 @@ export class WorkerHost {
       return;
     }
     const t0 = performance.now();
-    void x.handle(m).then((ack) => m.id !== undefined && conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0 }));
+    let answered = false;
+    // The plan's next phases and its peer's signals come soon: read them without a wake-up. From
+    // now, not from the first check: a prepare pins and reserves only after an await.
+    keepAwakeWhile(() => !answered || x.openPlans > 0, PLAN_AWAKE_MAX_MS);
+    void x.handle(m).then((ack) => {
+      answered = true;
+      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0 });
+    });
   }
 
   /**

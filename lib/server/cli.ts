@@ -17,6 +17,7 @@ export interface ServeCliOptions {
   gpuMemoryUtilization?: number;
   maxNumSeqs?: number;
   maxNumBatchedTokens?: number;
+  longPrefillChunk?: number;
   routingPolicy?: string;
   /** GPU pairs joined by NVLink, e.g. [[0, 1], [2, 3]]. */
   nvlinkPairs?: Array<[number, number]>;
@@ -42,6 +43,8 @@ Options:
   --gpu-memory-utilization <f>      Fraction of GPU memory for weights + KV cache, in (0, 1]
   --max-num-seqs <n>                Most sequences in one batch
   --max-num-batched-tokens <n>      Most tokens in one batch
+  --long-prefill-chunk <n>          Prompt tokens per step long prompts share while others decode
+                                    or short prompts wait (default 2048; 0: no limit)
   --routing-policy <name>           Request routing policy across GPUs
   --nvlink-pairs <a-b,c-d>          GPU pairs joined by NVLink, e.g. 0-1,2-3
   --api-key <key>                   Require 'Authorization: Bearer <key>' on /v1/*
@@ -89,6 +92,7 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
       "gpu-memory-utilization": { type: "string" },
       "max-num-seqs": { type: "string" },
       "max-num-batched-tokens": { type: "string" },
+      "long-prefill-chunk": { type: "string" },
       "routing-policy": { type: "string" },
       "nvlink-pairs": { type: "string" },
       "api-key": { type: "string" },
@@ -115,6 +119,7 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     gpuMemoryUtilization: fraction("gpu-memory-utilization", values["gpu-memory-utilization"]),
     maxNumSeqs: integer("max-num-seqs", values["max-num-seqs"], 1),
     maxNumBatchedTokens: integer("max-num-batched-tokens", values["max-num-batched-tokens"], 1),
+    longPrefillChunk: integer("long-prefill-chunk", values["long-prefill-chunk"], 0),
     routingPolicy: values["routing-policy"],
     nvlinkPairs: values["nvlink-pairs"] === undefined ? undefined : parseNvlinkPairs(values["nvlink-pairs"]),
     apiKey: values["api-key"],

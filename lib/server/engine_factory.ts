@@ -11,7 +11,7 @@ import type { ServeCliOptions } from "./cli.ts";
 /** Engine options the CLI controls (the model is a resolved directory). */
 export type ServeEngineOptions = Pick<
   ServeCliOptions,
-  "gpus" | "backend" | "blockSize" | "gpuMemoryUtilization" | "maxNumSeqs" | "maxNumBatchedTokens" | "maxModelLen" | "routingPolicy" | "nvlinkPairs"
+  "gpus" | "backend" | "blockSize" | "gpuMemoryUtilization" | "maxNumSeqs" | "maxNumBatchedTokens" | "longPrefillChunk" | "maxModelLen" | "routingPolicy" | "nvlinkPairs"
 > & { modelDir: string };
 
 /** Creates the serving engine. */
@@ -29,6 +29,7 @@ export async function createServeEngine(o: ServeEngineOptions): Promise<Generati
     gpuMemoryUtilization: o.gpuMemoryUtilization,
     maxNumSeqs: o.maxNumSeqs,
     maxNumBatchedTokens: o.maxNumBatchedTokens,
+    longPrefillChunk: o.longPrefillChunk,
     maxModelLen: o.maxModelLen,
     gpus: o.gpus,
     ...(o.routingPolicy !== undefined ? { routing: { policy: o.routingPolicy as PolicyName } } : {}),

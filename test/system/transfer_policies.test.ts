@@ -93,3 +93,45 @@ test("foreground offload moves a cold chain off a rank short of blocks; the sour
   expect(got.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
   await expectDrained(engine);
 });
+
+test("foreground offload into a partner with no free blocks reclaims only cache colder than the chain there; outputs unchanged", async () => {
+  const next = rng(31);
+  const y = randomTokens(next, 20);
+  const z = [...randomTokens(next, 560), 7]; // 35 full blocks: rank 1's cache
+  const a = [...randomTokens(next, 320), 1, 2, 3, 4, 5]; // 20 full blocks on rank 0
+  const w = randomTokens(next, 20);
+  const b = [...randomTokens(next, 480), 9, 9, 9, 9, 9]; // needs 32 blocks with its decode reserve
+  const opts = { worldSize: 2, numBlocks: 40, maxModelLen: 640, topology: "0-1", log: null, backend: "cpu", routing: { policy: "round-robin" } } satisfies Partial<LLMEngineOptions>;
+  // Round-robin alternates ranks: b lands on rank 0 next to a, and the last a goes to rank 1.
+  const run = async (engine: LLMEngine, prompts: number[][]) => {
+    const out: RequestOutput[] = [];
+    for (const p of prompts) {
+      out.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
+      await settle(engine);
+    }
+    expect(out.map((o) => o.metrics.rank)).toEqual([0, 1, 0, 1, 0, 1]);
+    return out;
+  };
+  const zOlder = [y, z, a, w, b, a];
+  const zNewer = [y, w, a, z, b, a];
+  await using engine = await LLMEngine.create({ model, ...opts, transfers: "force" });
+  const got = await run(engine, zOlder);
+  // Rank 1 has 4 free blocks: a's 20 fit by reclaiming z's blocks, all older than a's chain.
+  const c = await engine.processes.controlStats();
+  expect(c.transfer_offload_completed).toBeGreaterThanOrEqual(1);
+  expect(c.transfer_released_blocks).toBeGreaterThanOrEqual(20);
+  expect(got[5]!.metrics.numCachedTokens).toBe(320); // a's chain, moved to rank 1
+  await expectDrained(engine);
+  // z used after a: reclaiming it for a's chain would evict hotter cache, so the chain stays on
+  // rank 0, where b reclaims most of it (the last a then copies what is left).
+  await using newer = await LLMEngine.create({ model, ...opts, transfers: "force" });
+  const kept = await run(newer, zNewer);
+  expect(kept[5]!.metrics.numCachedTokens).toBeLessThan(320);
+  expect((await newer.processes.controlStats()).transfer_released_blocks ?? 0).toBeLessThan(20);
+  await expectDrained(newer);
+  await using off = await LLMEngine.create({ model, ...opts, transfers: "off" });
+  const ref = await run(off, zOlder);
+  expect(ref[5]!.metrics.numCachedTokens).toBe(0);
+  expect(got.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
+  expect(kept.map((o) => o.tokenIds)).toEqual((await run(off, zNewer)).map((o) => o.tokenIds));
+});

@@ -78,6 +78,33 @@ describe("reservations", () => {
     expect(bm.lookupPrefix(makeSeq(range(5, 100), BS))).toEqual([]);
     bm.checkInvariants({ liveBlockTables: [a.blockTable] });
   });
+
+  test("a reservation reclaims cold cache in reclaim order but keeps the pinned parent of the incoming chain", () => {
+    const bm = new BlockManager({ numBlocks: 4, blockSize: BS });
+    const p = makeSeq(range(5), BS); // one complete block: the parent, cached first (the coldest leaf)
+    prefill(bm, p);
+    bm.free(p);
+    const f = makeSeq(range(12, 100), BS); // three complete blocks, cached after it
+    prefill(bm, f);
+    bm.free(f);
+    expect([bm.numFreeBlocks, bm.numReclaimableBlocks]).toEqual([0, 4]);
+    const parent = bm.cachedBlockOf(p.blockHashes[0]!)!;
+    const kept = bm.pinCached([p.blockHashes[0]!, p.blockHashes[0]!, "not cached here"]);
+    expect(kept).toEqual([parent]);
+    expect(bm.numReclaimableBlocks).toBe(3);
+    const blocks = bm.reserve(2)!;
+    expect(blocks).toHaveLength(2);
+    // f's chain went from its tail; the parent stayed.
+    expect(bm.cachedBlockOf(p.blockHashes[0]!)).toBe(parent);
+    expect(f.blockHashes.map((h) => bm.cachedBlockOf(h) !== undefined)).toEqual([true, false, false]);
+    expect(bm.reserve(2)).toBeNull(); // the pinned parent is never taken
+    const incoming = chainEntries([parent, ...blocks], range(12)).slice(1);
+    expect(bm.publishReserved(incoming)).toEqual(blocks);
+    bm.unpinSource(kept);
+    expect(bm.lookupPrefix(makeSeq(range(13), BS))).toEqual([parent, ...blocks]);
+    bm.checkInvariants({ drained: true });
+    expect(bm.numFreeBlocks + bm.numReclaimableBlocks).toBe(4);
+  });
 });
 
 describe("source pins", () => {

@@ -1,5 +1,6 @@
 // Scheduler: token and sequence budgets, chunked prefill, decode-first mixing, preemption by
-// recompute, rejection of requests that can never fit, FCFS admission and abort. No model: a step's
+// recompute, rejection of requests that can never fit, FCFS admission, long prefills yielding to
+// short work, and abort. No model: a step's
 // sampled tokens are made up.
 import { describe, expect, test } from "bun:test";
 import { CapacityError } from "../../../lib/core/errors.ts";
@@ -92,6 +93,43 @@ describe("budgets and chunking", () => {
     sched.add(small);
     expect(shape(step(sched))).toEqual([["a", 1]]);
     expect(sched.waiting.map((s) => s.requestId)).toEqual(["big", "small"]);
+  });
+});
+
+describe("long prefills yield to short work", () => {
+  test("alone, a long prompt takes the whole budget per step", () => {
+    const { sched } = setup(64, { maxNumBatchedTokens: 32, longPrefillChunk: 8 });
+    sched.add(makeSeq(range(70), BS, { id: "long" }));
+    expect(shape(step(sched))).toEqual([["long", 32]]);
+    expect(shape(step(sched))).toEqual([["long", 32]]);
+  });
+
+  test("while a sequence decodes, long prompts share longPrefillChunk tokens per step and short ones go ahead", () => {
+    const { sched } = setup(128, { maxNumBatchedTokens: 32, longPrefillChunk: 8 });
+    const d = makeSeq(range(3), BS, { id: "d", params: { maxTokens: 20 } });
+    sched.add(d);
+    step(sched); // d now decodes
+    const l1 = makeSeq(range(40, 100), BS, { id: "l1" });
+    const l2 = makeSeq(range(40, 200), BS, { id: "l2" });
+    const s1 = makeSeq(range(5, 300), BS, { id: "s1" });
+    for (const x of [l1, l2, s1]) sched.add(x);
+    // l1 takes the long share; l2 waits for a later step; s1 (5 tokens) is not held back by it.
+    expect(shape(step(sched))).toEqual([["d", 1], ["l1", 8], ["s1", 5]]);
+    expect(sched.waiting.map((x) => x.requestId)).toEqual(["l2"]);
+    expect(shape(step(sched))).toEqual([["d", 1], ["l1", 8], ["s1", 1]]);
+    while (sched.hasUnfinished) step(sched); // everything completes; block invariants hold each step
+    expect([l1, l2, s1].map((x) => x.numOutputTokens)).toEqual([l1.params.maxTokens, l2.params.maxTokens, s1.params.maxTokens]);
+  });
+
+  test("longPrefillChunk 0 turns the limit off; a bad value is a RangeError naming it", () => {
+    const { sched } = setup(128, { maxNumBatchedTokens: 32, longPrefillChunk: 0 });
+    const d = makeSeq(range(3), BS, { id: "d", params: { maxTokens: 20 } });
+    sched.add(d);
+    step(sched);
+    sched.add(makeSeq(range(40, 100), BS, { id: "l1" }));
+    expect(shape(step(sched))).toEqual([["d", 1], ["l1", 31]]);
+    expect(() => setup(8, { longPrefillChunk: -1 })).toThrow("longPrefillChunk must be a non-negative integer, got -1");
+    expect(() => setup(8, { longPrefillChunk: 1.5 })).toThrow("got 1.5");
   });
 });
 

@@ -55,6 +55,22 @@ describe("a worker refuses at a phase", () => {
   }
 });
 
+describe("a destination holding the chain's parent", () => {
+  for (const phase of ["execute", "publish"] as const) {
+    test(`${phase} fails on the destination: the parent it kept is released`, async () => {
+      const c = await makeCluster({ faults: (rank) => (rank === 1 ? (p, r) => (p === phase && r === "dst" ? "fail" : undefined) : undefined) });
+      clusters.push(c);
+      const hashes = cachePrompt(c.workers[0]!, tokens(13), 1);
+      cachePrompt(c.workers[1]!, tokens(5), 2); // the parent of the two blocks moved
+      c.report();
+      const before = [0, 1].map((r) => ({ state: c.state(r), table: c.tableEntries(r) }));
+      const out = await c.coordinator.start(candidateOf(c, 0, 1, hashes.slice(1), "move"), 2000).done;
+      expect(out).toMatchObject({ status: "aborted", failedPhase: phase });
+      expectUnchanged(c, before);
+    });
+  }
+});
+
 describe("the control plane fails between phases", () => {
   for (const phase of ["prepare", "execute", "publish", "finalize"] as const) {
     test(`before ${phase}`, async () => {

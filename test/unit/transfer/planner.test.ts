@@ -1,6 +1,7 @@
 // Foreground planning over a real page table: a prefix copy asks only for the missing blocks from
 // the partner holding the longest prefix; an offload moves the coldest whole unreferenced chains to
-// a partner with room to cover a block shortage; each gate (shortage, source, validity, capacity,
+// a partner with room to cover a block shortage, where room is free blocks plus cached ones colder
+// than the chain moved; each gate (shortage, source, validity, capacity, hotter cache, missing parent,
 // minimum batch, cost ratio) refuses with its own reason; busy ranks' phase waits count in the cost.
 import { describe, expect, test } from "bun:test";
 import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
@@ -194,5 +195,77 @@ describe("offload", () => {
     s.applySnapshot(snapshot(0, { version: 2, numBlocks: 64, entries: chainEntries(hashesOf(promptTokens(21, 2 * 16)), 40) }));
     const v = planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1);
     expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual([10, 11, 12]);
+  });
+});
+
+describe("offload into a partner's cache", () => {
+  const keyed = (seed: number, n: number, first: number, accessCount: number, lastAccess: number): BlockEntry[] =>
+    chainEntries(hashesOf(promptTokens(seed, n * 16)), first).map((e) => ({ ...e, accessCount, lastAccess }));
+  const moved = keyed(11, 3, 0, 1, 100); // the cold chain rank 1 must move: used once, at 100
+
+  /** Rank 1 is 3 blocks short and holds `moved`; its partner rank 0 has no free block, only `cache`. */
+  function setUp(cache: BlockEntry[]) {
+    const s = scheduler();
+    s.applySnapshot(snapshot(1, { entries: moved, numBlocks: 64, free: 0 }));
+    s.applySnapshot(snapshot(0, { entries: cache, numBlocks: cache.length, free: 0 }));
+    s.reservations.reserve("pending", 1, 3, 0, 0);
+    return s;
+  }
+  const offload = (s: GlobalScheduler) => planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1);
+
+  test("a partner without free blocks makes room by reclaiming cache colder than the moved chain", () => {
+    const s = setUp([...keyed(21, 4, 40, 1, 50), ...keyed(22, 4, 50, 1, 500)]); // 4 colder blocks, 4 newer
+    const v = offload(s);
+    if (!v.ok) throw new Error(v.detail);
+    expect(v.plan).toMatchObject({ kind: "offload", mode: "move", src: 1, dst: 0 });
+    expect(v.plan.blocks.map((b) => b.srcBlock)).toEqual(moved.map((e) => e.block));
+    // Requests routed to the partner take its free and then its coldest cached blocks first: 2 of
+    // them leave 2 colder blocks, too few; the newer ones are never counted.
+    s.reservations.reserve("there", 0, 2, 0, 0);
+    expect(offload(s)).toMatchObject({ ok: false, reason: "target_hotter" });
+  });
+
+  test("never evicts cache as hot or hotter: fewer accesses count before recency", () => {
+    expect(offload(setUp(keyed(21, 8, 40, 1, 100)))).toMatchObject({ ok: false, reason: "target_hotter" }); // as hot
+    expect(offload(setUp(keyed(21, 8, 40, 2, 0)))).toMatchObject({ ok: false, reason: "target_hotter" }); // older, used more
+    expect(offload(setUp(keyed(21, 8, 40, 1, 99))).ok).toBe(true);
+    // Cold blocks under a hot leaf cannot go first (reclamation takes leaves): they are no room either.
+    const underHot = keyed(21, 8, 40, 1, 0).map((e, i) => (i === 7 ? { ...e, accessCount: 5 } : e));
+    expect(offload(setUp(underHot))).toMatchObject({ ok: false, reason: "target_hotter" });
+    // A live partner cache is no room at all.
+    expect(offload(setUp(keyed(21, 8, 40, 1, 0).map((e) => ({ ...e, refCount: 1 }))))).toMatchObject({ ok: false, reason: "target_capacity" });
+  });
+
+  test("each chain displaces only cache colder than itself: the coldest chains take the free blocks", () => {
+    const s = scheduler();
+    const tiny = keyed(12, 1, 10, 1, 10); // colder than everything on the partner
+    s.applySnapshot(snapshot(1, { entries: [...tiny, ...moved], numBlocks: 64, free: 0 }));
+    s.reservations.reserve("pending", 1, 4, 0, 0);
+    const between = keyed(21, 3, 40, 1, 50); // hotter than `tiny`, colder than `moved`
+    s.applySnapshot(snapshot(0, { entries: between, numBlocks: 4, free: 1 }));
+    const v = offload(s);
+    expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual([...tiny, ...moved].map((e) => e.block));
+    // Without the free block, `tiny` could only evict hotter cache: `moved` goes alone.
+    s.applySnapshot(snapshot(0, { version: 2, entries: between, numBlocks: 3, free: 0 }));
+    const w = offload(s);
+    expect(w.ok && w.plan.blocks.map((b) => b.srcBlock)).toEqual(moved.map((e) => e.block));
+  });
+
+  test("the parent a chain hangs from on the partner is kept, never counted as room", () => {
+    const s = scheduler();
+    const hashes = hashesOf(promptTokens(31, 5 * 16));
+    const base = chainEntries(hashes.slice(0, 2), 0, 1); // live on rank 1: the tail hangs from it
+    const tail = chainEntries(hashes, 0).slice(2).map((e, i) => ({ ...e, block: 10 + i, lastAccess: 100 }));
+    s.applySnapshot(snapshot(1, { entries: [...base, ...tail], numBlocks: 64, free: 0 }));
+    s.reservations.reserve("pending", 1, 3, 0, 0);
+    const parent = keyed(31, 2, 40, 1, 0); // the oldest cache on rank 0
+    s.applySnapshot(snapshot(0, { entries: [...parent, ...keyed(32, 2, 50, 1, 10)], numBlocks: 4, free: 0 }));
+    expect(offload(s)).toMatchObject({ ok: false, reason: "target_capacity" }); // 2 colder blocks besides the parent
+    s.applySnapshot(snapshot(0, { version: 2, entries: [...parent, ...keyed(32, 3, 50, 1, 10)], numBlocks: 5, free: 0 }));
+    const v = offload(s);
+    expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual([10, 11, 12]);
+    // Without the parent there, the chain cannot go at all.
+    s.applySnapshot(snapshot(0, { version: 3, entries: keyed(32, 8, 50, 1, 10), numBlocks: 8, free: 0 }));
+    expect(offload(s)).toMatchObject({ ok: false, reason: "target_parent" });
   });
 });

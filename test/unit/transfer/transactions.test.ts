@@ -72,6 +72,24 @@ test("move: the destination publishes, the source frees only its unreferenced su
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
 
+test("move into a destination full of cache: its prepare reclaims cold blocks, never the parent the chain hangs from", async () => {
+  const c = await cluster({ numBlocks: 8 });
+  const [w0, w1] = c.workers;
+  const hashes = cachePrompt(w0!, tokens(13), 4); // P, T1, T2
+  cachePrompt(w1!, tokens(5), 5); // P alone: the coldest cached block of rank 1
+  cachePrompt(w1!, tokens(28, 1000), 6); // 7 more blocks: rank 1 has no free block left
+  c.report();
+  expect(c.state(1)).toMatchObject({ free: 0, reclaimable: 8 });
+  const out = await c.coordinator.start(candidateOf(c, 0, 1, hashes.slice(1), "move"), 2000).done;
+  expect(out).toMatchObject({ status: "completed", released: 2 });
+  const { makeSeq } = await import("../local/fixtures.ts");
+  expect(w1!.bm.lookupPrefix(makeSeq(tokens(13), 4))).toEqual(hashes.map((h) => w1!.bm.cachedBlockOf(h)!));
+  expect(hashes.map((h) => c.table.table(1)!.entries.has(h))).toEqual([true, true, true]);
+  expect(c.state(1)).toMatchObject({ free: 0, reclaimable: 8, reserved: 0, pins: 0 });
+  expect(c.state(0)).toMatchObject({ pins: 0, reclaimable: 1 });
+  for (const w of c.workers) w.bm.checkInvariants({ drained: true });
+});
+
 test("a stale generation is refused at prepare: source reclaimed and reused after planning", async () => {
   const c = await cluster({
     numBlocks: 8,
