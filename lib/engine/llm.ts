@@ -43,7 +43,8 @@ export interface LLMOptions {
   enableChunkedPrefill?: boolean;
   /**
    * While sequences decode or short prompts wait, prompts with more than this many tokens left to
-   * prefill share this many tokens per step, so steps stay short (default 2048; 0: no limit).
+   * prefill share this many tokens per step, so steps stay short: better time per output token,
+   * worse time to first token of long prompts (default 0: no limit; lib/local/scheduler.ts).
    */
   longPrefillChunk?: number;
   /** Native backend (default: CUDA when a GPU is visible, else CPU; LMPOOL_BACKEND overrides). */

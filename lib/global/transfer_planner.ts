@@ -5,9 +5,10 @@
  *   missing blocks (only those) so the request prefills less.
  * - offload: the rank's pending work needs more blocks than are free, so cold cached chains would
  *   be reclaimed (lost); move the coldest whole unreferenced chain suffixes (LFU, then LRU) to a
- *   partner with room instead, releasing them here. The partner's room is its free blocks plus the
- *   cached blocks its own reclamation would free before any block at least as hot as the chain
- *   moved (see {@link ReclaimForecast}): a move never evicts more valuable cache than it saves.
+ *   partner with room instead, releasing them here. The partner's room is its free blocks plus,
+ *   unless it is short of free blocks itself, the cached blocks its own reclamation would free
+ *   before any block at least as hot as the chain moved (see {@link ReclaimForecast}): a move never
+ *   evicts more valuable cache than it saves, nor cache its own requests are about to take.
  *   A prefix copy needs no such rule: its blocks replace blocks the request would allocate anyway.
  * Each candidate must pass source validity (published, not being moved away, not already
  * arriving), target capacity, the minimum batch size and the cost ratio (force skips only the ratio).
@@ -164,9 +165,12 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
         continue;
       }
       if (s.entries.some((e) => dstTable.entries.has(e.hash) || env.inbound(dst, e.hash))) continue;
-      const fits = Math.min(free + forecast.colderThan(leaf), config.foregroundMaxBlocks);
+      // A partner short of free blocks itself reclaims its cache for its own requests: none of it
+      // is room (on balanced load, moves between two short ranks only delayed their requests).
+      const cache = free < 0 ? 0 : forecast.colderThan(leaf);
+      const fits = Math.min(free + cache, config.foregroundMaxBlocks);
       if (chosen.length + s.entries.length > fits) {
-        if (chosen.length + s.entries.length <= Math.min(free + forecast.reclaimable, config.foregroundMaxBlocks)) hotter++;
+        if (free >= 0 && chosen.length + s.entries.length <= Math.min(free + forecast.reclaimable, config.foregroundMaxBlocks)) hotter++;
         else full++;
         continue;
       }

@@ -5,11 +5,13 @@
  * sequences first-come first-served into the remaining token budget (the last one possibly as a
  * partial chunk). Requests that can never fit are rejected on arrival with a CapacityError.
  *
- * Long prefills yield to short work: while sequences decode or a waiting prompt is short (at most
- * `longPrefillChunk` tokens left to prefill), the prefills longer than that share `longPrefillChunk`
- * tokens per step, in arrival order. A step is then short, so decodes and short prompts (prefix
- * hits, mostly) do not wait behind a whole budget of someone else's prompt; a long prompt alone
- * still takes the whole budget per step.
+ * Optionally (`longPrefillChunk` > 0), long prefills yield to short work: while sequences decode
+ * or a waiting prompt is short (at most `longPrefillChunk` tokens left to prefill), the prefills
+ * longer than that share `longPrefillChunk` tokens per step, in arrival order. Steps then stay
+ * short, so decodes and short prompts do not wait behind a whole budget of someone else's prompt;
+ * a long prompt alone still takes the whole budget per step. It trades time to first token of
+ * long prompts for time per output token: on two H200s, locality 5x at 2048 tokens, mean TPOT fell
+ * from 44 to 29 ms under round-robin but mean TTFT rose from 170 to 224 ms, so it is off by default.
  * @module
  */
 import type { RankLoad } from "../core/block_snapshot.ts";
@@ -30,13 +32,13 @@ export interface SchedulerConfig {
   enableChunkedPrefill: boolean;
   /**
    * Tokens per step that prefills longer than this share while short work is there (see the module
-   * doc; chunked prefill only). Default {@link DEFAULT_LONG_PREFILL_CHUNK}; 0 turns the limit off.
+   * doc; chunked prefill only). Default {@link DEFAULT_LONG_PREFILL_CHUNK}: 0, no limit.
    */
   longPrefillChunk?: number;
 }
 
-/** Default of {@link SchedulerConfig.longPrefillChunk}: a step of about 2k prompt tokens. */
-export const DEFAULT_LONG_PREFILL_CHUNK = 2048;
+/** Default of {@link SchedulerConfig.longPrefillChunk}: no limit (see the module doc for why). */
+export const DEFAULT_LONG_PREFILL_CHUNK = 0;
 
 /** One sequence's share of a step: tokens [start, start + numNewTokens) of seq.tokenIds. */
 export interface ScheduledSequence {

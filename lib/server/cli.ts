@@ -44,7 +44,7 @@ Options:
   --max-num-seqs <n>                Most sequences in one batch
   --max-num-batched-tokens <n>      Most tokens in one batch
   --long-prefill-chunk <n>          Prompt tokens per step long prompts share while others decode
-                                    or short prompts wait (default 2048; 0: no limit)
+                                    or short prompts wait (default 0: no limit)
   --routing-policy <name>           Request routing policy across GPUs
   --nvlink-pairs <a-b,c-d>          GPU pairs joined by NVLink, e.g. 0-1,2-3
   --api-key <key>                   Require 'Authorization: Bearer <key>' on /v1/*

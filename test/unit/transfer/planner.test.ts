@@ -219,10 +219,17 @@ describe("offload into a partner's cache", () => {
     if (!v.ok) throw new Error(v.detail);
     expect(v.plan).toMatchObject({ kind: "offload", mode: "move", src: 1, dst: 0 });
     expect(v.plan.blocks.map((b) => b.srcBlock)).toEqual(moved.map((e) => e.block));
-    // Requests routed to the partner take its free and then its coldest cached blocks first: 2 of
-    // them leave 2 colder blocks, too few; the newer ones are never counted.
-    s.reservations.reserve("there", 0, 2, 0, 0);
-    expect(offload(s)).toMatchObject({ ok: false, reason: "target_hotter" });
+    // Requests routed to the partner beyond its free blocks: it reclaims its cache for them, so
+    // none of it is room any more, however cold.
+    s.reservations.reserve("there", 0, 1, 0, 0);
+    expect(offload(s)).toMatchObject({ ok: false, reason: "target_capacity" });
+  });
+
+  test("a partner short of free blocks itself offers no cache, however cold", () => {
+    const s = setUp(keyed(21, 8, 40, 1, 0)); // 8 blocks, all colder than the moved chain
+    expect(offload(s).ok).toBe(true);
+    s.reservations.reserve("there", 0, 1, 0, 0);
+    expect(offload(s)).toMatchObject({ ok: false, reason: "target_capacity" });
   });
 
   test("never evicts cache as hot or hotter: fewer accesses count before recency", () => {
