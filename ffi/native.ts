@@ -130,6 +130,9 @@ export class Native {
 
 /** A model on the current device. */
 export class NativeModel extends NativeHandle {
+  /** lp_step_collect's out_done. */
+  readonly #done = new Int32Array(1);
+
   constructor(
     native: Native,
     handle: bigint,
@@ -179,16 +182,39 @@ export class NativeModel extends NativeHandle {
 
   /** Runs one forward step (all layers) and samples one token per row. */
   step(kv: KvCache, b: StepBatch): void {
-    const s = this.native.symbols;
+    this.#call("lp_step", kv, b);
+  }
+
+  /**
+   * Enqueues one step and returns (the CPU backend computes it here); {@link stepCollect} ends it.
+   * `b`'s output arrays are written at the collect, so they must stay alive until then.
+   */
+  stepLaunch(kv: KvCache, b: StepBatch): void {
+    this.#call("lp_step_launch", kv, b);
+  }
+
+  /** Whether stepLaunch returns before the step is computed (CUDA), leaving the caller's thread free. */
+  get launchesAsync(): boolean {
+    return this.native.backend === "cuda";
+  }
+
+  /** Whether the launched step ended (its outputs are then filled); `wait` blocks until it has. */
+  stepCollect(wait: boolean): boolean {
+    const done = this.#done;
+    this.native.check(this.native.symbols.lp_step_collect(this.handle, wait ? 1 : 0, done), "lp_step_collect");
+    return done[0] === 1;
+  }
+
+  #call(name: "lp_step" | "lp_step_launch", kv: KvCache, b: StepBatch): void {
     this.native.check(
-      s.lp_step(
+      this.native.symbols[name](
         this.handle, kv.handle, b.numSeqs, b.numTokens,
         b.tokenIds, b.positions, b.slotMapping, b.queryStart, b.contextLens,
         b.blockTables, b.maxBlocksPerSeq,
         b.numRows, b.sampleIndex, b.temperature, b.topK, b.topP, b.seed,
         b.outTokens, b.outLogprobs, b.outLogits ?? null,
       ),
-      `lp_step(num_seqs=${b.numSeqs}, num_tokens=${b.numTokens})`,
+      `${name}(num_seqs=${b.numSeqs}, num_tokens=${b.numTokens})`,
     );
   }
 

@@ -13,6 +13,19 @@ export interface NativeSignature {
   readonly returns: NativeType;
 }
 
+/** lp_step and lp_step_launch take the same arguments. */
+const STEP_SIGNATURE = {
+  args: [
+    "u64", "u64", "i32", "i32", // model, kv, num_seqs, num_tokens
+    "buf", "buf", "buf", // token_ids, positions, slot_mapping
+    "buf", "buf", // query_start, context_lens
+    "buf", "i32", // block_tables, max_blocks_per_seq
+    "i32", "buf", "buf", "buf", "buf", "buf", // num_rows, sample_index, temperature, top_k, top_p, seed
+    "buf", "buf", "buf", // out_tokens, out_logprobs, out_logits
+  ],
+  returns: "i32",
+} as const satisfies NativeSignature;
+
 export const SYMBOLS = {
   lp_last_error: { args: ["buf", "i32"], returns: "i32" },
   lp_abi_version: { args: [], returns: "i32" },
@@ -61,17 +74,9 @@ export const SYMBOLS = {
   lp_kv_recv: { args: ["u64", "u64", "buf", "i32", "i32", "i64", "buf"], returns: "i32" },
   lp_kv_transfer_local: { args: ["u64", "i32", "u64", "buf", "u64", "buf", "i32", "i64", "buf"], returns: "i32" },
   lp_nccl_local_sendrecv: { args: ["u64", "i32", "u64", "u64", "i64", "buf"], returns: "i32" },
-  lp_step: {
-    args: [
-      "u64", "u64", "i32", "i32", // model, kv, num_seqs, num_tokens
-      "buf", "buf", "buf", // token_ids, positions, slot_mapping
-      "buf", "buf", // query_start, context_lens
-      "buf", "i32", // block_tables, max_blocks_per_seq
-      "i32", "buf", "buf", "buf", "buf", "buf", // num_rows, sample_index, temperature, top_k, top_p, seed
-      "buf", "buf", "buf", // out_tokens, out_logprobs, out_logits
-    ],
-    returns: "i32",
-  },
+  lp_step: STEP_SIGNATURE,
+  lp_step_launch: STEP_SIGNATURE,
+  lp_step_collect: { args: ["u64", "i32", "buf"], returns: "i32" },
   lp_bench_copy_bandwidth: { args: ["i64", "i32", "buf"], returns: "i32" },
   lp_bench_gemm_bf16: { args: ["i32", "i32", "i32", "i32", "buf"], returns: "i32" },
 } as const satisfies Record<string, NativeSignature>;

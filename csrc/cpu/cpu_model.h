@@ -68,6 +68,7 @@ typedef struct cpu_model {
   float *inv_freq; /* [head_dim / 2] RoPE inverse frequencies (llama3 scaling applied) */
   int finalized;
   double last_step_ms; /* compute time of the last lp_step that ran tokens */
+  int step_pending;    /* a launched step not yet collected (the CPU computes it at launch) */
   cpu_workspace ws;
 } cpu_model;
 

@@ -93,6 +93,43 @@ static void step_compute(cpu_model *m, cpu_kv *kv, const cpu_step *s, int32_t nu
   sample_rows(m, s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs);
 }
 
+lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
+                         const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                         const int32_t *query_start, const int32_t *context_lens,
+                         const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                         const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                         const float *top_p, const uint64_t *seed, int32_t *out_tokens,
+                         float *out_logprobs, float *out_logits) {
+  cpu_model *m;
+  cpu_kv *kv;
+  LP_TRY(cpu_model_from_handle(model, &m));
+  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+  if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_launch while the last launched step is not collected");
+  const cpu_step s = {num_seqs,     num_tokens,   max_blocks_per_seq, token_ids, positions,
+                      slot_mapping, query_start, context_lens,       block_tables};
+  LP_TRY(cpu_step_validate(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed,
+                           out_tokens, out_logprobs));
+  if (num_tokens > 0) {
+    const double t0 = cpu_clock_ms();
+    step_compute(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs,
+                 out_logits);
+    m->last_step_ms = cpu_clock_ms() - t0;
+  }
+  m->step_pending = 1;
+  return LP_OK;
+}
+
+lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
+  cpu_model *m;
+  LP_TRY(cpu_model_from_handle(model, &m));
+  LP_REQUIRE(out_done, "out_done is NULL");
+  (void)wait; /* the step ran in lp_step_launch */
+  if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
+  m->step_pending = 0;
+  *out_done = 1;
+  return LP_OK;
+}
+
 lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
                   const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
                   const int32_t *query_start, const int32_t *context_lens,
@@ -100,20 +137,11 @@ lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t 
                   const int32_t *sample_index, const float *temperature, const int32_t *top_k,
                   const float *top_p, const uint64_t *seed, int32_t *out_tokens,
                   float *out_logprobs, float *out_logits) {
-  cpu_model *m;
-  cpu_kv *kv;
-  LP_TRY(cpu_model_from_handle(model, &m));
-  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
-  const cpu_step s = {num_seqs,     num_tokens,   max_blocks_per_seq, token_ids, positions,
-                      slot_mapping, query_start, context_lens,       block_tables};
-  LP_TRY(cpu_step_validate(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed,
-                           out_tokens, out_logprobs));
-  if (num_tokens == 0) return LP_OK;
-  const double t0 = cpu_clock_ms();
-  step_compute(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs,
-               out_logits);
-  m->last_step_ms = cpu_clock_ms() - t0;
-  return LP_OK;
+  LP_TRY(lp_step_launch(model, kv_handle, num_seqs, num_tokens, token_ids, positions, slot_mapping, query_start,
+                        context_lens, block_tables, max_blocks_per_seq, num_rows, sample_index, temperature, top_k,
+                        top_p, seed, out_tokens, out_logprobs, out_logits));
+  int32_t done = 0;
+  return lp_step_collect(model, 1, &done);
 }
 
 lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {

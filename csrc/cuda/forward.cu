@@ -121,17 +121,18 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
                          sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters, st);
 }
 
-extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
-                             const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
-                             const int32_t *query_start, const int32_t *context_lens,
-                             const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
-                             const int32_t *sample_index, const float *temperature, const int32_t *top_k,
-                             const float *top_p, const uint64_t *seed, int32_t *out_tokens, float *out_logprobs,
-                             float *out_logits) {
+extern "C" lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
+                                    const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                                    const int32_t *query_start, const int32_t *context_lens,
+                                    const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                                    const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                                    const float *top_p, const uint64_t *seed, int32_t *out_tokens,
+                                    float *out_logprobs, float *out_logits) {
   LpModel *m = (LpModel *)(uintptr_t)model;
   LpKvCache *kv = (LpKvCache *)(uintptr_t)kv_handle;
   LP_REQUIRE(m && kv, "null model or kv");
   if (!m->finalized) return LP_FAIL(LP_ERR_STATE, "lp_step before lp_model_finalize");
+  if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_launch while the last launched step is not collected");
   LP_REQUIRE(kv->num_layers == m->cfg.num_layers && kv->kv_heads == m->cfg.num_kv_heads &&
                  kv->head_dim == m->cfg.head_dim,
              "KV cache shape (layers %d, kv_heads %d, head_dim %d) does not match the model (%d, %d, %d)",
@@ -142,35 +143,79 @@ extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seq
   bool pure_decode = false;
   LP_TRY(step_validate(m, kv, in, &c, &pure_decode));
   LP_REQUIRE(num_rows == 0 || (out_tokens && out_logprobs), "null output array");
-  if (num_tokens == 0) return LP_OK;  // an empty step (no rows can sample from it)
   CUDA_CHECK(cudaSetDevice(m->device));
+  m->pending_rows = 0;
+  m->pending_ran = num_tokens > 0;
+  if (num_tokens > 0) {  // an empty step has nothing to run (no rows can sample from it)
+    const int graph_batch = pure_decode ? decode_graph_batch(m->graphs, num_seqs) : 0;
+    if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
+    const size_t bytes = step_pack(m, kv, in, c);
+    CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
+    const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
+    CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
+    if (graph_batch > 0) {
+      LP_TRY(decode_graph_run(m, kv, c, dm));
+    } else {
+      LP_TRY(forward_enqueue(m, kv, c, dm));
+    }
+    CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
+    if (num_rows > 0) {
+      CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
+                                 m->stream));
+      if (out_logits)
+        CUDA_CHECK(cudaMemcpyAsync(out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
+                                   cudaMemcpyDeviceToHost, m->stream));
+    }
+    m->pending_rows = num_rows;
+    m->pending_crows = c.rows;
+  }
+  CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
+  m->pending_tokens = out_tokens;
+  m->pending_logprobs = out_logprobs;
+  m->step_pending = true;
+  return LP_OK;
+}
 
-  const int graph_batch = pure_decode ? decode_graph_batch(m->graphs, num_seqs) : 0;
-  if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
-  const size_t bytes = step_pack(m, kv, in, c);
-  CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
-  const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
-  CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
-  if (graph_batch > 0) {
-    LP_TRY(decode_graph_run(m, kv, c, dm));
+extern "C" lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
+  LpModel *m = (LpModel *)(uintptr_t)model;
+  LP_REQUIRE(m && out_done, "null model or out_done");
+  if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
+  CUDA_CHECK(cudaSetDevice(m->device));
+  if (wait) {
+    // A failed step stays pending: its error is reported, and the model is not used again.
+    CUDA_CHECK(cudaEventSynchronize(m->step_done));
   } else {
-    LP_TRY(forward_enqueue(m, kv, c, dm));
+    const cudaError_t e = cudaEventQuery(m->step_done);
+    if (e == cudaErrorNotReady) {
+      cudaGetLastError();  // not an error: leave no trace of it
+      *out_done = 0;
+      return LP_OK;
+    }
+    CUDA_CHECK(e);
   }
-  CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
-  if (num_rows > 0) {
-    CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
-                               m->stream));
-    if (out_logits)
-      CUDA_CHECK(cudaMemcpyAsync(out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
-                                 cudaMemcpyDeviceToHost, m->stream));
-  }
-  CUDA_CHECK(cudaStreamSynchronize(m->stream));
+  m->step_pending = false;
+  *out_done = 1;
+  if (!m->pending_ran) return LP_OK;  // an empty step
   float device_ms = 0.f;
   CUDA_CHECK(cudaEventElapsedTime(&device_ms, m->step_begin, m->step_end));
   m->last_step_ms = device_ms;
-  if (num_rows > 0) {
-    memcpy(out_tokens, m->buf.out_host, (size_t)num_rows * 4);
-    memcpy(out_logprobs, m->buf.out_host + c.rows, (size_t)num_rows * 4);
-  }
+  const int rows = m->pending_rows;
+  if (rows == 0) return LP_OK;
+  memcpy(m->pending_tokens, m->buf.out_host, (size_t)rows * 4);
+  memcpy(m->pending_logprobs, m->buf.out_host + m->pending_crows, (size_t)rows * 4);
   return LP_OK;
+}
+
+extern "C" lp_status lp_step(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
+                             const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                             const int32_t *query_start, const int32_t *context_lens,
+                             const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                             const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                             const float *top_p, const uint64_t *seed, int32_t *out_tokens, float *out_logprobs,
+                             float *out_logits) {
+  LP_TRY(lp_step_launch(model, kv_handle, num_seqs, num_tokens, token_ids, positions, slot_mapping, query_start,
+                        context_lens, block_tables, max_blocks_per_seq, num_rows, sample_index, temperature, top_k,
+                        top_p, seed, out_tokens, out_logprobs, out_logits));
+  int32_t done = 0;
+  return lp_step_collect(model, 1, &done);
 }

@@ -115,12 +115,14 @@ lp_status upload_bf16(bf16 *dst, int32_t dtype, const void *src, int64_t numel) 
 void model_free(LpModel *m) {
   if (!m) return;
   cudaSetDevice(m->device);
+  if (m->stream) cudaStreamSynchronize(m->stream);  // a launched step nobody collected
   if (m->graphs) decode_graphs_destroy(m->graphs);
   workspace_free(m);
   if (m->cublas) cublasDestroy(m->cublas);
   if (m->stream) cudaStreamDestroy(m->stream);
   if (m->step_begin) cudaEventDestroy(m->step_begin);
   if (m->step_end) cudaEventDestroy(m->step_end);
+  if (m->step_done) cudaEventDestroy(m->step_done);
   cudaFree(m->weights_base);
   free(m->layers);
   free(m->present);
@@ -224,6 +226,7 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
   LP_REQUIRE(max_num_tokens > 0 && max_num_seqs > 0, "max_num_tokens=%d and max_num_seqs=%d must be positive",
              max_num_tokens, max_num_seqs);
   LP_TRY(check_complete(m));
+  if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_model_finalize while a launched step is not collected");
   CUDA_CHECK(cudaSetDevice(m->device));
   // Finalizing again resizes the workspaces (graphs captured against the old ones go too).
   m->finalized = false;
@@ -238,6 +241,7 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
     CUBLAS_CHECK(cublasSetStream(m->cublas, m->stream));
     CUDA_CHECK(cudaEventCreate(&m->step_begin));
     CUDA_CHECK(cudaEventCreate(&m->step_end));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->step_done, cudaEventDisableTiming));
     LP_TRY(gemv_configure());
     LP_TRY(attention_prefill_configure());
     LP_TRY(attention_decode_configure());

@@ -67,7 +67,14 @@ struct LpModel {
   StepBuffers buf;
   DecodeGraphs *graphs;
   cudaEvent_t step_begin, step_end;  // around the device part of each lp_step
+  cudaEvent_t step_done;             // after the launched step's output copies
   double last_step_ms;
+  // The step lp_step_launch enqueued and lp_step_collect has not finished: where its sampled
+  // tokens and logprobs go (rows of them; crows rows on the device, padded for a graph).
+  bool step_pending, pending_ran;
+  int pending_rows, pending_crows;
+  int32_t *pending_tokens;
+  float *pending_logprobs;
 };
 
 struct LpKvCache {

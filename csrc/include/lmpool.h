@@ -298,6 +298,23 @@ lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tok
                   const float *top_p, const uint64_t *seed, int32_t *out_tokens,
                   float *out_logprobs, float *out_logits);
 
+/* lp_step in two halves, so the calling thread is free while the device runs the step (a worker
+ * then reads its control messages meanwhile): lp_step_launch takes lp_step's arguments, checks
+ * them and enqueues the step; its output arrays must stay valid until the step is collected.
+ * lp_step_collect with wait = 0 sets *out_done = 0 while the step runs and returns at once; with
+ * wait = 1 it returns when the step ended. On *out_done = 1 the outputs are filled and the next
+ * step may be launched. One step at a time per model (a launch before the collect, or a collect
+ * without a launch, is LP_ERR_STATE). The CPU backend computes the step in lp_step_launch.
+ * lp_step is lp_step_launch followed by lp_step_collect(wait = 1). */
+lp_status lp_step_launch(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
+                         const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
+                         const int32_t *query_start, const int32_t *context_lens,
+                         const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
+                         const int32_t *sample_index, const float *temperature, const int32_t *top_k,
+                         const float *top_p, const uint64_t *seed, int32_t *out_tokens,
+                         float *out_logprobs, float *out_logits);
+lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done);
+
 /* ---------------------------------------------------------------------------------------------
  * Benchmark ceilings: what bench/ reports measured step times against
  * ------------------------------------------------------------------------------------------- */

@@ -7,8 +7,10 @@
  * bandwidth, defaults from the H200 copy-engine measurement); the host path (gather to host memory,
  * worker-to-worker socket, scatter) has its own, far slower scalar.
  *
- * Phase waits (the interference term, made explicit): a worker reads phase messages only between
- * its synchronous model steps, so each phase waits for the current step of a busy rank to end.
+ * Phase waits (the interference term, made explicit): a worker whose steps hold its thread (the CPU
+ * backend) reads phase messages only between steps, so each phase waits for the current step of a
+ * busy rank to end; a worker that reports reads_during_steps (CUDA: the device computes the step
+ * while the thread reads messages) makes none wait, and its w(r) is 0.
  * Workers report that residual as step_wait_ms (E[s^2] / (2 E[s]) while stepping, 0 while idle;
  * lib/local/step_wait_estimator.ts). Prepare and execute need both ranks' acks, publish the
  * destination's, so with w(r) the wait of rank r:
@@ -188,6 +190,8 @@ export class TransferCostModel {
   /** Each rank's latest step_wait_ms (absent: idle, or never reported). */
   readonly #stepWaitMs = new Map<number, number>();
   readonly #stepBudget = new Map<number, number>();
+  /** Ranks whose phase messages never wait for a step (reads_during_steps). */
+  readonly #readsDuringSteps = new Set<number>();
 
   constructor(config: TransferConfig) {
     this.#config = config;
@@ -216,7 +220,7 @@ export class TransferCostModel {
    * (the later ack decides), publish for the destination: 2 x max(w(src), w(dst)) + w(dst).
    */
   phaseWaitMs(src: number, dst: number, queuedTokens?: (rank: number) => number): number {
-    const w = (r: number) => Math.max(this.stepWaitMs(r), queuedTokens ? this.queueWaitMs(r, queuedTokens(r)) : 0);
+    const w = (r: number) => (this.#readsDuringSteps.has(r) ? 0 : Math.max(this.stepWaitMs(r), queuedTokens ? this.queueWaitMs(r, queuedTokens(r)) : 0));
     const dstWait = w(dst);
     return 2 * Math.max(w(src), dstWait) + dstWait;
   }
@@ -226,6 +230,12 @@ export class TransferCostModel {
     if (!(queuedTokens > 0)) return 0;
     const budget = this.#stepBudget.get(rank) ?? queuedTokens;
     return (Math.min(queuedTokens, budget) * this.prefillMsPerToken(rank)) / 2;
+  }
+
+  /** Records whether a rank reads phase messages while its steps compute (from its stats push). */
+  observeReadsDuringSteps(rank: number, reads: boolean): void {
+    if (reads) this.#readsDuringSteps.add(rank);
+    else this.#readsDuringSteps.delete(rank);
   }
 
   /** Records a rank's step token budget (max tokens per step, from its stats push). */
@@ -248,6 +258,7 @@ export class TransferCostModel {
   forgetRank(rank: number): void {
     this.#stepWaitMs.delete(rank);
     this.#stepBudget.delete(rank);
+    this.#readsDuringSteps.delete(rank);
   }
 
   /** The estimate without phase waits. */

@@ -93,6 +93,7 @@ export class TransferService {
     if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
     if (counters.step_wait_ms !== undefined) this.cost.observeStepWait(rank, counters.step_wait_ms);
     if (counters.step_token_budget !== undefined) this.cost.observeStepBudget(rank, counters.step_token_budget);
+    if (counters.reads_during_steps !== undefined) this.cost.observeReadsDuringSteps(rank, counters.reads_during_steps === 1);
   }
 
   /**

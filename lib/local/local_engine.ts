@@ -11,8 +11,8 @@ import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
 import type { FinishReason, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
-import { ModelRunner, type StepModel } from "./model_runner.ts";
-import { Scheduler, type SchedulerConfig, type StepKind, stepKind } from "./scheduler.ts";
+import { ModelRunner, type StepModel, type StepResult } from "./model_runner.ts";
+import { Scheduler, type SchedulerConfig, type SchedulerOutput, type StepKind, stepKind } from "./scheduler.ts";
 import { StepTimings } from "./step_timings.ts";
 import { StopChecker } from "./stop_checker.ts";
 
@@ -69,6 +69,9 @@ export class LocalEngine {
   readonly #requests = new Map<string, Tracked>();
   readonly #tokenizer: Pick<TextTokenizer, "decode"> | null;
   readonly #eos: readonly number[];
+  /** A stepAsync is on the device; aborts then wait for it (#deferredAborts). */
+  #stepping = false;
+  readonly #deferredAborts = new Set<string>();
 
   constructor(o: LocalEngineOptions) {
     this.rank = o.rank ?? 0;
@@ -114,10 +117,18 @@ export class LocalEngine {
     this.#requests.set(seq.requestId, { seq, stop, stream: options.stream ?? false });
   }
 
-  /** Aborts a request: its blocks are freed now. Returns its final delta, or null if unknown. */
+  /**
+   * Aborts a request: its blocks are freed now. Returns its final delta, or null if unknown. While
+   * a {@link stepAsync} runs on the device (whose step may use the request's blocks), the abort
+   * waits for the step's end and its final delta comes with that step's report.
+   */
   abort(requestId: string): StreamDelta | null {
     const t = this.#requests.get(requestId);
     if (!t) return null;
+    if (this.#stepping) {
+      this.#deferredAborts.add(requestId);
+      return null;
+    }
     this.scheduler.finish(t.seq, "abort", now());
     return this.#final(t, [], [], "abort");
   }
@@ -126,10 +137,47 @@ export class LocalEngine {
   step(): StepReport {
     const t0 = performance.now();
     const out = this.scheduler.schedule();
-    if (out.scheduled.length === 0) {
-      return { deltas: [], kind: "idle", numTokens: 0, numSeqs: 0, preempted: out.preempted.length, nativeMs: 0, totalMs: performance.now() - t0 };
+    if (out.scheduled.length === 0) return this.#idle(out, t0);
+    return this.#complete(out, this.runner.execute(out), t0);
+  }
+
+  /** Whether messages are read while {@link stepAsync}'s step computes (the device runs it apart). */
+  get readsMessagesDuringSteps(): boolean {
+    return this.runner.launchesAsync;
+  }
+
+  /**
+   * Runs one step like {@link step}, awaiting `turn` (one turn of the event loop) while the device
+   * computes it, so the caller's messages are handled meanwhile. Requests may be added then;
+   * aborts wait for the step's end (their final deltas come with this report).
+   */
+  async stepAsync(turn: () => Promise<void>): Promise<StepReport> {
+    if (this.#stepping) throw new Error(`rank ${this.rank}: a step is already running`);
+    const t0 = performance.now();
+    const out = this.scheduler.schedule();
+    if (out.scheduled.length === 0) return this.#idle(out, t0);
+    this.#stepping = true;
+    let result: StepResult;
+    try {
+      result = await this.runner.executeAsync(out, turn);
+    } finally {
+      this.#stepping = false;
     }
-    const result = this.runner.execute(out);
+    const report = this.#complete(out, result, t0);
+    for (const id of this.#deferredAborts) {
+      const d = this.abort(id);
+      if (d) report.deltas.push(d);
+    }
+    this.#deferredAborts.clear();
+    return report;
+  }
+
+  #idle(out: SchedulerOutput, t0: number): StepReport {
+    return { deltas: [], kind: "idle", numTokens: 0, numSeqs: 0, preempted: out.preempted.length, nativeMs: 0, totalMs: performance.now() - t0 };
+  }
+
+  /** Applies a computed step: the scheduler's bookkeeping, stop checks and the report's deltas. */
+  #complete(out: SchedulerOutput, result: StepResult, t0: number): StepReport {
     const stamp = now();
     this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp);
     const deltas: StreamDelta[] = [];

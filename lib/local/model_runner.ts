@@ -1,15 +1,23 @@
 /**
  * The model runner: turns a scheduled step into lp_step's flat arrays (allocated once at their
  * maximum sizes and refilled in place), makes the one native call, and hands back the sampled
- * tokens. Only sequences whose step reaches their last token get a sample row.
+ * tokens. Only sequences whose step reaches their last token get a sample row. The async form
+ * launches the step and lets the caller's event loop turn until the device is done.
  * @module
  */
 import type { KvCache, StepBatch } from "../../ffi/native.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
-/** What the runner needs from a model: one forward step over a batch (NativeModel has it). */
+/**
+ * What the runner needs from a model: one forward step over a batch, and optionally the step in
+ * two halves (NativeModel has all three; without the halves the async form runs `step`).
+ */
 export interface StepModel {
   step(kv: KvCache, batch: StepBatch): void;
+  stepLaunch?(kv: KvCache, batch: StepBatch): void;
+  stepCollect?(wait: boolean): boolean;
+  /** stepLaunch returns before the step is computed (else it computes it, as on the CPU). */
+  readonly launchesAsync?: boolean;
 }
 
 /** Largest step the arrays must hold. */
@@ -73,6 +81,27 @@ export class ModelRunner {
     const b = this.fill(out);
     const t0 = performance.now();
     this.#model.step(this.#kv, b);
+    const nativeMs = performance.now() - t0;
+    return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs };
+  }
+
+  /** Whether {@link executeAsync} leaves the event loop turning while the device computes. */
+  get launchesAsync(): boolean {
+    const m = this.#model;
+    return m.stepLaunch !== undefined && m.stepCollect !== undefined && m.launchesAsync === true;
+  }
+
+  /**
+   * Runs one scheduled step, awaiting `turn` (one turn of the event loop) while the device works,
+   * so the caller's messages are read meanwhile. The result's arrays are reused by the next step.
+   */
+  async executeAsync(out: SchedulerOutput, turn: () => Promise<void>): Promise<StepResult> {
+    const m = this.#model;
+    if (!m.stepLaunch || !m.stepCollect) return this.execute(out);
+    const b = this.fill(out);
+    const t0 = performance.now();
+    m.stepLaunch(this.#kv, b);
+    while (!m.stepCollect(false)) await turn();
     const nativeMs = performance.now() - t0;
     return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs };
   }

@@ -1,6 +1,7 @@
 /**
- * How long a message waits for a busy worker. A worker reads control messages (transfer phases)
- * only between its synchronous engine steps, so a message that arrives at a random moment while it
+ * How long a message waits for a busy worker. A worker whose steps hold its thread (the CPU
+ * backend computes them in the call) reads control messages (transfer phases) only between steps,
+ * so a message that arrives at a random moment while it
  * steps waits out the rest of the current step. A random moment lands in a step of length s with
  * probability proportional to s (length-biased sampling) and then waits s/2 on average, so the
  * expected residual is E[s^2] / (2 E[s]): s/2 for constant steps, more when long prefill steps mix

@@ -2,7 +2,9 @@
  * The message loop of one data-plane worker: takes dispatched sequences from the launcher, steps
  * its LocalEngine, streams token deltas and finishes back, and reports versioned block snapshots
  * and deltas (with the request ids they reflect) to the control plane, reconnecting to a restarted
- * control plane and resending a full snapshot.
+ * control plane and resending a full snapshot. Steps run through LocalEngine.stepAsync: on CUDA the
+ * device computes a step while this thread reads messages (transfer phases, dispatches), so a
+ * phase never waits for a step to end; on the CPU a step holds the thread and messages wait.
  * @module
  */
 import type { RankStats } from "../core/engine_api.ts";
@@ -57,6 +59,8 @@ export interface PeerDataPathControl {
 
 /** Longest a worker holds its next step for a transfer payload in flight (see #run). */
 const PAYLOAD_PAUSE_MAX_MS = 50;
+/** Longest an exit waits for the step on the device to end. */
+const EXIT_STEP_WAIT_MS = 5000;
 /** Longest a plan keeps this worker's event loop turning (a plan normally ends within milliseconds). */
 const PLAN_AWAKE_MAX_MS = 2000;
 
@@ -85,7 +89,7 @@ export class WorkerHost {
   #exiting = false;
   /** Step wall times, for the step_wait_ms the control plane's cost model prices phase waits with. */
   readonly #stepWait = new StepWaitEstimator();
-  /** True while #run steps the engine (control messages then wait for the current step to end). */
+  /** True while #run steps the engine (on the CPU, control messages then wait for the current step to end). */
   #stepping = false;
 
   constructor(o: WorkerHostOptions) {
@@ -170,7 +174,7 @@ export class WorkerHost {
       if (this.#stepping) this.#report();
       while (this.#engine.hasWork && !this.#exiting) {
         const t0 = performance.now();
-        const report = this.#engine.step();
+        const report = await this.#engine.stepAsync(yieldToEventLoop);
         if (report.kind !== "idle") this.#stepWait.observe(performance.now() - t0);
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
@@ -362,9 +366,11 @@ export class WorkerHost {
    */
   #controlStats(): MessageOf<"stats"> {
     const p = this.#engine.timings.byKind.prefill;
-    // The step that finished the last request already reports idle: the next message is read at once.
-    const busy = this.#stepping && this.#engine.hasWork;
-    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.config.maxNumBatchedTokens };
+    // The step that finished the last request already reports idle: the next message is read at
+    // once; so is every message while the device computes a step apart from this thread.
+    const readsDuringSteps = this.#engine.readsMessagesDuringSteps;
+    const busy = this.#stepping && this.#engine.hasWork && !readsDuringSteps;
+    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.config.maxNumBatchedTokens, reads_during_steps: readsDuringSteps ? 1 : 0 };
     return { type: "stats", rank: this.#o.rank, counters };
   }
 
@@ -383,6 +389,8 @@ export class WorkerHost {
     void this.#o.transfers?.close();
     this.#control?.close("worker exiting");
     this.#o.launcher.close("worker exiting");
-    this.#o.onExit(code, why);
+    // A step on the device ends first (the loop stops after it): onExit frees its model.
+    const loop = this.#loop ?? Promise.resolve();
+    void pauseUntil(loop, EXIT_STEP_WAIT_MS).then(() => this.#o.onExit(code, why));
   }
 }

@@ -128,6 +128,27 @@ describe("cost model", () => {
     expect(m.estimate(0, 1, 3, 500)).toMatchObject({ ms: base, waitMs: 0 });
   });
 
+  test("a rank that reads phase messages while its steps compute makes no phase wait", () => {
+    const m = new TransferCostModel(resolveTransferConfig({ fallbackBytesPerMs: 1000 }));
+    m.observeStepWait(0, 10);
+    m.observeStepWait(1, 4);
+    const queued = () => 100_000; // a long queued prefill: its half-step outweighs rank 1's report
+    const q = m.queueWaitMs(1, 100_000);
+    expect(q).toBeGreaterThan(10);
+    expect(m.phaseWaitMs(0, 1, queued)).toBeCloseTo(3 * q, 9); // 2 x max(w0, w1) + w1, w = q on both
+    m.observeReadsDuringSteps(1, true);
+    expect(m.phaseWaitMs(0, 1, queued)).toBeCloseTo(2 * q, 9); // the destination waits for nothing
+    m.observeReadsDuringSteps(0, true);
+    expect(m.phaseWaitMs(0, 1, queued)).toBe(0);
+    m.observeReadsDuringSteps(0, false);
+    m.observeReadsDuringSteps(1, false);
+    expect(m.phaseWaitMs(0, 1)).toBe(24); // the reports again: 2 x max(10, 4) + 4
+    m.observeReadsDuringSteps(1, true);
+    expect(m.phaseWaitMs(0, 1)).toBe(20); // 2 x max(10, 0) + 0
+    m.forgetRank(1);
+    expect(m.phaseWaitMs(0, 1)).toBe(20);
+  });
+
   test("observations learn the time beyond the plan's predicted wait; the current wait is added back", () => {
     const m = new TransferCostModel(resolveTransferConfig({ ewmaAlpha: 0.5 }));
     m.observeStepWait(1, 10);
