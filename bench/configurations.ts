@@ -25,6 +25,11 @@ export interface EngineContext {
   kvBlocksPerGpu?: number;
   /** NVLink pairs, e.g. "0-1" (default: LLMEngine's, from LMPOOL_NVLINK_PAIRS or nvidia-smi). */
   topology?: string;
+  /**
+   * Transfer mode of the transfer configurations (default "auto", cost-gated). "force" admits
+   * every candidate plan: for checking the transfer mechanisms and their report, not for speed.
+   */
+  transferMode?: "auto" | "force";
 }
 
 /** Names of all configurations, in report order. */
@@ -58,7 +63,8 @@ function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
 }
 
 // Multi-GPU LLMEngine configurations: routing-only ones run with every transfer path off; the
-// transfer ones pass their switches to LLMEngine's `transfers` option (mode "auto": cost-gated).
+// transfer ones pass their switches to LLMEngine's `transfers` option (mode "auto", cost-gated,
+// unless the context forces them).
 const OFF = { foreground: false, background: false };
 const ON = { foreground: true, background: true };
 /** Routing policy (lib/global/routing_config.ts POLICY_NAMES) and transfer switches per configuration. */
@@ -87,7 +93,7 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,
-    transfers: wantsTransfer ? { mode: "auto", ...s.transfer } : "off",
+    transfers: wantsTransfer ? { mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
   });
 }
 
@@ -96,7 +102,8 @@ export function buildConfigurations(names: readonly string[], ctx: EngineContext
   return names.map((n) => {
     if (!(CONFIGURATION_NAMES as readonly string[]).includes(n)) throw new RangeError(`unknown configuration ${JSON.stringify(n)}; known: ${CONFIGURATION_NAMES.join(", ")}`);
     const name = n as ConfigurationName;
-    const description = name === "single-gpu" ? DESCRIPTIONS[name] : DESCRIPTIONS[name].replace("N GPUs", `${ctx.gpus} GPUs`);
+    const forced = ctx.transferMode === "force" && name !== "single-gpu" && MULTI_GPU_SETTINGS[name].transfer.foreground ? " (transfers forced: no cost gate)" : "";
+    const description = (name === "single-gpu" ? DESCRIPTIONS[name] : DESCRIPTIONS[name].replace("N GPUs", `${ctx.gpus} GPUs`)) + forced;
     return { name, description, create: () => (name === "single-gpu" ? createSingleGpu(ctx) : createMultiGpu(name, ctx)) };
   });
 }

@@ -59,6 +59,7 @@ const HELP = `usage: bun bench e2e [options]
   --seed N                workload seed (default 0)
   --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
   --max-in-flight N       in-flight limit (default: the workload's)
+  --transfer-mode MODE    auto (cost-gated, default) | force (every candidate plan: checks the mechanisms)
   --transfer-json PATH    transfer latency to chart: \`bun bench transfer\`'s profile JSON, or points [{pair, blocks, bytes, latencyMs}]
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
 
@@ -89,7 +90,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
       quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, workload: { type: "string" }, scales: { type: "string" },
       "workload-file": { type: "string" }, "workload-options": { type: "string" }, topology: { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
       gpus: { type: "string" }, repetitions: { type: "string" }, seed: { type: "string" }, arrival: { type: "string" },
-      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, out: { type: "string" },
+      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, "transfer-mode": { type: "string" }, out: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -117,6 +118,8 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
   if (unknown.length) throw new RangeError(`unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`);
   const arrival = parseArrival(a.arrival ?? "burst", seed);
+  const transferMode = a["transfer-mode"] ?? "auto";
+  if (transferMode !== "auto" && transferMode !== "force") throw new RangeError(`--transfer-mode must be auto or force, got ${JSON.stringify(transferMode)}`);
   const maxInFlight = a["max-in-flight"] === undefined ? undefined : intOption("max-in-flight", a["max-in-flight"], 1);
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
@@ -135,7 +138,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   let written: { files: string[] } | undefined;
   for (const w of workloads) {
     const blockSize = w.settings.blockSize ?? 256;
-    const ctx: EngineContext = { modelDir, gpus, blockSize, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
+    const ctx: EngineContext = { modelDir, gpus, blockSize, transferMode, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
     const traceProfile = await traceProfileOf(w, blockSize, modelDir);
     log(`\n${w.name}: ${w.requests.length} requests, trace request share ${(traceProfile.requestShare * 100).toFixed(2)}%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`);
     const scenario: ScenarioResult = {
