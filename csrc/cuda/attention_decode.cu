@@ -51,6 +51,12 @@ __device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, const bf16
   }
 }
 
+// Output element d of query head h of kv head kvh's group: O / L, normalized (0 for no keys).
+template <int D>
+__device__ __forceinline__ void store_out(const AttnArgs &a, int tok, int kvh, int G, int h, int d, float O, float L) {
+  a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+}
+
 template <int D, int MAXG>
 __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
@@ -196,7 +202,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       O += s_acc[g][h][d] * w;
     }
     if (splits == 1) {
-      a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+      store_out<D>(a, tok, kvh, G, h, d, O, L);
     } else {
       s_acc[0][h][d] = O;  // only this thread reads [*][h][d]
       if (d == 0) s_fin[h][0] = M, s_fin[h][1] = L;
@@ -230,7 +236,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       L += pl[p] * w;
       O += po[p] * w;
     }
-    a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
+    store_out<D>(a, tok, kvh, G, h, d, O, L);
   }
   cluster.sync();  // the peers are done reading this CTA's shared memory before it exits
 }

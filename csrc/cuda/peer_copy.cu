@@ -40,6 +40,15 @@ lp_status copy_engine_pipelined(const LpKvCache *src, const LpKvCache *dst, cons
   return job_record(job, b->device, b->unpack);
 }
 
+// One launch on the source device that stores every chunk of the blocks straight into the
+// destination (a peer mapping or an IPC view), on `stream`.
+lp_status kernel_copy(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids, const int32_t *dst_ids,
+                      int n, cudaStream_t stream, int device, LpXferJob *job) {
+  LP_TRY(copy_chunks(kv_end(src), kv_end(dst), src_ids, dst_ids, n, kv_chunk_vec(src), 0,
+                     (int64_t)n * 2 * src->num_layers, stream));
+  return job_record(job, device, stream);
+}
+
 lp_status copy_engine_direct(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids,
                              const int32_t *dst_ids, int n, TransferContext *a, LpXferJob *job) {
   const size_t cb = kv_chunk_bytes(src);
@@ -52,11 +61,8 @@ lp_status copy_engine_direct(const LpKvCache *src, const LpKvCache *dst, const i
   // row) would need one copy call per layer and side, 2L per block, whose host-side cost (about
   // 0.25 ms per block at 28 layers) dwarfs the transfer itself; the copy kernel writes through the
   // same peer mapping in one launch instead.
-  if (spitch > (size_t)max_pitch || dpitch > (size_t)max_pitch) {
-    LP_TRY(copy_chunks(kv_end(src), kv_end(dst), src_ids, dst_ids, n, kv_chunk_vec(src), 0, (int64_t)n * rows,
-                       a->copy));
-    return job_record(job, a->device, a->copy);
-  }
+  if (spitch > (size_t)max_pitch || dpitch > (size_t)max_pitch)
+    return kernel_copy(src, dst, src_ids, dst_ids, n, a->copy, a->device, job);
   for (int i = 0; i < n; i++) {
     const char *s = (const char *)src->data + (size_t)src_ids[i] * cb;
     char *d = (char *)dst->data + (size_t)dst_ids[i] * cb;
@@ -75,9 +81,7 @@ lp_status enqueue(const LpKvCache *src, const LpKvCache *dst, const int32_t *src
   if (a != b) second = std::unique_lock<std::mutex>(a->device <= b->device ? b->mu : a->mu);
   if (mode == LP_PEER_KERNEL) {
     CUDA_CHECK(cudaSetDevice(a->device));
-    LP_TRY(copy_chunks(kv_end(src), kv_end(dst), src_ids, dst_ids, n, kv_chunk_vec(src), 0,
-                       (int64_t)n * 2 * src->num_layers, a->pack));
-    return job_record(job, a->device, a->pack);
+    return kernel_copy(src, dst, src_ids, dst_ids, n, a->pack, a->device, job);
   }
   if (mode == LP_PEER_COPY_ENGINE_DIRECT) return copy_engine_direct(src, dst, src_ids, dst_ids, n, a, job);
   return copy_engine_pipelined(src, dst, src_ids, dst_ids, n, segment_bytes, a, b, job);

@@ -149,7 +149,10 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   for (const dst of targets) {
     const dstTable = ctx.blocks.table(dst)!;
     const free = netFreeBlocks(ctx, dst);
-    const forecast = new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
+    // A partner short of free blocks itself reclaims its cache for its own requests: none of it
+    // is room (on balanced load, moves between two short ranks only delayed their requests).
+    const forecast = free < 0 ? undefined : new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
+    const reclaimable = forecast?.reclaimable ?? 0;
     const chosen: BlockEntry[] = [];
     // Chains refused for lack of their parent there, for hotter cache only, for no room at all.
     let orphans = 0;
@@ -165,12 +168,9 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
         continue;
       }
       if (s.entries.some((e) => dstTable.entries.has(e.hash) || env.inbound(dst, e.hash))) continue;
-      // A partner short of free blocks itself reclaims its cache for its own requests: none of it
-      // is room (on balanced load, moves between two short ranks only delayed their requests).
-      const cache = free < 0 ? 0 : forecast.colderThan(leaf);
-      const fits = Math.min(free + cache, config.foregroundMaxBlocks);
+      const fits = Math.min(free + (forecast?.colderThan(leaf) ?? 0), config.foregroundMaxBlocks);
       if (chosen.length + s.entries.length > fits) {
-        if (free >= 0 && chosen.length + s.entries.length <= Math.min(free + forecast.reclaimable, config.foregroundMaxBlocks)) hotter++;
+        if (chosen.length + s.entries.length <= Math.min(free + reclaimable, config.foregroundMaxBlocks)) hotter++;
         else full++;
         continue;
       }
@@ -181,7 +181,7 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
     if (chosen.length === 0) {
       if (hotter > 0) last = skip("target_hotter", `rank ${dst} has room only by evicting cache at least as hot as ${hotter} chains of rank ${rank}`);
       else if (orphans > 0 && full === 0) last = skip("target_parent", `rank ${dst} lacks the parents of ${orphans} chains of rank ${rank}`);
-      else last = skip("target_capacity", `rank ${dst} has ${free} free and ${forecast.reclaimable} reclaimable blocks: no room for a chain of rank ${rank}`);
+      else last = skip("target_capacity", `rank ${dst} has ${free} free and ${reclaimable} reclaimable blocks: no room for a chain of rank ${rank}`);
       continue;
     }
     if (chosen.length < config.minBatchBlocks) {

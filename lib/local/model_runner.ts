@@ -37,6 +37,11 @@ export interface StepResult {
   nativeMs: number;
 }
 
+/** The sampled rows of a step that ran from `t0` until now. */
+function resultOf(b: StepBatch, t0: number): StepResult {
+  return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs: performance.now() - t0 };
+}
+
 /** Builds step batches and runs them. */
 export class ModelRunner {
   readonly limits: Readonly<ModelRunnerLimits>;
@@ -81,8 +86,7 @@ export class ModelRunner {
     const b = this.fill(out);
     const t0 = performance.now();
     this.#model.step(this.#kv, b);
-    const nativeMs = performance.now() - t0;
-    return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs };
+    return resultOf(b, t0);
   }
 
   /** Whether {@link executeAsync} leaves the event loop turning while the device computes. */
@@ -102,8 +106,7 @@ export class ModelRunner {
     const t0 = performance.now();
     m.stepLaunch(this.#kv, b);
     while (!m.stepCollect(false)) await turn();
-    const nativeMs = performance.now() - t0;
-    return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs };
+    return resultOf(b, t0);
   }
 
   /** Fills the flat arrays for `out` (exposed for tests). */

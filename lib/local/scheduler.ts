@@ -78,6 +78,8 @@ export class Scheduler {
   /** Admission order: the last is the youngest, preempted first. */
   readonly running: Sequence[] = [];
   numPreemptions = 0;
+  /** config.longPrefillChunk, resolved (0: no limit). */
+  readonly #longPrefillChunk: number;
 
   constructor(config: SchedulerConfig, blocks: BlockManager) {
     for (const k of ["maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const) {
@@ -91,6 +93,7 @@ export class Scheduler {
       );
     }
     this.config = { ...config, longPrefillChunk: chunk };
+    this.#longPrefillChunk = chunk;
     this.blocks = blocks;
   }
 
@@ -199,7 +202,7 @@ export class Scheduler {
    */
   #longPrefillLimit(): { threshold: number; budget: number } {
     const none = { threshold: Infinity, budget: Infinity };
-    const chunk = this.config.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK;
+    const chunk = this.#longPrefillChunk;
     if (chunk === 0 || !this.config.enableChunkedPrefill || chunk >= this.config.maxNumBatchedTokens) return none;
     const decoding = this.running.some((s) => s.numTokens - s.numComputedTokens === 1);
     const shortWaiting = () => this.waiting.some((s) => s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize <= chunk);
