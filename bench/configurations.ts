@@ -30,6 +30,8 @@ export interface EngineContext {
    * every candidate plan: for checking the transfer mechanisms and their report, not for speed.
    */
   transferMode?: "auto" | "force";
+  /** Further transfer settings of the transfer configurations (LLMEngine's `transfers`), checked there. */
+  transferOptions?: Record<string, unknown>;
 }
 
 /** Names of all configurations, in report order. */
@@ -93,7 +95,7 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,
-    transfers: wantsTransfer ? { mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
+    transfers: wantsTransfer ? { ...ctx.transferOptions, mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
   });
 }
 

@@ -60,6 +60,7 @@ const HELP = `usage: bun bench e2e [options]
   --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
   --max-in-flight N       in-flight limit (default: the workload's)
   --transfer-mode MODE    auto (cost-gated, default) | force (every candidate plan: checks the mechanisms)
+  --transfer-options JSON transfer settings of the transfer configurations, e.g. '{"offloadIntoColderCache":true}'
   --transfer-json PATH    transfer latency to chart: \`bun bench transfer\`'s profile JSON, or points [{pair, blocks, bytes, latencyMs}]
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
 
@@ -70,15 +71,16 @@ async function traceProfileOf(w: Workload, blockSize: number, modelDir: string):
   return profileTrace(w.requests, blockSize, (t) => tok.encode(t));
 }
 
-function parseWorkloadOptions(text: string | undefined): Record<string, unknown> {
+/** The JSON object of option `--name` (empty when absent); a RangeError naming the option otherwise. */
+function jsonObjectOption(name: string, text: string | undefined): Record<string, unknown> {
   if (text === undefined) return {};
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw new RangeError(`--workload-options must be a JSON object, got ${JSON.stringify(text)}: ${(e as Error).message}`);
+    throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}: ${(e as Error).message}`);
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RangeError(`--workload-options must be a JSON object, got ${JSON.stringify(text)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}`);
   return v as Record<string, unknown>;
 }
 
@@ -90,7 +92,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
       quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, workload: { type: "string" }, scales: { type: "string" },
       "workload-file": { type: "string" }, "workload-options": { type: "string" }, topology: { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
       gpus: { type: "string" }, repetitions: { type: "string" }, seed: { type: "string" }, arrival: { type: "string" },
-      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, "transfer-mode": { type: "string" }, out: { type: "string" },
+      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, "transfer-mode": { type: "string" }, "transfer-options": { type: "string" }, out: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -107,7 +109,8 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const repetitions = intOption("repetitions", a.repetitions, quick ? 2 : 3);
   const gpus = intOption("gpus", a.gpus, 2);
   const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => intOption("scales", s.trim(), 1));
-  const extra = parseWorkloadOptions(a["workload-options"]);
+  const extra = jsonObjectOption("workload-options", a["workload-options"]);
+  const transferOptions = jsonObjectOption("transfer-options", a["transfer-options"]);
   const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
   const specs: WorkloadSpec[] = (a.workload ?? "locality").split(",").map((s) => s.trim()).flatMap((name): WorkloadSpec[] =>
     name === "locality"
@@ -138,7 +141,7 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   let written: { files: string[] } | undefined;
   for (const w of workloads) {
     const blockSize = w.settings.blockSize ?? 256;
-    const ctx: EngineContext = { modelDir, gpus, blockSize, transferMode, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
+    const ctx: EngineContext = { modelDir, gpus, blockSize, transferMode, transferOptions, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
     const traceProfile = await traceProfileOf(w, blockSize, modelDir);
     log(`\n${w.name}: ${w.requests.length} requests, trace request share ${(traceProfile.requestShare * 100).toFixed(2)}%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`);
     const scenario: ScenarioResult = {

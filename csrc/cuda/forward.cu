@@ -66,6 +66,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
   const lp_model_config &cfg = m->cfg;
   StepBuffers &b = m->buf;
   const int T = c.tokens, h = cfg.hidden_size, inter = cfg.intermediate_size, L = cfg.num_layers;
+  const int Tg = gemm_rows(T, m->max_tokens);  // the GEMMs' rows (padding rows are scratch)
   const float eps = cfg.rms_norm_eps;
   cudaStream_t st = m->stream;
   // Small batches: fused GEMVs (norm in the prologue, residual add / SiLU*mul in the epilogue).
@@ -81,7 +82,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
                          gemv_args(w.qkv, m->qkv_dim, h, T, b.residual, w.input_norm, eps, b.qkv, m->qkv_dim),
                          m->num_sms, st));
     } else {
-      LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, T, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
+      LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, Tg, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
     }
     RopeArgs r;
     r.qkv = b.qkv, r.tokens = T, r.slots = dm.slots, r.cos_sin = b.rope_cos_sin;
@@ -99,11 +100,11 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
                          gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h), m->num_sms, st));
     } else {
-      LP_TRY(gemm_bf16(m->cublas, h, T, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
+      LP_TRY(gemm_bf16(m->cublas, h, Tg, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
       LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));
-      LP_TRY(gemm_bf16(m->cublas, 2 * inter, T, h, w.gate_up, b.xnorm, b.gate_up, false, 0.f));
+      LP_TRY(gemm_bf16(m->cublas, 2 * inter, Tg, h, w.gate_up, b.xnorm, b.gate_up, false, 0.f));
       LP_TRY(launch_silu_mul(b.gate_up, T, inter, b.act, st));
-      LP_TRY(gemm_bf16(m->cublas, h, T, inter, w.down, b.act, b.residual, true, 1.f));
+      LP_TRY(gemm_bf16(m->cublas, h, Tg, inter, w.down, b.act, b.residual, true, 1.f));
       if (l + 1 < L) LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, m->layers[l + 1].input_norm, eps, b.xnorm, st));
     }
   }
@@ -115,7 +116,7 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
     LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_F32, g, m->num_sms, st));
   } else {
     LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
-    LP_TRY(gemm_bf16(m->cublas, V, R, h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
+    LP_TRY(gemm_bf16(m->cublas, V, gemm_rows(R, m->max_seqs), h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
   }
   return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R),
                          sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters, st);

@@ -8,6 +8,7 @@
 
 #include "../common/bf16.h"
 #include "../common/weight_kinds.h"
+#include "forward.cuh"
 #include "graphs.cuh"
 #include "model.cuh"
 #include "ops.cuh"
@@ -250,6 +251,7 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
   m->max_seqs = max_num_seqs;
   LP_TRY(workspace_alloc(m));
   CUBLAS_CHECK(cublasSetWorkspace(m->cublas, m->buf.cublas_ws, m->buf.cublas_ws_bytes));
+  LP_TRY(gemm_warmup(m));
   LP_TRY(decode_graphs_create(m, &m->graphs));
   m->finalized = true;
   return LP_OK;

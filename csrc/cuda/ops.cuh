@@ -19,6 +19,19 @@ lp_status launch_rmsnorm_rows(const float *residual, const int32_t *row_map, int
 // The handle's stream is the model's stream.
 lp_status gemm_bf16(cublasHandle_t handle, int n_out, int tokens, int k, const bf16 *w,
                     const bf16 *x, void *y, bool y_f32, float beta);
+// The row count a GEMM of `rows` rows runs at (>= rows, <= cap; see gemm.cu): the callers' buffers
+// hold `cap` rows, and rows past `rows` are scratch nobody reads.
+int gemm_rows(int rows, int cap);
+// Calls `visit` with every row count gemm_rows can return for a buffer of `cap` rows, ascending.
+template <typename F>
+lp_status gemm_row_buckets(int cap, F &&visit) {
+  for (int r = 1; r <= cap;) {
+    r = gemm_rows(r, cap);
+    LP_TRY(visit(r));
+    r++;
+  }
+  return LP_OK;
+}
 
 // ---- gemv.cu: fused small-batch matrix-vector products (decode) --------------------------------
 enum GemvInput {

@@ -63,7 +63,9 @@ export class Sequence {
     }
     if (init.promptTokenIds.length === 0) throw new RangeError(`request ${init.requestId} has an empty prompt`);
     this.requestId = init.requestId;
-    this.promptTokenIds = Object.freeze([...init.promptTokenIds]);
+    // A private copy, typed readonly but not frozen: freezing a 9k-token array took 2.5 ms (JSC
+    // moves it to slow storage), on the worker's event loop for every dispatched request.
+    this.promptTokenIds = [...init.promptTokenIds];
     this.tokenIds = [...init.promptTokenIds];
     this.params = init.params;
     this.blockSize = init.blockSize;

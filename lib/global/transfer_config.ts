@@ -77,6 +77,14 @@ export interface TransferConfig {
   leaseMs: number;
   /** A lease's rank wins when its projected cost is within this many token-equivalents of the best. Default 512. */
   leaseRouteBonusTokens: number;
+  /**
+   * Foreground offload: whether a partner's cached blocks colder than a moved chain count as room
+   * there (its reclamation would free them first), besides its free blocks. Default false: on
+   * recurring traffic the two ranks' caches are about equally hot, and moves that evict the
+   * partner's cache only traded one prefix for another while their requests waited (locality 5x
+   * on two H200s: mean TTFT 97 ms with it, 84 ms without, 81 ms with no transfers).
+   */
+  offloadIntoColderCache: boolean;
   /** Foreground offload: expected reuses of a moved chain per past access, discounted. Default 0.5. */
   foregroundReuseDiscount: number;
   /** ...counting at most this many reuses. Default 4. */
@@ -136,6 +144,7 @@ export const DEFAULT_TRANSFER_CONFIG: Readonly<TransferConfig> = Object.freeze({
   targetReserveBlocks: 8,
   leaseMs: 30_000,
   leaseRouteBonusTokens: 512,
+  offloadIntoColderCache: false,
   foregroundReuseDiscount: 0.5,
   foregroundMaxReuse: 4,
   prefillMsPerToken: 0.02,

@@ -2,9 +2,11 @@
  * Drives transfer plans through their phases from the control plane: prepare (both sides) ->
  * execute (both) -> publish (destination) -> finalize (source, then destination), or abort (both)
  * when any answer is a refusal, a message fails, a hook injects a fault, or the plan's deadline
- * passes. While a plan runs, in-flight markers in the global block manager keep its source blocks
- * out of reclaim accounting, and the coordinator knows which blocks are arriving where (so plans do
- * not duplicate each other) and which are leaving (so nothing plans on blocks a move releases).
+ * passes. On data paths that allow it (pipelinePhases) execute and publish go out right behind
+ * prepare; the workers run them in order, and the acks are still checked phase by phase. While a
+ * plan runs, in-flight markers in the global block manager keep its source blocks out of reclaim
+ * accounting, and the coordinator knows which blocks are arriving where (so plans do not duplicate
+ * each other) and which are leaving (so nothing plans on blocks a move releases).
  * Plan ids are unique per control-plane incarnation; starting a known id returns its outcome. A
  * plan that passes its deadline tells the cost model it cost at least that long, so a data path
  * slower than its estimate stops being admitted instead of timing out plan after plan.
@@ -68,7 +70,21 @@ export interface TransferCoordinatorOptions {
   now?: () => number;
   /** How long abort messages may take (default 2000 ms). */
   abortTimeoutMs?: number;
-  /** Test hook run before each phase; throwing aborts the plan there. */
+  /**
+   * Whether a plan from `src` to `dst` sends execute and publish right behind prepare instead of
+   * after the acks of the phase before (default: always). The workers run a plan's phases in order
+   * anyway, and the destination names its reserved blocks to a one-sided source itself, so a plan
+   * costs one control round trip per worker instead of three; the acks are still checked phase by
+   * phase, and any failure aborts. Only for data paths where a source that runs ahead of a
+   * refusing destination wastes nothing it cannot take back (CUDA IPC waits for the destination's
+   * `ready`, a host payload is dropped); not for NCCL, whose send would wait for a receive that
+   * never comes.
+   */
+  pipelinePhases?: (src: number, dst: number) => boolean;
+  /**
+   * Test hook run before each phase is sent (pipelined: all three before the first ack is awaited);
+   * throwing aborts the plan there.
+   */
   beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
   log?: (line: string) => void;
   /**
@@ -225,19 +241,41 @@ export class TransferCoordinator {
       if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
       await this.#o.beforePhase?.(plan, "prepare");
       const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
-      const dstPrep = (await this.#all(plan, [src, dst], prepare, trace))[1]!;
+      const srcBlocks = plan.blocks.map((b) => b.srcBlock);
+      const prepared = this.#all(plan, [src, dst], prepare, trace);
+      let executed: Promise<TransferAck[]> | undefined;
+      let published: Promise<TransferAck[]> | undefined;
+      if (this.#o.pipelinePhases?.(src, dst) ?? true) {
+        prepared.catch(() => {}); // awaited below; a hook throwing first must not leave it unhandled
+        phase = "execute";
+        await this.#o.beforePhase?.(plan, phase);
+        executed = this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks }, trace);
+        executed.catch(() => {});
+        phase = "publish";
+        await this.#o.beforePhase?.(plan, phase);
+        published = this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
+        published.catch(() => {});
+      }
+      phase = "prepare";
+      const dstPrep = (await prepared)[1]!;
       const dstBlocks = dstPrep.dstBlocks ?? [];
       if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
       this.#prepared.get(planId)?.resolve(true);
       const preparedAt = performance.now();
       phase = "execute";
-      await this.#o.beforePhase?.(plan, phase);
-      const srcExec = (await this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks: plan.blocks.map((b) => b.srcBlock), dstBlocks }, trace))[0]!;
+      if (!executed) {
+        await this.#o.beforePhase?.(plan, phase);
+        executed = this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks, dstBlocks }, trace);
+      }
+      const srcExec = (await executed)[0]!;
       bytes = srcExec.bytes ?? 0;
       const executedAt = performance.now();
       phase = "publish";
-      await this.#o.beforePhase?.(plan, phase);
-      await this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
+      if (!published) {
+        await this.#o.beforePhase?.(plan, phase);
+        published = this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
+      }
+      await published;
       publishMs = performance.now() - t0;
       phase = "finalize";
       await this.#o.beforePhase?.(plan, phase);

@@ -5,10 +5,11 @@
  *   missing blocks (only those) so the request prefills less.
  * - offload: the rank's pending work needs more blocks than are free, so cold cached chains would
  *   be reclaimed (lost); move the coldest whole unreferenced chain suffixes (LFU, then LRU) to a
- *   partner with room instead, releasing them here. The partner's room is its free blocks plus,
- *   unless it is short of free blocks itself, the cached blocks its own reclamation would free
- *   before any block at least as hot as the chain moved (see {@link ReclaimForecast}): a move never
- *   evicts more valuable cache than it saves, nor cache its own requests are about to take.
+ *   partner with room instead, releasing them here. The partner's room is its free blocks; with
+ *   offloadIntoColderCache also, unless it is short of free blocks itself, the cached blocks its
+ *   own reclamation would free before any block at least as hot as the chain moved (see
+ *   {@link ReclaimForecast}): a move never evicts more valuable cache than it saves, nor cache its
+ *   own requests are about to take.
  *   A prefix copy needs no such rule: its blocks replace blocks the request would allocate anyway.
  * Each candidate must pass source validity (published, not being moved away, not already
  * arriving), target capacity, the minimum batch size and the cost ratio (force skips only the ratio).
@@ -151,7 +152,7 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
     const free = netFreeBlocks(ctx, dst);
     // A partner short of free blocks itself reclaims its cache for its own requests: none of it
     // is room (on balanced load, moves between two short ranks only delayed their requests).
-    const forecast = free < 0 ? undefined : new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
+    const forecast = free < 0 || !config.offloadIntoColderCache ? undefined : new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
     const reclaimable = forecast?.reclaimable ?? 0;
     const chosen: BlockEntry[] = [];
     // Chains refused for lack of their parent there, for hotter cache only, for no room at all.

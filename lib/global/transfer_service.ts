@@ -56,7 +56,7 @@ export class TransferService {
     this.#now = o.now ?? Date.now;
     this.#log = o.log ?? ((l) => console.error(l));
     this.cost = new TransferCostModel(o.config);
-    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase, trace: o.trace });
+    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase, trace: o.trace, pipelinePhases: (src, dst) => this.#pipelines(src, dst) });
     this.hotness = new HotnessTracker(o.config);
     this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, now: this.#now });
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
@@ -78,6 +78,12 @@ export class TransferService {
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Pipelined phases are safe on the host path and CUDA IPC, not on NCCL (see TransferCoordinatorOptions). */
+  #pipelines(src: number, dst: number): boolean {
+    const p = this.cost.paths.pathOf(src, dst);
+    return p.kind === "host" || (p.kind === "direct" && p.name === "ipc");
   }
 
   /** Folds in a worker's counters: KV bytes per block, its data paths, cumulative prefill timings, its step wait. */

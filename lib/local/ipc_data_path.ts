@@ -6,9 +6,10 @@
  * timeout and tells the destination. The destination runs no device work at all.
  *
  * The copy is one-sided, so the two workers order it with two signals (lib/local/ipc_signals.ts):
- * 1. the destination's receive() sends `ready` and waits; the source copies only after `ready`,
- *    so a destination that aborted before its receive started (its blocks may be released and
- *    reused at once) is never written;
+ * 1. the destination's receive() sends `ready`, naming its reserved blocks, and waits; the source
+ *    copies only after `ready`, into the blocks it names, so a destination that aborted before its
+ *    receive started (its blocks may be released and reused at once) is never written, and a
+ *    source need not know the blocks before (the control plane pipelines execute behind prepare);
  * 2. the source sends `done` once the copy completed, or with an error when nothing was (or will
  *    be) written; receive() resolves only on a successful `done`. The destination acks execute
  *    after that, and the control plane publishes only after both acks, so the destination never
@@ -60,7 +61,7 @@ const REMEMBERED = 1024;
 
 interface ReadyWaiter {
   from: number;
-  resolve: () => void;
+  resolve: (dstBlocks: Int32Array) => void;
   reject: (e: Error) => void;
 }
 
@@ -70,8 +71,8 @@ export class IpcDataPath implements DirectDataPath {
   readonly #views: Map<number, IpcPeerView>;
   readonly #broken = new Map<number, string>();
   readonly #cancelled = new Map<string, string>();
-  /** `ready`s that came before their send() (plan id -> destination rank). */
-  readonly #readyArrived = new Map<string, number>();
+  /** `ready`s that came before their send() (plan id -> destination rank and its blocks). */
+  readonly #readyArrived = new Map<string, { from: number; dstBlocks: Int32Array }>();
   readonly #readyWaiters = new Map<string, ReadyWaiter>();
   readonly #doneWaiters = new Map<string, { from: number; settle: (error: string | undefined) => void }>();
   #closed = false;
@@ -87,18 +88,24 @@ export class IpcDataPath implements DirectDataPath {
     return this.#o.blockBytes;
   }
 
-  /** Source: waits for the destination's `ready`, copies into its blocks, waits, reports `done`. */
+  /**
+   * Source: waits for the destination's `ready`, copies into the blocks it names (which must match
+   * the job's when the job names them), waits, reports `done`.
+   */
   async send(job: KvTransferJob): Promise<number> {
     const view = this.#usable(job, "send to");
-    await this.#awaitReady(job);
+    const dstBlocks = await this.#awaitReady(job);
     const cancelled = this.#cancelled.get(job.planId);
-    if (cancelled !== undefined) {
-      this.#signal(job.peerRank, { kind: "done", planId: job.planId, error: `not copied: the plan was cancelled (${cancelled})` });
-      throw new TransferCancelledError(`plan ${job.planId} was cancelled: ${cancelled}`);
+    const mismatch = dstBlocks.length !== job.srcBlocks.length || (job.dstBlocks.length > 0 && !sameIds(dstBlocks, job.dstBlocks));
+    if (cancelled !== undefined || mismatch) {
+      const why = cancelled !== undefined ? `the plan was cancelled (${cancelled})` : `the destination named blocks ${dstBlocks.join(",")} for source blocks ${job.srcBlocks.join(",")}${job.dstBlocks.length > 0 ? ` (the plan says ${job.dstBlocks.join(",")})` : ""}`;
+      this.#signal(job.peerRank, { kind: "done", planId: job.planId, error: `not copied: ${why}` });
+      if (cancelled !== undefined) throw new TransferCancelledError(`plan ${job.planId} was cancelled: ${cancelled}`);
+      throw new RangeError(`plan ${job.planId}: ${why}`);
     }
     let pending: PendingTransfer;
     try {
-      pending = view.copyInto(job.srcBlocks, job.dstBlocks);
+      pending = view.copyInto(job.srcBlocks, dstBlocks);
     } catch (e) {
       // Nothing was enqueued: nothing will be written.
       const reason = `plan ${job.planId}: the copy into rank ${job.peerRank}'s cache could not start: ${(e as Error).message}`;
@@ -150,7 +157,7 @@ export class IpcDataPath implements DirectDataPath {
       timer = setTimeout(() => settle(TIMED_OUT), this.#reportWaitMs);
     });
     try {
-      await this.#o.signals.send(job.peerRank, { kind: "ready", planId: job.planId });
+      await this.#o.signals.send(job.peerRank, { kind: "ready", planId: job.planId, dstBlocks: job.dstBlocks });
     } catch (e) {
       // The source never heard of this receive, so it writes nothing.
       this.#doneWaiters.get(job.planId)?.settle(undefined);
@@ -175,7 +182,7 @@ export class IpcDataPath implements DirectDataPath {
     const from = this.#readyArrived.get(planId);
     if (from !== undefined) {
       this.#readyArrived.delete(planId);
-      this.#signal(from, { kind: "done", planId, error: `not copied: the plan was cancelled (${reason})` });
+      this.#signal(from.from, { kind: "done", planId, error: `not copied: the plan was cancelled (${reason})` });
     }
   }
 
@@ -203,7 +210,8 @@ export class IpcDataPath implements DirectDataPath {
 
   /** The view of the job's peer; throws when the plan cannot use this path. */
   #usable(job: KvTransferJob, what: string): IpcPeerView {
-    if (job.srcBlocks.length !== job.dstBlocks.length) {
+    // A source may not know the destination's blocks yet (empty): its `ready` names them.
+    if (job.srcBlocks.length !== job.dstBlocks.length && (what !== "send to" || job.dstBlocks.length > 0)) {
       throw new RangeError(`plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`);
     }
     if (this.#closed) throw new TransferCancelledError(`the CUDA IPC data path of rank ${this.#o.rank} is closed`);
@@ -220,16 +228,16 @@ export class IpcDataPath implements DirectDataPath {
     return 2 * this.#o.timeoutMs;
   }
 
-  /** Resolves when the destination's `ready` for the job is (or was already) in. */
-  #awaitReady(job: KvTransferJob): Promise<void> {
-    const from = this.#readyArrived.get(job.planId);
-    if (from !== undefined) {
+  /** Resolves with the destination's blocks when its `ready` for the job is (or was already) in. */
+  #awaitReady(job: KvTransferJob): Promise<Int32Array> {
+    const arrived = this.#readyArrived.get(job.planId);
+    if (arrived !== undefined) {
       this.#readyArrived.delete(job.planId);
-      if (from === job.peerRank) return Promise.resolve();
-      return Promise.reject(new RangeError(`plan ${job.planId}: ready came from rank ${from}, the destination is rank ${job.peerRank}`));
+      if (arrived.from === job.peerRank) return Promise.resolve(arrived.dstBlocks);
+      return Promise.reject(new RangeError(`plan ${job.planId}: ready came from rank ${arrived.from}, the destination is rank ${job.peerRank}`));
     }
     if (this.#readyWaiters.has(job.planId)) return Promise.reject(new RangeError(`plan ${job.planId} is already being sent`));
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Int32Array>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
         this.#readyWaiters.delete(job.planId);
@@ -240,7 +248,7 @@ export class IpcDataPath implements DirectDataPath {
         this.cancel(job.planId, "the source stopped waiting for it");
         reject(new TransferTimeoutError(`plan ${job.planId}: rank ${job.peerRank} did not ask for the copy within ${this.#o.timeoutMs} ms`));
       }, this.#o.timeoutMs);
-      this.#readyWaiters.set(job.planId, { from: job.peerRank, resolve: () => (done(), resolve()), reject: (e) => (done(), reject(e)) });
+      this.#readyWaiters.set(job.planId, { from: job.peerRank, resolve: (ids) => (done(), resolve(ids)), reject: (e) => (done(), reject(e)) });
     });
   }
 
@@ -258,11 +266,11 @@ export class IpcDataPath implements DirectDataPath {
     if (refusal !== undefined) return this.#signal(from, { kind: "done", planId: s.planId, error: `not copied: ${refusal}` });
     const w = this.#readyWaiters.get(s.planId);
     if (w) {
-      if (w.from === from) w.resolve();
+      if (w.from === from) w.resolve(s.dstBlocks);
       else w.reject(new RangeError(`plan ${s.planId}: ready came from rank ${from}, the destination is rank ${w.from}`));
       return;
     }
-    this.#readyArrived.set(s.planId, from);
+    this.#readyArrived.set(s.planId, { from, dstBlocks: s.dstBlocks });
     if (this.#readyArrived.size > REMEMBERED) this.#readyArrived.delete(this.#readyArrived.keys().next().value!);
   }
 
@@ -284,3 +292,7 @@ export class IpcDataPath implements DirectDataPath {
 
 /** A receive's outcome when no `done` came in time (never a real error text). */
 const TIMED_OUT = "\u0000timed out";
+
+function sameIds(a: Int32Array, b: Int32Array): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}

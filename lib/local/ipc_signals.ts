@@ -1,7 +1,9 @@
 /**
  * The two small worker-to-worker signals of a CUDA IPC transfer (lib/local/ipc_data_path.ts):
  * - ready (destination -> source): the destination is waiting for this plan, so its reserved
- *   blocks stay reserved until the source reports; only then may the source write into them;
+ *   blocks stay reserved until the source reports; only then may the source write into them. It
+ *   names those blocks, so a source whose execute came before the destination's prepare answer
+ *   (pipelined phases) learns them from the destination itself;
  * - done (source -> destination): the copy completed (every byte landed), or `error` says why
  *   nothing more will be written (not copied, copy failed).
  * They travel as frames of the workers' KV peer channel (lib/local/kv_peer_channel.ts) with the plan
@@ -11,7 +13,7 @@
 import type { KvPeerChannel } from "./kv_peer_channel.ts";
 
 /** A signal about one plan. */
-export type IpcSignal = { kind: "ready"; planId: string } | { kind: "done"; planId: string; error?: string };
+export type IpcSignal = { kind: "ready"; planId: string; dstBlocks: Int32Array } | { kind: "done"; planId: string; error?: string };
 
 /** Sends signals to peers and delivers theirs (a KvPeerChannel underneath; in memory in tests). */
 export interface IpcSignalLine {
@@ -25,11 +27,14 @@ const SUFFIX = { ready: "\u0000ipc-ready", done: "\u0000ipc-done" } as const;
 const OK = 1;
 const FAILED = 0;
 
-/** IPC signals as frames of `channel` (payload of done: one status byte, then the error in UTF-8). */
+/**
+ * IPC signals as frames of `channel` (payload of ready: the block ids as little-endian int32; of
+ * done: one status byte, then the error in UTF-8).
+ */
 export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
   return {
     send: (peerRank, signal) => {
-      if (signal.kind === "ready") return channel.send(signal.planId + SUFFIX.ready, peerRank, new Uint8Array(0));
+      if (signal.kind === "ready") return channel.send(signal.planId + SUFFIX.ready, peerRank, int32Bytes(signal.dstBlocks));
       const error = signal.error === undefined ? new Uint8Array(0) : new TextEncoder().encode(signal.error);
       const payload = new Uint8Array(1 + error.length);
       payload[0] = signal.error === undefined ? OK : FAILED;
@@ -38,7 +43,11 @@ export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
     },
     listen: (handler) => {
       const planOf = (key: string, suffix: string) => key.slice(0, key.length - suffix.length);
-      channel.divert(SUFFIX.ready, (from, key) => handler(from, { kind: "ready", planId: planOf(key, SUFFIX.ready) }));
+      channel.divert(SUFFIX.ready, (from, key, payload) => {
+        const planId = planOf(key, SUFFIX.ready);
+        // A malformed list names no block: the source then refuses the copy (its block count differs).
+        handler(from, { kind: "ready", planId, dstBlocks: payload.length % 4 === 0 ? int32sOf(payload) : new Int32Array(0) });
+      });
       channel.divert(SUFFIX.done, (from, key, payload) => {
         const planId = planOf(key, SUFFIX.done);
         if (payload[0] === OK && payload.length === 1) return handler(from, { kind: "done", planId });
@@ -47,4 +56,19 @@ export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
       });
     },
   };
+}
+
+/** Little-endian bytes of `ids` (a copy: the frame outlives the caller's array). */
+function int32Bytes(ids: Int32Array): Uint8Array {
+  const out = new Uint8Array(ids.length * 4);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < ids.length; i++) view.setInt32(i * 4, ids[i]!, true);
+  return out;
+}
+
+function int32sOf(bytes: Uint8Array): Int32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Int32Array(bytes.length / 4);
+  for (let i = 0; i < out.length; i++) out[i] = view.getInt32(i * 4, true);
+  return out;
 }

@@ -36,7 +36,11 @@ export interface KvTransferJob {
   peerRank: number;
   /** Source block ids on the source rank, in plan order. */
   srcBlocks: Int32Array;
-  /** Reserved block ids on the destination rank, in the same order. */
+  /**
+   * Reserved block ids on the destination rank, in the same order. A source's job may leave them
+   * empty when its execute came before the destination's prepare answer (pipelined phases): only
+   * a one-sided path needs them there, and it learns them from the destination.
+   */
   dstBlocks: Int32Array;
 }
 

@@ -100,7 +100,8 @@ export class NcclDataPath implements KvDataPath {
   }
 
   async #run(job: KvTransferJob, side: "send" | "recv", ids: Int32Array): Promise<number> {
-    if (job.srcBlocks.length !== job.dstBlocks.length) {
+    // The sender may not know the destination's blocks (pipelined phases); the receiver does.
+    if ((side === "recv" || job.dstBlocks.length > 0) && job.srcBlocks.length !== job.dstBlocks.length) {
       throw new RangeError(`plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`);
     }
     const cancelled = this.#cancelled.get(job.planId);

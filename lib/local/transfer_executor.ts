@@ -12,6 +12,8 @@
  * - abort (any time): the destination cancels the data path, waits for it to settle, releases its
  *   reservation (or, after publish, takes back the unreferenced blocks it published); the source
  *   unpins. Both sides end as before the plan.
+ * A phase runs once the plan's earlier phases received here have answered, so the control plane may
+ * send a plan's phases back to back (pipelined) and a failed phase fails the ones behind it.
  * A repeated phase message gets the same answer; a phase after abort is refused. A plan still open
  * at its deadline aborts itself, so a lost control plane cannot strand pins or reservations.
  * @module
@@ -135,8 +137,11 @@ export class TransferExecutor {
     if (!plan) return Promise.resolve(this.#ack(m.planId, phase, false, { error: `unknown plan ${m.planId} on rank ${this.#o.rank}` }));
     const cached = plan.answers.get(phase);
     if (cached) return cached;
+    const earlier = [...plan.answers.values()];
     // A bug or a bad message must answer "not ok", never leave the phase unanswered.
-    const answer = this.#run(plan, phase, m).catch((e: Error) => this.#ack(m.planId, phase, false, { error: `${phase} on rank ${this.#o.rank} failed: ${e.message}` }));
+    const answer = Promise.all(earlier)
+      .then(() => this.#run(plan, phase, m))
+      .catch((e: Error) => this.#ack(m.planId, phase, false, { error: `${phase} on rank ${this.#o.rank} failed: ${e.message}` }));
     plan.answers.set(phase, answer);
     return answer;
   }
@@ -227,10 +232,11 @@ export class TransferExecutor {
         const e = m as MessageOf<"transfer_execute">;
         const t0 = performance.now();
         const path = this.#o.dataPath;
-        if (plan.role === "dst" && (e.dstBlocks.length !== plan.reserved.length || e.dstBlocks.some((b, i) => b !== plan.reserved[i]))) {
+        if (plan.role === "dst" && e.dstBlocks && (e.dstBlocks.length !== plan.reserved.length || e.dstBlocks.some((b, i) => b !== plan.reserved[i]))) {
           return no(`plan ${plan.planId}: execute names destination blocks ${e.dstBlocks.join(",")}, reserved ${plan.reserved.join(",")}`);
         }
-        const job = { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(e.srcBlocks), dstBlocks: Int32Array.from(e.dstBlocks) };
+        const dstBlocks = plan.role === "dst" ? plan.reserved : (e.dstBlocks ?? []);
+        const job = { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(e.srcBlocks), dstBlocks: Int32Array.from(dstBlocks) };
         if (plan.role === "src" && (e.srcBlocks.length !== plan.srcBlocks.length || e.srcBlocks.some((b, i) => b !== plan.srcBlocks[i]))) {
           return no(`plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`);
         }

@@ -255,7 +255,11 @@ export class WorkerHost {
     const now = Date.now();
     const stats = this.#engine.rankStats();
     const shape = `${stats.numRunning}/${stats.numWaiting}/${stats.numFinished}/${this.#stepping}`;
-    if (shape !== this.#lastStatsShape || now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || !this.#engine.hasWork) {
+    // While transfer plans are open here, an idle worker holds its stats back (its blocks change on
+    // every phase, and each push costs both ends event-loop time on the plan's path): the report
+    // after the last plan closes pushes them.
+    const idle = !this.#engine.hasWork && (this.#o.transfers?.openPlans ?? 0) === 0;
+    if (shape !== this.#lastStatsShape || now - this.#lastStats >= (this.#o.statsIntervalMs ?? 500) || idle) {
       this.#lastStats = now;
       this.#lastStatsShape = shape;
       this.#o.launcher.send({ type: "stats", rank: this.#o.rank, counters: this.#rankCounters(stats) });

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { SamplingParams } from "../core/sampling_params.ts";
 import { BlockSnapshotSchema } from "./block_messages.ts";
-import { AnyNumber, Count, envelope } from "./envelope.ts";
+import { AnyNumber, Count, CountList, envelope } from "./envelope.ts";
 
 const Rank = Count;
 
@@ -78,7 +78,7 @@ export const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
   topK: z.number().int(),
   seed: z.number().int().optional(),
   stop: z.array(z.string()),
-  stopTokenIds: z.array(Count),
+  stopTokenIds: CountList,
   ignoreEos: z.boolean(),
   minTokens: Count,
   logprobs: z.boolean(),
@@ -89,7 +89,7 @@ export const DispatchMessage = z.object({
   type: z.literal("dispatch"),
   ...envelope,
   requestId: z.string().min(1),
-  promptTokenIds: z.array(Count),
+  promptTokenIds: CountList,
   sampling: SamplingParamsSchema,
   cacheSalt: z.string().optional(),
   arrivalTime: z.number(),
@@ -98,7 +98,7 @@ export const DispatchMessage = z.object({
 /** New tokens (and detokenized text) of one request since its previous delta. */
 export const TokenDeltaItem = z.object({
   requestId: z.string(),
-  tokenIds: z.array(Count),
+  tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
 });
@@ -108,7 +108,7 @@ export const TokenDeltaMessage = z.object({ type: z.literal("token_delta"), ...e
 
 /** A finished request's full result, as lib/core/outputs.ts's RequestOutput less the prompt. */
 export const FinishedOutputSchema = z.object({
-  tokenIds: z.array(Count),
+  tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
   metrics: z.object({
@@ -129,7 +129,7 @@ export const FinishMessage = z.object({
   requestId: z.string(),
   reason: FinishReason,
   /** The last delta's tokens and text (the text withheld for stop strings is released here). */
-  tokenIds: z.array(Count),
+  tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
   output: FinishedOutputSchema.optional(),

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { Count, envelope } from "./envelope.ts";
+import { Count, CountList, envelope } from "./envelope.ts";
 
 /** copy keeps the source replica; move releases a safe unreferenced source suffix at finalize. */
 export const TransferMode = z.enum(["copy", "move"]);
@@ -32,15 +32,20 @@ export const TransferPrepareMessage = z.object({
   deadline: z.number(),
 });
 
-/** Move the packed K/V: the source gathers and sends, the destination receives and scatters. */
+/**
+ * Move the packed K/V: the source gathers and sends, the destination receives and scatters.
+ * `dstBlocks` is absent when the control plane sends execute right behind prepare, before the
+ * destination named its reserved blocks (the destination uses its reservation; a one-sided path
+ * tells the source).
+ */
 export const TransferExecuteMessage = z.object({
   type: z.literal("transfer_execute"),
   ...envelope,
   planId: PlanId,
   srcRank: Count,
   dstRank: Count,
-  srcBlocks: z.array(Count),
-  dstBlocks: z.array(Count),
+  srcBlocks: CountList,
+  dstBlocks: CountList.optional(),
 });
 
 /** Destination: make the received blocks visible (Ready, hashed, in the next snapshot). */
@@ -61,7 +66,7 @@ export const TransferAckMessage = z.object({
   rank: Count,
   ok: z.boolean(),
   /** prepare on the destination: the reserved block ids, in plan order. */
-  dstBlocks: z.array(Count).optional(),
+  dstBlocks: CountList.optional(),
   /** Bytes moved and time taken, for the cost model's online estimate (execute). */
   bytes: Count.optional(),
   elapsedMs: z.number().nonnegative().optional(),

@@ -94,7 +94,7 @@ test("foreground offload moves a cold chain off a rank short of blocks; the sour
   await expectDrained(engine);
 });
 
-test("foreground offload into a partner with no free blocks reclaims only cache colder than the chain there; outputs unchanged", async () => {
+test("with offloadIntoColderCache, a foreground offload into a partner with no free blocks reclaims only cache colder than the chain there; outputs unchanged", async () => {
   const next = rng(31);
   const y = randomTokens(next, 20);
   const z = [...randomTokens(next, 560), 7]; // 35 full blocks: rank 1's cache
@@ -114,7 +114,7 @@ test("foreground offload into a partner with no free blocks reclaims only cache 
   };
   const zOlder = [y, z, a, w, b, a];
   const zNewer = [y, w, a, z, b, a];
-  await using engine = await LLMEngine.create({ model, ...opts, transfers: "force" });
+  await using engine = await LLMEngine.create({ model, ...opts, transfers: { mode: "force", offloadIntoColderCache: true } });
   const got = await run(engine, zOlder);
   // Rank 1 has 4 free blocks: a's 20 fit by reclaiming z's blocks, all older than a's chain.
   const c = await engine.processes.controlStats();
@@ -124,7 +124,7 @@ test("foreground offload into a partner with no free blocks reclaims only cache 
   await expectDrained(engine);
   // z used after a: reclaiming it for a's chain would evict hotter cache, so the chain stays on
   // rank 0, where b reclaims most of it (the last a then copies what is left).
-  await using newer = await LLMEngine.create({ model, ...opts, transfers: "force" });
+  await using newer = await LLMEngine.create({ model, ...opts, transfers: { mode: "force", offloadIntoColderCache: true } });
   const kept = await run(newer, zNewer);
   expect(kept[5]!.metrics.numCachedTokens).toBeLessThan(320);
   expect((await newer.processes.controlStats()).transfer_released_blocks ?? 0).toBeLessThan(20);

@@ -37,3 +37,10 @@ test("the e2e comparison covers every routing policy the control plane offers", 
   const offPolicies = Object.values(MULTI_GPU_SETTINGS).filter((s) => !s.transfer.foreground && !s.transfer.background).map((s) => s.policy);
   expect([...offPolicies].sort()).toEqual([...POLICY_NAMES].sort());
 });
+
+test("e2e --workload-options and --transfer-options must be JSON objects; the error names the option", async () => {
+  const { runE2E } = await import("../../../bench/e2e.ts");
+  await expect(runE2E(["--quick", "--transfer-options", "{oops"], () => {})).rejects.toThrow(/--transfer-options must be a JSON object, got "\{oops"/);
+  await expect(runE2E(["--quick", "--transfer-options", "[1]"], () => {})).rejects.toThrow(/--transfer-options must be a JSON object, got "\[1\]"/);
+  await expect(runE2E(["--quick", "--workload-options", "3"], () => {})).rejects.toThrow(/--workload-options must be a JSON object, got "3"/);
+});

@@ -77,7 +77,8 @@ export interface TestCluster {
   table: GlobalBlockManager;
   coordinator: TransferCoordinator;
   /** Messages the link delivered, in order. */
-  sent: { rank: number; type: string; planId: string }[];
+  /** Phase messages in sending order, each with the acks of its plan answered before it was sent ("type@rank"). */
+  sent: { rank: number; type: string; planId: string; answeredBefore: string[] }[];
   /** Pushes every worker's pending delta into the page table. */
   report(): void;
   state(rank: number): WorkerState;
@@ -98,6 +99,8 @@ export interface ClusterOptions {
   table?: GlobalBlockManager;
   /** The coordinator's per-plan phase trace (see TransferCoordinatorOptions.trace). */
   trace?: (line: string) => void;
+  /** Send execute and publish behind prepare (default true, as the control plane does on the host path). */
+  pipelinePhases?: boolean;
 }
 
 const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
@@ -126,19 +129,25 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
   };
   for (const w of workers) w.executor.onChange = report;
   const sent: TestCluster["sent"] = [];
+  const answered = new Map<string, string[]>();
   const coordinator = new TransferCoordinator({
     blocks: table,
     cost: new TransferCostModel(resolveTransferConfig("force")),
     idPrefix: "t",
     beforePhase: o.beforePhase,
+    pipelinePhases: () => o.pipelinePhases ?? true,
     log: () => {},
     ...(o.trace ? { trace: o.trace } : {}),
     abortTimeoutMs: 500,
     link: async (rank, m) => {
-      sent.push({ rank, type: m.type, planId: m.planId });
+      const acks = answered.get(m.planId) ?? [];
+      answered.set(m.planId, acks);
+      sent.push({ rank, type: m.type, planId: m.planId, answeredBefore: [...acks] });
       await Promise.resolve();
       if (o.silent?.(rank, m)) return new Promise(() => {});
-      return workers[rank]!.executor.handle(m as TransferPhaseMessage);
+      const ack = await workers[rank]!.executor.handle(m as TransferPhaseMessage);
+      acks.push(`${m.type}@${rank}`);
+      return ack;
     },
   });
   return {

@@ -63,6 +63,21 @@ describe("IpcDataPath", () => {
     expect([back, there, mem[0]!.get(0)]).toEqual([100, 100, "1:4"]);
   });
 
+  test("a source that does not know the destination's blocks copies into those its ready names; a mismatch copies nothing", async () => {
+    const { mem, views, net, src, dst } = setup();
+    const [sent, received] = await Promise.all([src.send(job("p", 1, [2, 5], [])), dst.receive(job("p", 0, [2, 5], [7, 4]))]);
+    expect([sent, received]).toEqual([200, 200]);
+    expect(views[0]!.copies).toEqual(["2,5->7,4"]);
+    expect([mem[1]!.get(7), mem[1]!.get(4)]).toEqual(["0:2", "0:5"]);
+    // A source that names other blocks than the destination's ready: no copy, both sides fail.
+    const wrong = src.send(job("q", 1, [1], [3]));
+    const waiting = dst.receive(job("q", 0, [1], [6]));
+    await expect(wrong).rejects.toThrow(/named blocks 6 for source blocks 1 \(the plan says 3\)/);
+    await expect(waiting).rejects.toThrow(/did not copy/);
+    expect(views[0]!.copies).toHaveLength(1);
+    expect(net.log.slice(-2)).toEqual(["1->0 ready q", "0->1 done q error: not copied: the destination named blocks 6 for source blocks 1 (the plan says 3)"]);
+  });
+
   test("a destination that aborted before receiving is never written; the source's cancel ends its send", async () => {
     const { views, net, src, dst } = setup();
     dst.cancel("gone", "execute failed on the destination");

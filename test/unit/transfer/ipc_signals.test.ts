@@ -25,17 +25,17 @@ test("signals arrive intact at the handler and bypass the mailbox; payloads of t
   const [a, b] = await channels();
   const got: string[] = [];
   const lineB = ipcSignalsOverChannel(b);
-  lineB.listen((from, s: IpcSignal) => got.push(`${from} ${JSON.stringify(s)}`));
+  lineB.listen((from, s: IpcSignal) => got.push(`${from} ${JSON.stringify(s, (_k, v: unknown) => (v instanceof Int32Array ? [...v] : v))}`));
   const lineA = ipcSignalsOverChannel(a);
   lineA.listen(() => {});
-  await lineA.send(1, { kind: "ready", planId: "c1-7" });
+  await lineA.send(1, { kind: "ready", planId: "c1-7", dstBlocks: Int32Array.from([5, 0, 4096, 2 ** 31 - 1]) });
   await lineA.send(1, { kind: "done", planId: "c1-7" });
   await lineA.send(1, { kind: "done", planId: "c1-8", error: "not copied: the plan was cancelled (déjà vu)" });
   await a.send("c1-7", 1, new Uint8Array([1, 2, 3]));
   expect(await b.receive("c1-7", 0)).toEqual(new Uint8Array([1, 2, 3]));
   for (let i = 0; i < 100 && got.length < 3; i++) await new Promise((r) => setTimeout(r, 5));
   expect(got).toEqual([
-    `0 {"kind":"ready","planId":"c1-7"}`,
+    `0 {"kind":"ready","planId":"c1-7","dstBlocks":[5,0,4096,2147483647]}`,
     `0 {"kind":"done","planId":"c1-7"}`,
     `0 {"kind":"done","planId":"c1-8","error":"not copied: the plan was cancelled (déjà vu)"}`,
   ]);

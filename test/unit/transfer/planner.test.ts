@@ -198,7 +198,7 @@ describe("offload", () => {
   });
 });
 
-describe("offload into a partner's cache", () => {
+describe("offload into a partner's cache (offloadIntoColderCache)", () => {
   const keyed = (seed: number, n: number, first: number, accessCount: number, lastAccess: number): BlockEntry[] =>
     chainEntries(hashesOf(promptTokens(seed, n * 16)), first).map((e) => ({ ...e, accessCount, lastAccess }));
   const moved = keyed(11, 3, 0, 1, 100); // the cold chain rank 1 must move: used once, at 100
@@ -211,7 +211,13 @@ describe("offload into a partner's cache", () => {
     s.reservations.reserve("pending", 1, 3, 0, 0);
     return s;
   }
-  const offload = (s: GlobalScheduler) => planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1);
+  const offload = (s: GlobalScheduler) => planOffload(env(s, query([9, 9, 9]), { config: { mode: "force", offloadIntoColderCache: true } }), 1);
+
+  test("by default a partner's cache is no room, however cold: only its free blocks are", () => {
+    const s = setUp(keyed(21, 8, 40, 1, 0)); // 8 blocks, all colder than the moved chain
+    expect(offload(s).ok).toBe(true);
+    expect(planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1)).toMatchObject({ ok: false, reason: "target_capacity" });
+  });
 
   test("a partner without free blocks makes room by reclaiming cache colder than the moved chain", () => {
     const s = setUp([...keyed(21, 4, 40, 1, 50), ...keyed(22, 4, 50, 1, 500)]); // 4 colder blocks, 4 newer

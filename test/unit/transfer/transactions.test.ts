@@ -17,6 +17,7 @@ async function cluster(o: ClusterOptions = {}): Promise<TestCluster> {
 test("copy: byte-exact payload, destination invisible until publish, source keeps its replica", async () => {
   let sawBeforePublish: string[] | undefined;
   const c = await cluster({
+    pipelinePhases: false, // the hook looks at the destination between execute and publish
     beforePhase: (plan, phase) => {
       if (phase !== "publish") return;
       sawBeforePublish = plan.blocks.filter((b) => c.table.table(1)!.entries.has(b.hash) || c.workers[1]!.bm.cachedBlockOf(b.hash) !== undefined).map((b) => b.hash);
@@ -53,6 +54,26 @@ test("copy: byte-exact payload, destination invisible until publish, source keep
   expect(c.sent.filter((m) => m.planId === plan.planId).map((m) => `${m.type}@${m.rank}`)).toEqual([
     "transfer_prepare@0", "transfer_prepare@1", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
   ]);
+});
+
+test("pipelined phases: execute and publish go out before any ack; the plan completes byte-exact and the acks are checked in order", async () => {
+  const c = await cluster();
+  const [w0, w1] = c.workers;
+  const hashes = cachePrompt(w0!, tokens(17), 1);
+  c.report();
+  const { plan, done } = c.coordinator.start(candidateOf(c, 0, 1, hashes), 2000);
+  const out = await done;
+  expect(out.status).toBe("completed");
+  const sent = c.sent.filter((m) => m.planId === plan.planId);
+  expect(sent.map((m) => `${m.type}@${m.rank}`)).toEqual([
+    "transfer_prepare@0", "transfer_prepare@1", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
+  ]);
+  // The payload moves over a socket: no execute can have been answered when publish went out.
+  const publish = sent.find((m) => m.type === "transfer_publish")!;
+  expect(publish.answeredBefore.filter((a) => a.startsWith("transfer_execute"))).toEqual([]);
+  for (const h of hashes) expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
+  expect(hashes.every((h) => c.table.table(1)!.entries.has(h))).toBe(true);
+  for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
 
 test("move: the destination publishes, the source frees only its unreferenced suffix", async () => {
@@ -187,6 +208,7 @@ test("concurrent plans on one pair, in both directions, all complete with exact 
 test("payloads in flight: the source's from execute to finalize, the destination's until received; none after an abort", async () => {
   const seen: Record<string, number[]> = {};
   const c = await cluster({
+    pipelinePhases: false, // the hook looks at the workers between phases
     beforePhase: (plan, phase) => {
       seen[`${plan.planId}:${phase}`] = c.workers.map((w) => w.executor.payloadsInFlight);
     },
