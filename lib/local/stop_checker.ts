@@ -2,7 +2,7 @@
  * Per-request stop conditions and output text. Token-level: EOS (unless ignoreEos), stop token
  * ids, both ignored before minTokens; maxTokens; the model's context length. Text-level: stop
  * strings over the incrementally detokenized text, with the tail that may still become a stop
- * string held back. Requests that neither stream nor have stop strings skip incremental
+ * string held back; one completing before minTokens is text, one straddling it stops. Requests that neither stream nor have stop strings skip incremental
  * detokenization and decode their output once at the end (same text, far less work).
  * @module
  */
@@ -67,8 +67,10 @@ export class StopChecker {
     let text = "";
     if (this.#detok) {
       const delta = this.#detok.push(token);
-      if (this.#matcher && armed) {
-        const m = this.#matcher.push(delta);
+      if (this.#matcher) {
+        // Before minTokens the matcher only holds back a possible start of a stop string, so one
+        // that straddles the minTokens boundary still stops the request.
+        const m = this.#matcher.push(delta, armed);
         text = m.text;
         if (m.stop !== null) {
           this.#text += text;

@@ -1,7 +1,9 @@
 /**
  * Stop strings over streamed text: emits text as soon as it can no longer be part of a stop
  * string, holds back a tail that is a prefix of one, and reports the first stop string that
- * completes (the text after it is dropped).
+ * completes (the text after it is dropped). Text pushed while not yet armed (a request's minTokens)
+ * never stops the stream, but its held-back tail still counts: a stop string that starts before
+ * arming and completes after it stops the stream, as vLLM's check of the newest text does.
  * @module
  */
 
@@ -35,13 +37,13 @@ export class StopStringMatcher {
     return this.#stopped;
   }
 
-  /** Feeds a text delta. After a stop, further text is ignored. */
-  push(delta: string): StopMatch {
+  /** Feeds a text delta; `armed` false: no stop string may end the stream yet. After a stop, further text is ignored. */
+  push(delta: string, armed = true): StopMatch {
     if (this.#stopped !== null) return { text: "", stop: this.#stopped };
     const text = this.#pending + delta;
     let at = -1;
     let hit: string | null = null;
-    for (const s of this.stops) {
+    for (const s of armed ? this.stops : []) {
       const i = text.indexOf(s);
       // Earliest start wins; at the same start, the longer stop string.
       if (i >= 0 && (at < 0 || i < at || (i === at && s.length > hit!.length))) {

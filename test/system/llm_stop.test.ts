@@ -136,4 +136,29 @@ describe("stop strings", () => {
     for await (const d of llm.stream({ promptTokenIds: prompt }, greedy())) plain.push(d.text);
     expect(plain.join("")).toBe(ref.text);
   });
+
+  test("min_tokens: a stop string completing before it is text; one straddling it stops generation", async () => {
+    // Output token j whose text ends a stop string that began in token j - 1's text, found nowhere earlier.
+    const full = decode(ref.tokenIds);
+    let pick: { j: number; stop: string; cut: number } | undefined;
+    for (let j = 2; j < MAX - 2 && !pick; j++) {
+      const a = decode(ref.tokenIds.slice(0, j - 1)).length;
+      const b = decode(ref.tokenIds.slice(0, j)).length;
+      const c = decode(ref.tokenIds.slice(0, j + 1)).length;
+      if (b - a < 1 || c - b < 1) continue;
+      const stop = full.slice(b - 1, b + 1); // last char of token j - 1, first of token j
+      if (full.indexOf(stop) === b - 1) pick = { j, stop, cut: b - 1 };
+    }
+    if (!pick) throw new Error(`no straddling stop string in ${JSON.stringify(full)}`);
+    const { j, stop, cut } = pick;
+    // Armed from output token j on (numOutputTokens = j + 1): the stop string completes in it.
+    const [o] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j + 1 }));
+    expect(o!.finishReason).toBe("stop");
+    expect(o!.tokenIds).toEqual(ref.tokenIds.slice(0, j + 1));
+    expect(o!.text).toBe(full.slice(0, cut));
+    // Armed only after it: the stop string is ordinary text and generation runs on.
+    const [late] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j + 2 }));
+    expect(late!.tokenIds.length).toBeGreaterThan(j + 1);
+    expect(late!.text.startsWith(full.slice(0, cut + stop.length))).toBe(true);
+  });
 });

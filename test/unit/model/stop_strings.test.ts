@@ -69,3 +69,14 @@ test("matches a brute-force reference on random streams", () => {
 test("empty stop strings are rejected by index", () => {
   expect(() => new StopStringMatcher(["ok", ""])).toThrow(/at index 1/);
 });
+
+test("unarmed text never stops the stream but keeps its held-back tail: a stop string straddling arming stops it", () => {
+  const m = new StopStringMatcher(["STOP"]);
+  expect(m.push("a STOP b S", false)).toEqual({ text: "a STOP b ", stop: null });
+  expect(m.push("TO", false)).toEqual({ text: "", stop: null });
+  expect(m.push("P!")).toEqual({ text: "", stop: "STOP" });
+  const late = new StopStringMatcher(["STOP"]);
+  expect(late.push("xSTOP", false)).toEqual({ text: "xSTOP", stop: null });
+  expect(late.push("y")).toEqual({ text: "y", stop: null });
+});
+
