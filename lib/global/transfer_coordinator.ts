@@ -89,8 +89,9 @@ export interface TransferCoordinatorOptions {
   log?: (line: string) => void;
   /**
    * Gets one line per completed plan with each phase's timings: per rank, the ack's round trip
-   * and (in brackets) the worker's own handling time, so transport and event-loop delays show as
-   * the difference. LMPOOL_TRACE_TRANSFERS=1 turns it on in the control plane.
+   * and (in brackets) the worker's own handling time and, split by the time the worker read the
+   * message, the way there and back, so transport and event-loop delays show on each side.
+   * LMPOOL_TRACE_TRANSFERS=1 turns it on in the control plane.
    */
   trace?: (line: string) => void;
 }
@@ -325,11 +326,12 @@ export class TransferCoordinator {
     try {
       // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).
       const sentAt = performance.now();
+      const sentAtEpoch = performance.timeOrigin + sentAt;
       const acked: string[] = [];
       const checked = ranks.map((r) =>
         // The link may outlive the deadline race, so a late ack still finds its request.
         this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
-          if (trace) acked.push(`r${r} ${(performance.now() - sentAt).toFixed(3)} (${ack.handledMs?.toFixed(3) ?? "?"})`);
+          if (trace) acked.push(`r${r} ${(performance.now() - sentAt).toFixed(3)} (${ackTiming(ack, sentAtEpoch)})`);
           if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
           return ack;
         }),
@@ -364,4 +366,17 @@ export class TransferCoordinator {
 
 function pairName(a: number, b: number): string {
   return a < b ? `${a}-${b}` : `${b}-${a}`;
+}
+
+/**
+ * The worker's part of one ack's round trip for the trace: its handling time, and when it says when
+ * it read the message, the way there and back ("?" when the ack carries no timing).
+ */
+function ackTiming(ack: TransferAck, sentAtEpoch: number): string {
+  if (ack.handledMs === undefined) return "?";
+  const handled = ack.handledMs.toFixed(3);
+  if (ack.receivedAt === undefined) return handled;
+  const there = ack.receivedAt - sentAtEpoch;
+  const back = performance.timeOrigin + performance.now() - ack.receivedAt - ack.handledMs;
+  return `${handled}; there ${there.toFixed(3)}, back ${back.toFixed(3)}`;
 }

@@ -335,7 +335,7 @@ export class WorkerHost {
     keepAwakeWhile(() => !answered || x.openPlans > 0, PLAN_AWAKE_MAX_MS);
     void x.handle(m).then((ack) => {
       answered = true;
-      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0 });
+      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0, receivedAt: performance.timeOrigin + t0 });
     });
   }
 

@@ -74,5 +74,11 @@ export const TransferAckMessage = z.object({
   released: Count.optional(),
   /** Time the worker spent from reading the phase message to sending this ack, ms. */
   handledMs: z.number().nonnegative().optional(),
+  /**
+   * When the worker read the phase message (ms since the epoch, sub-millisecond: the process's
+   * performance.timeOrigin + now()): with handledMs it splits a round trip into the way there and
+   * back in the coordinator's trace (processes of one host share the clock).
+   */
+  receivedAt: z.number().optional(),
   error: z.string().optional(),
 });

@@ -101,6 +101,8 @@ export interface ClusterOptions {
   trace?: (line: string) => void;
   /** Send execute and publish behind prepare (default true, as the control plane does on the host path). */
   pipelinePhases?: boolean;
+  /** Stamp acks with handledMs and receivedAt, as a worker host does (default false). */
+  stampAcks?: boolean;
 }
 
 const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
@@ -145,9 +147,10 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
       sent.push({ rank, type: m.type, planId: m.planId, answeredBefore: [...acks] });
       await Promise.resolve();
       if (o.silent?.(rank, m)) return new Promise(() => {});
+      const t0 = performance.now();
       const ack = await workers[rank]!.executor.handle(m as TransferPhaseMessage);
       acks.push(`${m.type}@${rank}`);
-      return ack;
+      return o.stampAcks ? { ...ack, handledMs: performance.now() - t0, receivedAt: performance.timeOrigin + t0 } : ack;
     },
   });
   return {

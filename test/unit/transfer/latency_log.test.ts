@@ -89,3 +89,19 @@ test("the phase trace names each phase's acks with their round trips and the wor
   // In-process links carry no handling time: "?" stands in for it.
   expect(lines[0]).toMatch(/^\[transfer-trace\] t-\d+ background 1 blocks 0->1: publish [\d.]+ ms; prepare r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish r1 [\d.]+ \(\?\)$/);
 });
+
+test("with timed acks the trace splits each round trip into the worker's handling, the way there and back", async () => {
+  const lines: string[] = [];
+  const c = await makeCluster({ trace: (l) => lines.push(l), stampAcks: true });
+  clusters.push(c);
+  const blocks = cachePrompt(c.workers[0]!, tokens(5), 1);
+  c.report();
+  expect((await c.coordinator.start(candidateOf(c, 0, 1, blocks), 2000).done).status).toBe("completed");
+  const acks = [...lines[0]!.matchAll(/r[01] ([\d.]+) \(([\d.]+); there (-?[\d.]+), back (-?[\d.]+)\)/g)];
+  expect(acks).toHaveLength(5); // prepare x2, execute x2, publish
+  for (const [, rt, handled, there, back] of acks) {
+    // The parts add up to the round trip (one clock, sub-ms readings).
+    expect(Math.abs(Number(handled) + Number(there) + Number(back) - Number(rt))).toBeLessThan(0.05);
+  }
+});
+
