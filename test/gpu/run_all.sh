@@ -29,15 +29,16 @@ LMPOOL_BACKEND=cpu step "hf parity (cpu backend)" 90 "$OUT/parity.log" bun run t
 grep '"pass"' "$OUT/parity.log"
 # Issue 6: transfer path vs the link peak measured in the same run.
 step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --reps 20 --out "$OUT/transfer-profile.json"
-# Issue 6: engine-level dispatch-to-publish of 1- and 8-block copies (control messages included).
-step "transfer latency" 90 "$OUT/transfer.log" bun run bench/main.ts transfer_latency --blocks 1,8 --reps 20
-grep -E "^target|control plane window" "$OUT/transfer.log"
+# Issue 6: engine-level dispatch-to-publish of 1- and 8-block copies (control messages included),
+# with the per-phase trace (round trip, the worker's handling, the way there and back).
+LMPOOL_TRACE_TRANSFERS=1 step "transfer latency" 90 "$OUT/transfer.log" bun run bench/main.ts transfer_latency --blocks 1,8 --reps 20 --verbose
+grep -E "^target|control plane window" "$OUT/transfer.log"; grep "transfer-trace.* 1 blocks" "$OUT/transfer.log" | tail -3
 # Issue 3: decode and prefill step times against the copy-bandwidth and GEMM ceilings of this run.
 step "native_step" 120 "$OUT/bench.log" bun run bench/main.ts native_step
 tail -12 "$OUT/bench.log"
 # Issue 4: throughput on random-256 (the shared workload, regenerated identically by the bench).
 [ -n "${SKIP_THROUGHPUT:-}" ] || step "throughput" 80 "$OUT/bench.log" bun run bench/main.ts throughput --preset qwen3-0.6b
 tail -4 "$OUT/bench.log"
-# Issues 5-7: both GPUs serving through LLMEngine, with transfers, on the load-skew workload.
-step "e2e load-skew" 100 "$OUT/e2e.log" bun run bench/main.ts e2e --workload load-skew --configs round-robin,lmpool-routing,lmpool --repetitions 1 --out /tmp/e2e
-cat /tmp/e2e/summary.md >> "$OUT/e2e.log" 2>/dev/null; head -30 /tmp/e2e/summary.md 2>/dev/null
+# Issues 5-7: both GPUs serving through LLMEngine at locality 5x, where routing and transfer matter most.
+step "e2e locality 5x" 120 "$OUT/e2e.log" bun run bench/main.ts e2e --workload locality --scales 5 --configs round-robin,weighted-scorers,lmpool-routing,lmpool --repetitions 3 --out /tmp/e2e
+cat /tmp/e2e/summary.md >> "$OUT/e2e.log" 2>/dev/null; grep -E "^\| (round|weighted|lmpool)" /tmp/e2e/summary.md 2>/dev/null | cut -c1-160
