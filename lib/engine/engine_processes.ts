@@ -16,6 +16,7 @@ import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import { ConnectionClosedError } from "../protocol/protocol_errors.ts";
 import { cpuCount, getEnv, pid } from "../runtime/env.ts";
+import { settlesWithin } from "../runtime/event_loop.ts";
 import type { ChildProcessHandle } from "../runtime/subprocess.ts";
 import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../runtime/unix_socket.ts";
 import { makeRunDir, spawnControlPlane, spawnWorker } from "./process_launch.ts";
@@ -211,8 +212,7 @@ export class EngineProcesses {
     for (const w of this.#workers.values()) w.conn?.send({ type: "shutdown", reason: "engine shutdown" });
     this.#control?.send({ type: "shutdown", reason: "engine shutdown" });
     const all = Promise.all(procs.map((p) => p.exited));
-    const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 5000));
-    if ((await Promise.race([all, timeout])) === "timeout") {
+    if (!(await settlesWithin(all, 5000))) {
       this.#o.log("[lmpool] children did not exit within 5 s of shutdown; killing them");
       for (const p of procs) p.kill("SIGKILL");
       await all;

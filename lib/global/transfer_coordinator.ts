@@ -243,6 +243,9 @@ export class TransferCoordinator {
       await this.#o.beforePhase?.(plan, "prepare");
       const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
       const srcBlocks = plan.blocks.map((b) => b.srcBlock);
+      // Execute names the destination's blocks once prepare reserved them (pipelined: not yet).
+      const execute = (dstBlocks?: number[]) => ({ type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks, ...(dstBlocks ? { dstBlocks } : {}) }) as const;
+      const publish = { type: "transfer_publish", planId } as const;
       const prepared = this.#all(plan, [src, dst], prepare, trace);
       let executed: Promise<TransferAck[]> | undefined;
       let published: Promise<TransferAck[]> | undefined;
@@ -250,11 +253,11 @@ export class TransferCoordinator {
         prepared.catch(() => {}); // awaited below; a hook throwing first must not leave it unhandled
         phase = "execute";
         await this.#o.beforePhase?.(plan, phase);
-        executed = this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks }, trace);
+        executed = this.#all(plan, [src, dst], execute(), trace);
         executed.catch(() => {});
         phase = "publish";
         await this.#o.beforePhase?.(plan, phase);
-        published = this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
+        published = this.#all(plan, [dst], publish, trace);
         published.catch(() => {});
       }
       phase = "prepare";
@@ -266,7 +269,7 @@ export class TransferCoordinator {
       phase = "execute";
       if (!executed) {
         await this.#o.beforePhase?.(plan, phase);
-        executed = this.#all(plan, [src, dst], { type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks, dstBlocks }, trace);
+        executed = this.#all(plan, [src, dst], execute(dstBlocks), trace);
       }
       const srcExec = (await executed)[0]!;
       bytes = srcExec.bytes ?? 0;
@@ -274,7 +277,7 @@ export class TransferCoordinator {
       phase = "publish";
       if (!published) {
         await this.#o.beforePhase?.(plan, phase);
-        published = this.#all(plan, [dst], { type: "transfer_publish", planId }, trace);
+        published = this.#all(plan, [dst], publish, trace);
       }
       await published;
       publishMs = performance.now() - t0;

@@ -8,6 +8,7 @@
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
+import { settlesWithin } from "../runtime/event_loop.ts";
 import type { GlobalScheduler, RouteDecision } from "./global_scheduler.ts";
 import { HotnessTracker, planPlacements, type PlacementEnv } from "./placement.ts";
 import { PlacementLeases } from "./placement_leases.ts";
@@ -153,11 +154,8 @@ export class TransferService {
   /** Settles when every one of `waits` settled, or after `ms` (counted as an expired wait). */
   #bounded(waits: readonly Promise<unknown>[], ms: number): Promise<void> | undefined {
     if (waits.length === 0) return undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), ms)));
-    return Promise.race([Promise.allSettled(waits), late]).then((r) => {
-      clearTimeout(timer);
-      if (r === "late") this.coordinator.count("transfer_route_wait_expired");
+    return settlesWithin(Promise.allSettled(waits), ms).then((settled) => {
+      if (!settled) this.coordinator.count("transfer_route_wait_expired");
     });
   }
 

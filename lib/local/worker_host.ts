@@ -15,7 +15,7 @@ import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
-import { yieldToEventLoop } from "../runtime/event_loop.ts";
+import { settlesWithin, yieldToEventLoop } from "../runtime/event_loop.ts";
 import { keepAwakeWhile } from "../runtime/keep_awake.ts";
 import type { LocalEngine } from "./local_engine.ts";
 import type { DirectPeerStatus } from "./per_peer_data_path.ts";
@@ -63,13 +63,6 @@ const PAYLOAD_PAUSE_MAX_MS = 50;
 const EXIT_STEP_WAIT_MS = 5000;
 /** Longest a plan keeps this worker's event loop turning (a plan normally ends within milliseconds). */
 const PLAN_AWAKE_MAX_MS = 2000;
-
-/** Resolves when `p` settles or after `ms`, whichever is first. */
-async function pauseUntil(p: Promise<void>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
-}
 
 /** One worker's event loop around its engine. */
 export class WorkerHost {
@@ -193,7 +186,7 @@ export class WorkerHost {
         // at a time: between back-to-back steps it crawled (28 MiB took seconds behind 20 ms steps)
         // and plans missed their deadlines. So a step waits for a payload in flight, up to a bound.
         const x = this.#o.transfers;
-        if (x && x.payloadsInFlight > 0) await pauseUntil(x.payloadsSettled(), PAYLOAD_PAUSE_MAX_MS);
+        if (x && x.payloadsInFlight > 0) await settlesWithin(x.payloadsSettled(), PAYLOAD_PAUSE_MAX_MS);
       }
       // Idle (or parked on blocks a transfer holds): messages are read at once, so step_wait_ms is 0.
       this.#stepping = false;
@@ -395,6 +388,6 @@ export class WorkerHost {
     this.#o.launcher.close("worker exiting");
     // A step on the device ends first (the loop stops after it): onExit frees its model.
     const loop = this.#loop ?? Promise.resolve();
-    void pauseUntil(loop, EXIT_STEP_WAIT_MS).then(() => this.#o.onExit(code, why));
+    void settlesWithin(loop, EXIT_STEP_WAIT_MS).then(() => this.#o.onExit(code, why));
   }
 }

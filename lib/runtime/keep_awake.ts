@@ -7,6 +7,7 @@
  * condition holds; each condition also ends at its own time bound, so a stuck one cannot spin on.
  * @module
  */
+import { yieldToEventLoop } from "./event_loop.ts";
 
 interface Condition {
   active: () => boolean;
@@ -16,8 +17,7 @@ interface Condition {
 const conditions = new Set<Condition>();
 let turning = false;
 
-const nextTurn: (f: () => void) => void =
-  typeof setImmediate === "function" ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);
+const nextTurn = (f: () => void) => void yieldToEventLoop().then(f);
 
 function turn(): void {
   const now = performance.now();
