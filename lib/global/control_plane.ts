@@ -11,6 +11,7 @@ import { Connection } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import { getEnv } from "../runtime/env.ts";
+import { appendText } from "../runtime/files.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "./global_block_manager.ts";
 import { GlobalScheduler, NoHealthyRankError } from "./global_scheduler.ts";
@@ -73,7 +74,7 @@ export class ControlPlane {
       idPrefix: `c${o.epoch}`,
       log: this.#log,
       beforePhase: o.beforeTransferPhase,
-      ...(getEnv("LMPOOL_TRACE_TRANSFERS") === "1" ? { trace: this.#log } : {}),
+      ...transferTrace(this.#log),
     });
     this.transfers.start();
     this.nccl = new NcclRendezvous({
@@ -255,4 +256,16 @@ export class ControlPlane {
     if (r.reason !== "stale_version") this.#log(`[control] rank ${rank}: ${r.message}`);
     if (r.requestSnapshot) conn.send({ type: "snapshot_request", reason: r.message });
   }
+}
+
+/**
+ * The per-plan phase trace LMPOOL_TRACE_TRANSFERS asks for: "1" writes it to the control plane's
+ * log; any other value names a file it is appended to (for runs whose engine log is off, such as
+ * the e2e benchmark's configurations).
+ */
+function transferTrace(log: (line: string) => void): { trace?: (line: string) => void } {
+  const v = getEnv("LMPOOL_TRACE_TRANSFERS");
+  if (!v || v === "0") return {};
+  if (v === "1") return { trace: log };
+  return { trace: (line) => appendText(v, line + "\n") };
 }

@@ -2,7 +2,7 @@
  * File-system access used by the library, through node:fs (which Bun and Deno both provide).
  * @module
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 
 /** True when a file or directory exists at `path`. */
 export function pathExists(path: string): boolean {
@@ -18,6 +18,11 @@ export function readText(path: string): string {
 export function writeText(path: string, text: string): void {
   mkdirSync(dirnameOf(path), { recursive: true });
   writeFileSync(path, text);
+}
+
+/** Appends text to a file, creating it (not its directories) when missing. */
+export function appendText(path: string, text: string): void {
+  appendFileSync(path, text);
 }
 
 /** Creates a directory and its parents. */
