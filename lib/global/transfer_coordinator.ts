@@ -88,9 +88,10 @@ export interface TransferCoordinatorOptions {
   beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
   log?: (line: string) => void;
   /**
-   * Gets one line per completed plan with each phase's timings: per rank, the ack's round trip
-   * and (in brackets) the worker's own handling time and, split by the time the worker read the
-   * message, the way there and back, so transport and event-loop delays show on each side.
+   * Gets one line per completed plan with each phase's timings: when it was sent after the plan
+   * started and, per rank, the ack's round trip and (in brackets) the worker's own handling time
+   * and, split by the time the worker read the message, the way there and back, so transport and
+   * event-loop delays show on each side.
    * LMPOOL_TRACE_TRANSFERS=1 turns it on in the control plane.
    */
   trace?: (line: string) => void;
@@ -235,7 +236,7 @@ export class TransferCoordinator {
     let bytes = 0;
     let publishMs: number | undefined;
     let released = 0;
-    const trace: string[] | undefined = this.#o.trace ? [] : undefined;
+    const trace: PlanTrace | undefined = this.#o.trace ? { t0, lines: [] } : undefined;
     try {
       const srcEpoch = this.#o.blocks.table(src)?.epoch;
       const dstEpoch = this.#o.blocks.table(dst)?.epoch;
@@ -294,7 +295,7 @@ export class TransferCoordinator {
       this.count("transfer_bytes", bytes);
       this.count("transfer_released_blocks", released);
       this.latency.record(plan.blocks.length, publishMs, { prepareMs: preparedAt - t0, executeMs: executedAt - preparedAt });
-      if (trace) this.#o.trace!(`[transfer-trace] ${planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.join("; ")}`);
+      if (trace) this.#o.trace!(`[transfer-trace] ${planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.lines.join("; ")}`);
       return { plan, status: "completed", bytes, publishMs, released };
     } catch (e) {
       const reason = (e as Error).message;
@@ -319,7 +320,7 @@ export class TransferCoordinator {
   }
 
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
-  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage, trace?: string[]): Promise<TransferAck[]> {
+  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage, trace?: PlanTrace): Promise<TransferAck[]> {
     const left = plan.deadline - this.#now();
     if (left <= 0) throw new DeadlineFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -340,7 +341,7 @@ export class TransferCoordinator {
         }),
       );
       const acks = await Promise.race([Promise.all(checked), deadline]);
-      trace?.push(`${message.type.slice("transfer_".length)} ${acked.join(", ")}`);
+      trace?.lines.push(`${message.type.slice("transfer_".length)} sent +${(sentAt - trace.t0).toFixed(3)}: ${acked.join(", ")}`);
       return acks;
     } finally {
       clearTimeout(timer);
@@ -365,6 +366,12 @@ export class TransferCoordinator {
   #log(line: string): void {
     (this.#o.log ?? ((l: string) => console.error(l)))(line);
   }
+}
+
+/** A plan's phase trace: when the plan started, and a line per phase. */
+interface PlanTrace {
+  t0: number;
+  lines: string[];
 }
 
 function pairName(a: number, b: number): string {

@@ -85,7 +85,9 @@ export class KvPeerChannel {
     dv.setBigUint64(12, BigInt(payload.byteLength));
     header.set(id, HEADER_BYTES);
     const stream = await this.#connection(peerRank);
-    if (!stream.write(header) || !stream.write(payload)) {
+    // A small frame (a signal) leaves in one write, so the peer reads it whole at one wake-up.
+    const sent = payload.byteLength <= SMALL_FRAME_BYTES ? stream.write(joined(header, payload)) : stream.write(header) && stream.write(payload);
+    if (!sent) {
       this.#out.delete(peerRank);
       throw new TransferCancelledError(`kv channel ${this.rank}->${peerRank} closed while sending plan ${planId}`);
     }
@@ -255,4 +257,14 @@ class FrameParser {
     }
     return undefined;
   }
+}
+
+/** Payloads up to this size are copied behind their header and sent in one write. */
+const SMALL_FRAME_BYTES = 64 * 1024;
+
+function joined(header: Uint8Array, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(header.length + payload.byteLength);
+  out.set(header);
+  out.set(payload, header.length);
+  return out;
 }

@@ -6,7 +6,8 @@
 import * as net from "node:net";
 import { existsSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { pid } from "./env.ts";
+import { bunSockets, connectBun, listenBun } from "./bun_socket.ts";
+import { getEnv, pid } from "./env.ts";
 
 /** A bidirectional byte stream (one side of a Unix socket connection). */
 export interface ByteStream {
@@ -97,6 +98,14 @@ class SocketByteStream implements ByteStream {
 /** Listens on a Unix socket path (an existing stale socket file there is replaced). */
 export function listenUnix(path: string, onConnection: (stream: ByteStream) => void): Promise<UnixServer> {
   if (existsSync(path)) unlinkSync(path);
+  const bun = nativeSockets();
+  if (bun) {
+    try {
+      return Promise.resolve(listenBun(bun, path, onConnection, () => removeSocketFile(path)));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
   const accepted = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     accepted.add(socket);
@@ -112,13 +121,7 @@ export function listenUnix(path: string, onConnection: (stream: ByteStream) => v
           new Promise<void>((done) => {
             for (const s of accepted) s.destroy();
             server.close(() => {
-              if (existsSync(path)) {
-                try {
-                  unlinkSync(path);
-                } catch {
-                  // already gone
-                }
-              }
+              removeSocketFile(path);
               done();
             });
           }),
@@ -144,7 +147,26 @@ export async function connectUnix(path: string, options: { timeoutMs?: number; r
   throw new Error(`cannot connect to unix socket ${path} within ${timeoutMs} ms: ${lastError?.message ?? "timed out"}`, { cause: lastError });
 }
 
+function removeSocketFile(path: string): void {
+  if (!existsSync(path)) return;
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Bun's own sockets when running under Bun (lib/runtime/bun_socket.ts says why), unless
+ * LMPOOL_SOCKETS=node asks for node:net; node:net elsewhere (Deno).
+ */
+function nativeSockets() {
+  return getEnv("LMPOOL_SOCKETS") === "node" ? undefined : bunSockets();
+}
+
 function connectOnce(path: string): Promise<ByteStream> {
+  const bun = nativeSockets();
+  if (bun) return connectBun(bun, path);
   return new Promise((resolve, reject) => {
     const socket = net.createConnection(path);
     const onError = (e: Error) => {
