@@ -6,6 +6,7 @@
  * kernel does not take (backpressure) is copied into a queue and written, in order, on drain.
  * @module
  */
+import { SocketStreamBase } from "./socket_stream_base.ts";
 import type { ByteStream, UnixServer } from "./unix_socket.ts";
 
 /** The part of Bun's socket this module uses. */
@@ -38,24 +39,14 @@ export function bunSockets(): BunSockets | undefined {
   return typeof bun?.listen === "function" && typeof bun.connect === "function" ? (bun as BunSockets) : undefined;
 }
 
-/** A peer that never reads gets this long to take the queued bytes after close(). */
-const CLOSE_FLUSH_MS = 1000;
-
-class BunByteStream implements ByteStream {
+class BunByteStream extends SocketStreamBase {
   #queue: Uint8Array[] = [];
-  #pending: Uint8Array[] = [];
-  #dataHandler: ((chunk: Uint8Array) => void) | undefined;
-  #closeHandler: ((error?: Error) => void) | undefined;
   #closeError: Error | undefined;
-  #closing = false;
   #peerEnded = false;
   #finished = false;
-  #socketClosed = false;
 
-  constructor(private readonly socket: BunSocket) {}
-
-  get closed(): boolean {
-    return this.#closing || this.#socketClosed;
+  constructor(private readonly socket: BunSocket) {
+    super();
   }
 
   write(bytes: Uint8Array): boolean {
@@ -71,44 +62,31 @@ class BunByteStream implements ByteStream {
     return true;
   }
 
-  onData(handler: (chunk: Uint8Array) => void): void {
-    this.#dataHandler = handler;
-    const queued = this.#pending;
-    this.#pending = [];
-    for (const c of queued) handler(c);
-  }
-
-  onClose(handler: (error?: Error) => void): void {
-    if (this.#socketClosed) {
-      queueMicrotask(() => handler(this.#closeError));
-      return;
-    }
-    this.#closeHandler = handler;
-  }
-
-  close(): void {
-    if (this.#closing) return;
-    this.#closing = true;
+  protected endGracefully(): void {
     if (this.#queue.length === 0) this.#finish();
-    const t = setTimeout(() => this.destroy(), CLOSE_FLUSH_MS);
-    (t as { unref?: () => void }).unref?.();
   }
 
   destroy(): void {
-    this.#closing = true;
+    this.closing = true;
     this.#queue = [];
-    if (!this.#socketClosed) this.socket.terminate();
+    if (!this.ended) this.socket.terminate();
+  }
+
+  /** Ends this side once its queue is written: FIN while the peer may still send, else close. */
+  #finish(): void {
+    if (this.#finished || this.ended) return;
+    this.#finished = true;
+    if (this.#peerEnded) this.socket.end();
+    else this.socket.shutdown();
   }
 
   // ---- Bun's callbacks --------------------------------------------------------------------------
 
-  received(chunk: Uint8Array): void {
-    // Chunks that arrive before a handler is set are kept (copied: Bun may reuse its buffer).
-    if (this.#dataHandler) this.#dataHandler(chunk);
-    else this.#pending.push(chunk.slice());
+  onChunk(chunk: Uint8Array): void {
+    this.received(chunk);
   }
 
-  drained(): void {
+  onDrain(): void {
     while (this.#queue.length > 0) {
       const head = this.#queue[0]!;
       const n = this.socket.write(head);
@@ -119,38 +97,26 @@ class BunByteStream implements ByteStream {
       }
       this.#queue.shift();
     }
-    if (this.#closing) this.#finish();
+    if (this.closing) this.#finish();
   }
 
-  /** Ends this side once its queue is written: FIN while the peer may still send, else close. */
-  #finish(): void {
-    if (this.#finished || this.#socketClosed) return;
-    this.#finished = true;
-    if (this.#peerEnded) this.socket.end();
-    else this.socket.shutdown();
-  }
-
-  failed(error: Error): void {
+  onError(error: Error): void {
     // A reset after the peer's end (or ours) is how an end with unread bytes finishes, not a failure.
-    if (this.#peerEnded || this.#closing) return;
+    if (this.#peerEnded || this.closing) return;
     this.#closeError ??= error;
   }
 
-  ended(): void {
+  onPeerEnd(): void {
     // No half-open streams: the peer's end closes this side too, once the queue is written.
     this.#peerEnded = true;
-    this.#closing = true;
+    this.closing = true;
     if (this.#queue.length === 0) this.#finish();
   }
 
-  closedBySocket(error?: Error): void {
-    if (this.#socketClosed) return;
-    this.#socketClosed = true;
+  onSocketClose(error?: Error): void {
     this.#queue = [];
-    if (error) this.failed(error);
-    const h = this.#closeHandler;
-    this.#closeHandler = undefined;
-    h?.(this.#closeError);
+    if (error) this.onError(error);
+    this.reportEnd(this.#closeError);
   }
 }
 
@@ -161,11 +127,11 @@ function handlers(onOpen: (stream: BunByteStream) => void): BunSocketHandlers {
       socket.data = stream;
       onOpen(stream);
     },
-    data: (socket, chunk) => socket.data?.received(chunk),
-    drain: (socket) => socket.data?.drained(),
-    end: (socket) => socket.data?.ended(),
-    error: (socket, error) => socket.data?.failed(error),
-    close: (socket, error) => socket.data?.closedBySocket(error),
+    data: (socket, chunk) => socket.data?.onChunk(chunk),
+    drain: (socket) => socket.data?.onDrain(),
+    end: (socket) => socket.data?.onPeerEnd(),
+    error: (socket, error) => socket.data?.onError(error),
+    close: (socket, error) => socket.data?.onSocketClose(error),
   };
 }
 

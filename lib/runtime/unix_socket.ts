@@ -8,6 +8,7 @@ import { existsSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bunSockets, connectBun, listenBun } from "./bun_socket.ts";
 import { getEnv, pid } from "./env.ts";
+import { SocketStreamBase } from "./socket_stream_base.ts";
 
 /** A bidirectional byte stream (one side of a Unix socket connection). */
 export interface ByteStream {
@@ -31,32 +32,20 @@ export interface UnixServer {
   close(): Promise<void>;
 }
 
-class SocketByteStream implements ByteStream {
-  #closed = false;
-  #closeHandler: ((error?: Error) => void) | undefined;
+class SocketByteStream extends SocketStreamBase {
   #closeError: Error | undefined;
-  #pending: Uint8Array[] = [];
-  #dataHandler: ((chunk: Uint8Array) => void) | undefined;
 
   constructor(private readonly socket: net.Socket) {
-    socket.on("data", (chunk: Uint8Array) => {
-      // Chunks that arrive before a handler is set are kept, not lost.
-      if (this.#dataHandler) this.#dataHandler(chunk);
-      else this.#pending.push(chunk);
-    });
+    super();
+    socket.on("data", (chunk: Uint8Array) => this.received(chunk));
     socket.on("error", (e: Error) => {
       this.#closeError = e;
     });
-    socket.on("close", () => {
-      this.#closed = true;
-      const h = this.#closeHandler;
-      this.#closeHandler = undefined;
-      h?.(this.#closeError);
-    });
+    socket.on("close", () => this.reportEnd(this.#closeError));
   }
 
-  get closed(): boolean {
-    return this.#closed || this.socket.destroyed;
+  override get closed(): boolean {
+    return super.closed || this.socket.destroyed;
   }
 
   write(bytes: Uint8Array): boolean {
@@ -65,32 +54,12 @@ class SocketByteStream implements ByteStream {
     return true;
   }
 
-  onData(handler: (chunk: Uint8Array) => void): void {
-    this.#dataHandler = handler;
-    const queued = this.#pending;
-    this.#pending = [];
-    for (const c of queued) handler(c);
-  }
-
-  onClose(handler: (error?: Error) => void): void {
-    if (this.socket.destroyed) {
-      queueMicrotask(() => handler(this.#closeError));
-      return;
-    }
-    this.#closeHandler = handler;
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+  protected endGracefully(): void {
     this.socket.end();
-    // A peer that never reads must not keep the socket open forever.
-    const t = setTimeout(() => this.socket.destroy(), 1000);
-    (t as { unref?: () => void }).unref?.();
   }
 
   destroy(): void {
-    this.#closed = true;
+    this.closing = true;
     this.socket.destroy();
   }
 }
