@@ -120,7 +120,8 @@ class BunByteStream extends SocketStreamBase {
   }
 }
 
-function handlers(onOpen: (stream: BunByteStream) => void): BunSocketHandlers {
+/** Bun's callbacks for sockets whose streams `onOpen` gets; `onGone` hears when one closed. */
+function handlers(onOpen: (stream: BunByteStream) => void, onGone?: (stream: BunByteStream) => void): BunSocketHandlers {
   return {
     open(socket) {
       const stream = new BunByteStream(socket);
@@ -131,7 +132,12 @@ function handlers(onOpen: (stream: BunByteStream) => void): BunSocketHandlers {
     drain: (socket) => socket.data?.onDrain(),
     end: (socket) => socket.data?.onPeerEnd(),
     error: (socket, error) => socket.data?.onError(error),
-    close: (socket, error) => socket.data?.onSocketClose(error),
+    close: (socket, error) => {
+      const stream = socket.data;
+      if (!stream) return;
+      stream.onSocketClose(error);
+      onGone?.(stream);
+    },
   };
 }
 
@@ -142,11 +148,13 @@ export function listenBun(bun: BunSockets, path: string, onConnection: (stream: 
   try {
     listener = bun.listen({
       unix: path,
-      socket: handlers((stream) => {
-        accepted.add(stream);
-        stream.onClose(() => accepted.delete(stream));
-        onConnection(stream);
-      }),
+      socket: handlers(
+        (stream) => {
+          accepted.add(stream);
+          onConnection(stream);
+        },
+        (stream) => accepted.delete(stream),
+      ),
     });
   } catch (e) {
     throw new Error(`cannot listen on unix socket ${path}: ${(e as Error).message}`, { cause: e });

@@ -64,7 +64,7 @@ test("background placement copies a hot prefix to the idle partner; its lease ro
   const ref = await off.generate(prompts.slice(0, 4).map((p) => ({ promptTokenIds: p })), greedy);
   expect(outs.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
   await expectDrained(engine);
-});
+}, 60_000);
 
 test("foreground offload moves a cold chain off a rank short of blocks; the source releases it, the partner serves it", async () => {
   const next = rng(29);
@@ -92,7 +92,7 @@ test("foreground offload moves a cold chain off a rank short of blocks; the sour
   expect(ref[3]!.metrics.numCachedTokens).toBe(0);
   expect(got.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
   await expectDrained(engine);
-});
+}, 60_000);
 
 test("with offloadIntoColderCache, a foreground offload into a partner with no free blocks reclaims only cache colder than the chain there; outputs unchanged", async () => {
   const next = rng(31);
@@ -134,4 +134,4 @@ test("with offloadIntoColderCache, a foreground offload into a partner with no f
   expect(ref[5]!.metrics.numCachedTokens).toBe(0);
   expect(got.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
   expect(kept.map((o) => o.tokenIds)).toEqual((await run(off, zNewer)).map((o) => o.tokenIds));
-});
+}, 60_000);
