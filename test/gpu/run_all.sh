@@ -33,6 +33,9 @@ step "transfer bench" 90 "$OUT/transfer.log" bun run bench/main.ts transfer --re
 # with the per-phase trace (round trip, the worker's handling, the way there and back).
 LMPOOL_TRACE_TRANSFERS=1 step "transfer latency" 90 "$OUT/transfer.log" bun run bench/main.ts transfer_latency --blocks 1,8 --reps 20 --verbose
 grep -E "^target|control plane window" "$OUT/transfer.log"; grep "transfer-trace.* 1 blocks" "$OUT/transfer.log" | tail -3
+# The same once the processes' JIT has compiled the message paths (the time falls over the first dozens of plans).
+step "transfer latency (warm)" 90 "$OUT/transfer.log" bun run bench/main.ts transfer_latency --blocks 1 --reps 40 --warmup 40
+grep -E "^target" "$OUT/transfer.log" | tail -1
 # Issue 3: decode and prefill step times against the copy-bandwidth and GEMM ceilings of this run.
 step "native_step" 120 "$OUT/bench.log" bun run bench/main.ts native_step
 tail -12 "$OUT/bench.log"
