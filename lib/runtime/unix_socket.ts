@@ -1,6 +1,7 @@
 /**
- * Unix domain sockets as plain byte streams, through node:net (which Bun and Deno both provide).
- * The protocol layer sees only {@link ByteStream}; nothing else in lib/ touches sockets.
+ * Unix domain sockets as plain byte streams: Bun's own sockets under Bun (bun_socket.ts says why),
+ * node:net elsewhere (Deno). The protocol layer sees only {@link ByteStream}; nothing else in lib/
+ * touches sockets.
  * @module
  */
 import * as net from "node:net";
