@@ -32,7 +32,7 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import type { TransferJob } from "../ffi/kv_transfer.ts";
 import { Native, type NativeModelConfig } from "../ffi/native.ts";
-import { intListOption } from "./cli_options.ts";
+import { intListOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { percentile } from "./stats/percentile.ts";
 import { type Side, TransferRig } from "./transfer_rig.ts";
@@ -123,16 +123,15 @@ async function run(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const reps = Number(values.reps ?? (values.quick ? 5 : 30));
-  if (!(Number.isInteger(reps) && reps >= 1)) throw new RangeError(`--reps must be a positive integer, got ${values.reps}`);
+  const reps = intOption("reps", values.reps, values.quick ? 5 : 30);
   if (values.quick) return runQuick(intListOption("blocks", values.blocks ?? "1,2,4,8"), reps, values.out);
 
   const blocks = intListOption("blocks", values.blocks ?? "1,2,4,8,16,32,64,128,256");
   const devices = intListOption("devices", values.devices ?? "0,1");
   if (devices.length !== 2 || devices[0] === devices[1]) throw new RangeError(`--devices needs two distinct devices, got ${values.devices}`);
   const segmentBytes = Math.round(Number(values["segment-mib"] ?? 0) * 2 ** 20);
-  const ncclChannels = Number(values["nccl-channels"] ?? 0);
-  const timeoutMs = Number(values["timeout-ms"] ?? 10_000);
+  const ncclChannels = intOption("nccl-channels", values["nccl-channels"], 0, 0);
+  const timeoutMs = intOption("timeout-ms", values["timeout-ms"], 10_000);
   const out = values.out ?? "bench/results/transfer-profile.json";
 
   const native = new Native({ backend: "cuda" });

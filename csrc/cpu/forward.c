@@ -130,7 +130,6 @@ lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
   return LP_OK;
 }
 
-
 lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {
   cpu_model *m;
   LP_TRY(cpu_model_from_handle(model, &m));

@@ -71,15 +71,13 @@ export function stepKind(out: SchedulerOutput): StepKind {
 
 /** Continuous-batching scheduler over one block manager. */
 export class Scheduler {
-  readonly config: Readonly<SchedulerConfig>;
+  readonly config: Readonly<SchedulerConfig & { longPrefillChunk: number }>;
   readonly blocks: BlockManager;
   /** FCFS queue; preempted sequences return to its front. */
   readonly waiting: Sequence[] = [];
   /** Admission order: the last is the youngest, preempted first. */
   readonly running: Sequence[] = [];
   numPreemptions = 0;
-  /** config.longPrefillChunk, resolved (0: no limit). */
-  readonly #longPrefillChunk: number;
 
   constructor(config: SchedulerConfig, blocks: BlockManager) {
     for (const k of ["maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const) {
@@ -93,7 +91,6 @@ export class Scheduler {
       );
     }
     this.config = { ...config, longPrefillChunk: chunk };
-    this.#longPrefillChunk = chunk;
     this.blocks = blocks;
   }
 
@@ -202,7 +199,7 @@ export class Scheduler {
    */
   #longPrefillLimit(): { threshold: number; budget: number } {
     const none = { threshold: Infinity, budget: Infinity };
-    const chunk = this.#longPrefillChunk;
+    const chunk = this.config.longPrefillChunk;
     if (chunk === 0 || !this.config.enableChunkedPrefill || chunk >= this.config.maxNumBatchedTokens) return none;
     const decoding = this.running.some((s) => s.numTokens - s.numComputedTokens === 1);
     const shortWaiting = () => this.waiting.some((s) => s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize <= chunk);

@@ -2,8 +2,9 @@
  * Per-request stop conditions and output text. Token-level: EOS (unless ignoreEos), stop token
  * ids, both ignored before minTokens; maxTokens; the model's context length. Text-level: stop
  * strings over the incrementally detokenized text, with the tail that may still become a stop
- * string held back; one completing before minTokens is text, one straddling it stops. Requests that neither stream nor have stop strings skip incremental
- * detokenization and decode their output once at the end (same text, far less work).
+ * string held back; one completing before minTokens is text, one straddling it stops. Requests
+ * that neither stream nor have stop strings skip incremental detokenization and decode their
+ * output once at the end (same text, far less work).
  * @module
  */
 import type { TextTokenizer } from "../core/engine_api.ts";

@@ -104,4 +104,3 @@ test("with timed acks the trace splits each round trip into the worker's handlin
     expect(Math.abs(Number(handled) + Number(there) + Number(back) - Number(rt))).toBeLessThan(0.05);
   }
 });
-
