@@ -5,7 +5,8 @@
  * measured copy bandwidth, and prefill tokens/s at 8 x 2048 vs the measured bf16 GEMM peak.
  * `--quick` runs a tiny shape on the CPU backend in a couple of seconds; `--out <file>` writes
  * the results as JSON (e.g. bench/results/native_step.json); `--profile` runs only one prefill
- * and a few batch-1 decode steps, a short target for a kernel profiler (ncu).
+ * and a few batch-1 decode steps, a short target for a kernel profiler (ncu); `--batches 1,2,4`
+ * measures other decode batch sizes instead.
  * @module
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -14,6 +15,7 @@ import { parseArgs } from "node:util";
 import { Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
 import { seededRandom } from "../lib/core/seeded_random.ts";
 import { f32ToBf16 } from "../lib/model/float_formats.ts";
+import { intListOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { percentile } from "./stats/percentile.ts";
@@ -143,16 +145,19 @@ function si(x: number, unit: string): string {
 async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: "boolean" }, out: { type: "string" }, profile: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { quick: { type: "boolean" }, out: { type: "string" }, profile: { type: "boolean" }, batches: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
   if (values.help) {
-    console.log("usage: bun bench native_step [--quick] [--profile] [--out results.json]");
+    console.log("usage: bun bench native_step [--quick] [--profile] [--batches 1,16] [--out results.json]");
     return;
   }
   const base = values.quick ? QUICK : FULL;
-  const plan: Plan = values.profile
+  const chosen: Plan = values.profile
     ? { ...base, decodeBatches: [1], decodeIters: 5, copy: { bytes: 2 ** 20, iters: 1 }, gemm: { m: 256, n: 256, k: 256, iters: 1 } }
     : base;
+  const batches = values.batches === undefined ? chosen.decodeBatches : intListOption("batches", values.batches);
+  if (batches.length === 0 || batches.includes(0)) throw new RangeError(`--batches must list positive batch sizes, got ${JSON.stringify(values.batches)}`);
+  const plan: Plan = { ...chosen, decodeBatches: batches };
   const native = new Native(plan.backend ? { backend: plan.backend } : {});
   const c = plan.config, bs = plan.blockSize;
   console.log(`native_step on the ${native.backend} backend (${native.path})`);

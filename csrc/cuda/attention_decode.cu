@@ -24,12 +24,16 @@ const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use,
 
 
 // The fused prologue for one head: lane li of a LANES-lane group holds elements [8 li, 8 li + 8).
-// RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when w is given, then
+// RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when `norm`, then
 // rotates each with its rotate_half partner (lane li ^ LANES/2 holds it) and rounds to bf16.
+// `w`: this lane's 8 norm weights (read before the wait), used when `norm`.
 template <int LANES>
-__device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, const bf16 *w, float eps, const float2 *cs) {
+__device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, bool norm, const uint4 &w, float eps,
+                                               const float2 *cs) {
   constexpr int HALF_LANES = LANES / 2;
-  if (w) {
+  if (norm) {
+    float wf[8];
+    bf16x8_to_f32(w, wf);
     float ss = 0.f;
 #pragma unroll
     for (int e = 0; e < 8; e++) ss += x[e] * x[e];
@@ -37,7 +41,7 @@ __device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, const bf16
     for (int o = HALF_LANES; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float inv = rsqrtf(ss / (float)(LANES * 8) + eps);
 #pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = round_bf16(x[e] * inv * __bfloat162float(w[li * 8 + e]));
+    for (int e = 0; e < 8; e++) x[e] = round_bf16(x[e] * inv * wf[e]);
   }
   const bool first = li < HALF_LANES;
   const float2 *c = cs + (first ? li : li - HALF_LANES) * 8;
@@ -88,6 +92,10 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
       prefetch_l2(a.v_cache + slot * slot_elems + (size_t)kvh * D, D * 2);
     }
   }
+  // The head-norm weights are constants: read before the wait.
+  const bool q_norm = a.fused_prologue && a.q_norm, k_norm = a.fused_prologue && a.k_norm;
+  const uint4 q_norm_w = q_norm ? *reinterpret_cast<const uint4 *>(a.q_norm + li * 8) : make_uint4(0, 0, 0, 0);
+  const uint4 k_norm_w = k_norm ? *reinterpret_cast<const uint4 *>(a.k_norm + li * 8) : make_uint4(0, 0, 0, 0);
   pdl_wait();
 
   const float2 *cs = a.fused_prologue ? a.cos_sin + (size_t)tok * (D / 2) : nullptr;
@@ -100,7 +108,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     if (h < G) {
       const bf16 *qp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(kvh * G + h) * D + li * 8;
       bf16x8_to_f32(*reinterpret_cast<const uint4 *>(qp), q[h]);
-      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, a.q_norm, a.eps, cs);
+      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, q_norm, q_norm_w, a.eps, cs);
 #pragma unroll
       for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
     }
@@ -115,7 +123,7 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     const bf16 *kp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(a.num_heads + kvh) * D + li * 8;
     float kf[8];
     bf16x8_to_f32(*reinterpret_cast<const uint4 *>(kp), kf);
-    head_norm_rope<LANES>(kf, li, a.k_norm, a.eps, cs);
+    head_norm_rope<LANES>(kf, li, k_norm, k_norm_w, a.eps, cs);
     k_new = f32_to_bf16x8(kf);
     v_new = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
     const int slot = m.slots[tok];

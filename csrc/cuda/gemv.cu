@@ -1,6 +1,7 @@
-// Fused matrix-vector products for decode batches of up to 8 tokens. At this size a linear layer
-// only streams its weight once, so each kernel does its neighbours' work too and saves launches:
-// the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul (epilogue).
+// Fused matrix-vector products for decode batches of up to LP_GEMV_MAX_TOKENS tokens. At this size
+// a linear layer only streams its weight once, so each kernel does its neighbours' work too and
+// saves launches: the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul
+// (epilogue).
 // Each warp computes two output rows for every token; 16-byte streaming loads of the weights.
 #include "device_util.cuh"
 #include "launch.cuh"
@@ -64,7 +65,17 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
       if (row >= 0) prefetch_l2(a.w + (size_t)row * k, (uint32_t)k * 2);
     }
   }
+  // The norm weight is a constant too: staged behind the input rows before the wait (read after
+  // the barrier in block_sum).
+  bf16 *norm_s = xs + (size_t)NT * k;
+  if (IN == GEMV_IN_NORM)
+    for (int i = threadIdx.x; i < k / 8; i += blockDim.x)
+      reinterpret_cast<uint4 *>(norm_s)[i] = reinterpret_cast<const uint4 *>(a.norm_w)[i];
   pdl_wait();
+  // Residual add: the value this lane adds to in its first task is read now, alongside the input.
+  float y_first = 0.f;
+  if (OUT == GEMV_OUT_ADD_F32 && sub == 0 && lane < 2 * NT && lane % NT < a.tokens && rows[lane / NT] >= 0)
+    y_first = static_cast<const float *>(a.y)[(size_t)(lane % NT) * a.ldy + rows[lane / NT]];
   // Prologue: stage (normalized) input rows in shared memory; rows past `tokens` are zero.
   for (int t = 0; t < NT; t++) {
     bf16 *dst = xs + (size_t)t * k;
@@ -77,7 +88,7 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
       for (int i = threadIdx.x; i < k; i += blockDim.x) ss += src[i] * src[i];
       const float inv = rsqrtf(block_sum(ss, scratch) / (float)k + a.eps);
       for (int i = threadIdx.x; i < k; i += blockDim.x)
-        dst[i] = __float2bfloat16(src[i] * inv * __bfloat162float(a.norm_w[i]));
+        dst[i] = __float2bfloat16(src[i] * inv * __bfloat162float(norm_s[i]));
     } else {
       const uint4 *src = reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)t * k);
       for (int i = threadIdx.x; i < k / 8; i += blockDim.x) reinterpret_cast<uint4 *>(dst)[i] = src[i];
@@ -159,7 +170,8 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
           const size_t at = (size_t)t * a.ldy + rows[r];
           if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(acc[r][t]);
           if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = acc[r][t];
-          if (OUT == GEMV_OUT_ADD_F32) static_cast<float *>(a.y)[at] += acc[r][t];
+          if (OUT == GEMV_OUT_ADD_F32)
+            static_cast<float *>(a.y)[at] = (base == first_base ? y_first : static_cast<float *>(a.y)[at]) + acc[r][t];
         }
       }
     }
@@ -178,28 +190,24 @@ GemvKernel pick(GemvInput in, GemvOutput out) {
   return nullptr;
 }
 
-int padded_tokens(int tokens) { return tokens <= 1 ? 1 : tokens <= 2 ? 2 : tokens <= 4 ? 4 : 8; }
+static_assert(LP_GEMV_MAX_TOKENS <= 2, "kernels are instantiated for 1 and 2 tokens");
+int padded_tokens(int tokens) { return tokens <= 1 ? 1 : 2; }
 
 GemvKernel pick_kernel(GemvInput in, GemvOutput out, int nt) {
-  switch (nt) {
-    case 1: return pick<1>(in, out);
-    case 2: return pick<2>(in, out);
-    case 4: return pick<4>(in, out);
-    default: return pick<8>(in, out);
-  }
+  return nt == 1 ? pick<1>(in, out) : pick<2>(in, out);
 }
 
 }  // namespace
 
 bool gemv_fits(int tokens, int k) {
   return tokens >= 1 && tokens <= LP_GEMV_MAX_TOKENS && k % 8 == 0 &&
-         (size_t)padded_tokens(tokens) * k * 2 <= (size_t)kMaxSmemBytes;
+         (size_t)(padded_tokens(tokens) + 1) * k * 2 <= (size_t)kMaxSmemBytes;
 }
 
 lp_status gemv_configure(void) {
   const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16};
   const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32};
-  for (int nt = 1; nt <= 8; nt *= 2)
+  for (int nt = 1; nt <= 2; nt++)
     for (int i = 0; i < 4; i++)
       CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
@@ -223,5 +231,6 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   if (blocks > num_sms * 4) blocks = num_sms * 4;
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
   args.prefetch = weight_bytes <= kMaxPrefetchBytes;
-  return launch_kernel(kernel, blocks, kThreads, (size_t)nt * a.k * 2, stream, args);
+  const int smem_rows = nt + (in == GEMV_IN_NORM ? 1 : 0);  // input rows, then the norm weight
+  return launch_kernel(kernel, blocks, kThreads, (size_t)smem_rows * a.k * 2, stream, args);
 }

@@ -1,6 +1,6 @@
 // The CUDA forward step against the CPU backend on the same random models: prefill across query
 // tiles, a chunked continuation that reads its prefix from the cache mixed with a decode, decode
-// steps through graphs (batch 3 -> fused GEMV path) and through cuBLAS (batch 12), and the KV the
+// steps through graphs (batches 1 and 2 -> fused GEMV path, 3 and 12 -> cuBLAS), and the KV the
 // two backends wrote. Tolerances are bf16's: rel. L2 of logits <= 2e-2 per row; greedy tokens
 // agree except at near ties (CPU logit gap under 5% of the logits' RMS). Skips without CUDA.
 import { describe, expect, test } from "bun:test";
@@ -94,10 +94,11 @@ describe("CUDA step vs CPU step", () => {
       seqs[0]!.push(...chunk);
       for (const s of [1, 2]) seqs[s]!.push(Math.floor(rand() * V));
       compareStep(`${ctx} chunk + decode`, V, pair, step([{ s: 0, tokens: chunk }, { s: 1, tokens: seqs[1]!.slice(-1) }, { s: 2, tokens: seqs[2]!.slice(-1) }], true));
-      // Decode steps of all three (a graph of batch 4 serves them; fused GEMV path).
-      for (let i = 0; i < 4; i++) {
-        for (const s of [0, 1, 2]) seqs[s]!.push(Math.floor(rand() * V));
-        compareStep(`${ctx} decode ${i}`, V, pair, step([0, 1, 2].map((s) => ({ s, tokens: seqs[s]!.slice(-1) }))));
+      // Decode steps of all three (a graph of batch 4 serves them; cuBLAS path), then of one and two
+      // (graphs of 1 and 2; fused GEMV path).
+      for (const group of [[0, 1, 2], [0, 1, 2], [0], [1, 2], [2], [0, 1]]) {
+        for (const s of group) seqs[s]!.push(Math.floor(rand() * V));
+        compareStep(`${ctx} decode [${group}]`, V, pair, step(group.map((s) => ({ s, tokens: seqs[s]!.slice(-1) }))));
       }
       // The KV both backends wrote for seq 2's blocks: bf16 on CUDA, fp32 on CPU, same layout.
       const ids = Int32Array.from(tables[2]!.slice(0, Math.ceil(seqs[2]!.length / bs)));
