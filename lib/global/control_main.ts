@@ -5,11 +5,12 @@
  * time, on shutdown, or on SIGTERM/SIGINT.
  * @module
  */
+import { codecWarmupRounds, warmTransferCodec } from "../protocol/codec_warmup.ts";
 import { pid } from "../runtime/env.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { RoutingConfigInput } from "./routing_config.ts";
-import type { TransferConfigInput } from "./transfer_config.ts";
+import { resolveTransferConfig, type TransferConfigInput } from "./transfer_config.ts";
 import { NvlinkTopology, type RankPair } from "./topology.ts";
 
 /** What the launcher passes to a control-plane process. */
@@ -41,6 +42,7 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
   };
   onTerminationSignal((sig) => void stop(0, sig));
   const noLauncher = setTimeout(() => void stop(1, "no launcher connected"), config.launcherTimeoutMs ?? 60_000);
+  if (config.pairs.length > 0 && resolveTransferConfig(config.transfers).mode !== "off") warmTransferCodec(codecWarmupRounds());
   plane = await ControlPlane.listen({
     socketPath: config.socketPath,
     epoch: config.epoch,

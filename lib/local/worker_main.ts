@@ -6,6 +6,7 @@
  * @module
  */
 import { LLM, type LLMOptions, openNative } from "../engine/llm.ts";
+import { codecWarmupRounds, warmTransferCodec } from "../protocol/codec_warmup.ts";
 import { Connection } from "../protocol/connection.ts";
 import { getEnv, pid } from "../runtime/env.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
@@ -71,6 +72,8 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
     await llm.shutdown();
     exitProcess(1);
   }
+  // Transfer messages are rare: their codec paths are warmed now, not on the first plans.
+  if (dataPath) warmTransferCodec(codecWarmupRounds());
   let stream;
   try {
     stream = await connectUnix(config.launcherSocketPath, { timeoutMs: 5000 });
