@@ -45,6 +45,13 @@ test("least-loaded picks the fewest outstanding requests regardless of cache", (
   expect(pick(s, ask(doc)).rank).toBe(0);
 });
 
+test("least-loaded breaks full ties by turn, not by rank index", () => {
+  const s = sched("least-loaded", [{}, {}, {}]);
+  expect([0, 1, 2, 3].map(() => pick(s, ask(doc)).rank)).toEqual([0, 1, 2, 0]);
+  s.dropRank(1);
+  expect([0, 1, 2].map(() => pick(s, ask(doc)).rank)).toEqual([2, 0, 2]);
+});
+
 test("prefix-only takes the longest match even on a loaded rank; ties go to the less loaded", () => {
   const h = hashesOf(doc);
   const s = sched("prefix-only", [{ entries: chainEntries(h.slice(0, 4)) }, { load: load(50), entries: chainEntries(h.slice(0, 7)) }, { entries: chainEntries(h.slice(0, 7)), load: load(10) }]);
