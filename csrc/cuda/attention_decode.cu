@@ -22,7 +22,6 @@ const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences
 
 const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use, all CTAs together
 
-
 // The fused prologue for one head: lane li of a LANES-lane group holds elements [8 li, 8 li + 8).
 // RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when `norm`, then
 // rotates each with its rotate_half partner (lane li ^ LANES/2 holds it) and rounds to bf16.

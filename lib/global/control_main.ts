@@ -10,7 +10,7 @@ import { pid } from "../runtime/env.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { RoutingConfigInput } from "./routing_config.ts";
-import { resolveTransferConfig, type TransferConfigInput } from "./transfer_config.ts";
+import type { TransferConfigInput } from "./transfer_config.ts";
 import { NvlinkTopology, type RankPair } from "./topology.ts";
 
 /** What the launcher passes to a control-plane process. */
@@ -42,7 +42,6 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
   };
   onTerminationSignal((sig) => void stop(0, sig));
   const noLauncher = setTimeout(() => void stop(1, "no launcher connected"), config.launcherTimeoutMs ?? 60_000);
-  if (config.pairs.length > 0 && resolveTransferConfig(config.transfers).mode !== "off") warmTransferCodec(codecWarmupRounds());
   plane = await ControlPlane.listen({
     socketPath: config.socketPath,
     epoch: config.epoch,
@@ -56,6 +55,8 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
     onLauncherGone: (reason) => void stop(0, `launcher connection ended (${reason})`),
     onShutdown: () => void stop(0, "shutdown requested"),
   });
+  // Transfer messages are rare: their codec paths are warmed now, not on the first plans.
+  if (plane.transfers.enabled) warmTransferCodec(codecWarmupRounds());
 }
 
 if (import.meta.main) {
