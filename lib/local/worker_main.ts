@@ -98,7 +98,7 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
     exitProcess(code);
   };
   onTerminationSignal((sig) => void exit(0, sig));
-  new WorkerHost({ rank: config.rank, epoch: config.epoch, pid: pid(), engine: llm.engine, launcher, controlSocketPath: config.controlSocketPath, transfers, dataPath, heartbeat: config.heartbeat, log, onExit: (code, why) => void exit(code, why) });
+  new WorkerHost({ rank: config.rank, epoch: config.epoch, pid: pid(), engine: llm.engine, launcher, controlSocketPath: config.controlSocketPath, transfers, dataPath, heartbeat: config.heartbeat, idleSpinMs: idleSpinMs(backend), log, onExit: (code, why) => void exit(code, why) });
   launcher.send({ type: "hello", role: "worker", rank: config.rank, epoch: config.epoch, pid: pid() });
   launcher.send({
     type: "ready",
@@ -112,6 +112,19 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
     maxModelLen: llm.config.maxModelLen,
   });
   log(`${tag} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${llm.config.backend}, ${llm.config.numBlocks} blocks of ${llm.config.blockSize} tokens`);
+}
+
+/**
+ * LMPOOL_IDLE_SPIN_MS, else 50 ms on a GPU worker (the host has cores to spare; the spin hides
+ * the wake-up of a transfer's first phase after a request) and 0 on the CPU backend (its workers
+ * share the cores with the model).
+ */
+function idleSpinMs(backend: string): number {
+  const text = getEnv("LMPOOL_IDLE_SPIN_MS");
+  if (text === undefined || text === "") return backend === "cuda" ? 50 : 0;
+  const ms = Number(text);
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`LMPOOL_IDLE_SPIN_MS must be a number >= 0, got ${JSON.stringify(text)}`);
+  return ms;
 }
 
 if (import.meta.main) {
