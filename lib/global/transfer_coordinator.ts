@@ -241,35 +241,39 @@ export class TransferCoordinator {
       const srcEpoch = this.#o.blocks.table(src)?.epoch;
       const dstEpoch = this.#o.blocks.table(dst)?.epoch;
       if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
-      await this.#o.beforePhase?.(plan, "prepare");
+      const hook = this.#o.beforePhase;
+      if (hook) await hook(plan, "prepare");
       const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
       const srcBlocks = plan.blocks.map((b) => b.srcBlock);
       // Execute names the destination's blocks once prepare reserved them (pipelined: not yet).
       const execute = (dstBlocks?: number[]) => ({ type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks, ...(dstBlocks ? { dstBlocks } : {}) }) as const;
       const publish = { type: "transfer_publish", planId } as const;
-      const prepared = this.#all(plan, [src, dst], prepare, trace);
+      const pipelined = this.#o.pipelinePhases?.(src, dst) ?? true;
+      // The destination's prepare goes first: its answer (and, on CUDA IPC, its go-ahead to the
+      // source) starts the plan's critical path; the source's execute follows its prepare.
+      const prepared = this.#all(plan, [dst, src], prepare, trace);
       let executed: Promise<TransferAck[]> | undefined;
       let published: Promise<TransferAck[]> | undefined;
-      if (this.#o.pipelinePhases?.(src, dst) ?? true) {
+      if (pipelined) {
         prepared.catch(() => {}); // awaited below; a hook throwing first must not leave it unhandled
         phase = "execute";
-        await this.#o.beforePhase?.(plan, phase);
+        if (hook) await hook(plan, phase);
         executed = this.#all(plan, [src, dst], execute(), trace);
         executed.catch(() => {});
         phase = "publish";
-        await this.#o.beforePhase?.(plan, phase);
+        if (hook) await hook(plan, phase);
         published = this.#all(plan, [dst], publish, trace);
         published.catch(() => {});
       }
       phase = "prepare";
-      const dstPrep = (await prepared)[1]!;
+      const dstPrep = (await prepared)[0]!;
       const dstBlocks = dstPrep.dstBlocks ?? [];
       if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
       this.#prepared.get(planId)?.resolve(true);
       const preparedAt = performance.now();
       phase = "execute";
       if (!executed) {
-        await this.#o.beforePhase?.(plan, phase);
+        if (hook) await hook(plan, phase);
         executed = this.#all(plan, [src, dst], execute(dstBlocks), trace);
       }
       const srcExec = (await executed)[0]!;
@@ -277,13 +281,13 @@ export class TransferCoordinator {
       const executedAt = performance.now();
       phase = "publish";
       if (!published) {
-        await this.#o.beforePhase?.(plan, phase);
+        if (hook) await hook(plan, phase);
         published = this.#all(plan, [dst], publish, trace);
       }
       await published;
       publishMs = performance.now() - t0;
       phase = "finalize";
-      await this.#o.beforePhase?.(plan, phase);
+      if (hook) await hook(plan, phase);
       const srcFin = (await this.#all(plan, [src], { type: "transfer_finalize", planId, mode: plan.mode }))[0]!;
       released = srcFin.released ?? 0;
       // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.

@@ -6,10 +6,11 @@
  * timeout and tells the destination. The destination runs no device work at all.
  *
  * The copy is one-sided, so the two workers order it with two signals (lib/local/ipc_signals.ts):
- * 1. the destination's receive() sends `ready`, naming its reserved blocks, and waits; the source
- *    copies only after `ready`, into the blocks it names, so a destination that aborted before its
- *    receive started (its blocks may be released and reused at once) is never written, and a
- *    source need not know the blocks before (the control plane pipelines execute behind prepare);
+ * 1. the destination's receive() (started at its prepare: receivesAtPrepare) sends `ready`,
+ *    naming its reserved blocks, and waits; the source copies only after `ready`, into the blocks
+ *    it names, so a destination that aborted before its receive started (its blocks may be
+ *    released and reused at once) is never written, and a source need not know the blocks before
+ *    (the control plane pipelines execute behind prepare);
  * 2. the source sends `done` once the copy completed, or with an error when nothing was (or will
  *    be) written; receive() resolves only on a successful `done`. The destination acks execute
  *    after that, and the control plane publishes only after both acks, so the destination never
@@ -86,6 +87,11 @@ export class IpcDataPath implements DirectDataPath {
 
   get blockBytes(): number {
     return this.#o.blockBytes;
+  }
+
+  /** The source copies only after `ready` and within its own send(): the destination may say it at prepare. */
+  receivesAtPrepare(peer: number): boolean {
+    return this.#views.has(peer) && !this.#broken.has(peer);
   }
 
   /**

@@ -58,6 +58,13 @@ export interface KvDataPath {
    * and sockets) or a direct path's name. Absent: "host".
    */
   pathOf?(peerRank: number): string;
+  /**
+   * True when a destination may start receive() for plans with `peerRank` as soon as it reserved
+   * the plan's blocks (at prepare), before its execute: a one-sided path whose source copies only
+   * after the destination's go-ahead and only within its own execute, so the go-ahead travels
+   * while execute is on its way instead of after it. Absent: false.
+   */
+  receivesAtPrepare?(peerRank: number): boolean;
   /** Source side: sends `job.srcBlocks` to `job.peerRank` once. Resolves with the bytes sent. */
   send(job: KvTransferJob): Promise<number>;
   /**

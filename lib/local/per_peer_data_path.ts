@@ -92,6 +92,10 @@ export class PerPeerDataPath implements KvDataPath {
     return this.#up.get(peer)?.name ?? "host";
   }
 
+  receivesAtPrepare(peer: number): boolean {
+    return this.#up.get(peer)?.path?.receivesAtPrepare?.(peer) ?? false;
+  }
+
   send(job: KvTransferJob): Promise<number> {
     return this.#run(job, "sent");
   }

@@ -5,7 +5,9 @@
  *   from and reserves blocks (invisible to routing), reclaiming cold cached ones when too few are
  *   free.
  * - execute: the source gathers and sends the packed payload once; the destination receives and
- *   scatters it into the reserved blocks (through a {@link KvDataPath}).
+ *   scatters it into the reserved blocks (through a {@link KvDataPath}). On a one-sided path (CUDA
+ *   IPC) the destination starts receiving at prepare, so its go-ahead reaches the source while the
+ *   source's execute is on its way; its execute answers once that receive ends.
  * - publish (destination): the received blocks become Ready prefix-cache entries, reported in the
  *   next block delta.
  * - finalize: the source unpins; for move it also frees the safe unreferenced suffix.
@@ -19,7 +21,7 @@
  * @module
  */
 import type { BlockManager } from "./block_manager.ts";
-import type { KvDataPath } from "./kv_data_path.ts";
+import type { KvDataPath, KvTransferJob } from "./kv_data_path.ts";
 import type { MessageOf } from "../protocol/messages.ts";
 
 /** A phase message the executor handles. */
@@ -68,6 +70,8 @@ interface LocalPlan {
   srcBlocks: number[];
   entries: { hash: string; parent: string }[];
   answers: Map<TransferPhaseName, Promise<TransferAckFields>>;
+  /** Destination: the receive started at prepare (see KvDataPath.receivesAtPrepare). */
+  receiving?: Promise<number>;
   execution?: Promise<unknown>;
   timer?: ReturnType<typeof setTimeout>;
   aborted: Promise<void>;
@@ -204,6 +208,7 @@ export class TransferExecutor {
         plan.reserved = got;
       }
       plan.state = "prepared";
+      if (role === "dst") this.#receiveEarly(plan);
       this.counters.prepared++;
       plan.timer = setTimeout(() => void this.#abort(plan.planId, "deadline", true), Math.max(0, m.deadline + (this.#o.deadlineGraceMs ?? 250) - this.#now()));
       (plan.timer as { unref?: () => void }).unref?.();
@@ -236,13 +241,13 @@ export class TransferExecutor {
           return no(`plan ${plan.planId}: execute names destination blocks ${e.dstBlocks.join(",")}, reserved ${plan.reserved.join(",")}`);
         }
         const dstBlocks = plan.role === "dst" ? plan.reserved : (e.dstBlocks ?? []);
-        const job = { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(e.srcBlocks), dstBlocks: Int32Array.from(dstBlocks) };
+        const job = jobOf(plan, e.srcBlocks, dstBlocks);
         if (plan.role === "src" && (e.srcBlocks.length !== plan.srcBlocks.length || e.srcBlocks.some((b, i) => b !== plan.srcBlocks[i]))) {
           return no(`plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`);
         }
-        const op = plan.role === "src" ? path.send(job) : path.receive(job);
+        const op = plan.role === "src" ? path.send(job) : (plan.receiving ?? path.receive(job));
         if ((path.pathOf?.(plan.peer) ?? "host") === "host") this.#moving.add(plan);
-        plan.execution = op.catch(() => {});
+        plan.execution ??= op.catch(() => {});
         // The source's bytes may still sit in its socket until the destination has them (finalize).
         if (plan.role === "dst") void plan.execution.then(() => this.#stopMoving(plan));
         let bytes: number;
@@ -342,6 +347,18 @@ export class TransferExecutor {
     return answer;
   }
 
+  /**
+   * Starts a destination's receive at prepare when its path allows (one-sided CUDA IPC): its
+   * go-ahead to the source then overlaps the control plane's execute. The receive resolves only
+   * after the source's own execute copied, and an abort still waits for it to settle.
+   */
+  #receiveEarly(plan: LocalPlan): void {
+    const path = this.#o.dataPath;
+    if (!path.receivesAtPrepare?.(plan.peer)) return;
+    plan.receiving = path.receive(jobOf(plan, plan.srcBlocks, plan.reserved));
+    plan.execution = plan.receiving.catch(() => {});
+  }
+
   /** Applies the fault hook: "fail" answers not ok, "hang" waits until the plan is aborted. */
   async #fault(phase: TransferPhaseName, role: TransferRole, plan: LocalPlan): Promise<string | undefined> {
     const f = this.#o.faults?.(phase, role, plan.planId);
@@ -370,6 +387,11 @@ export class TransferExecutor {
   #ack(planId: string, phase: TransferPhaseName, ok: boolean, extra: Partial<TransferAckFields>): TransferAckFields {
     return { planId, phase, rank: this.#o.rank, ok, ...extra };
   }
+}
+
+/** The data path's view of a plan's execute. */
+function jobOf(plan: LocalPlan, srcBlocks: readonly number[], dstBlocks: readonly number[]): KvTransferJob {
+  return { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(srcBlocks), dstBlocks: Int32Array.from(dstBlocks) };
 }
 
 /** Re-reads the state after an await (abort may have changed it meanwhile). */

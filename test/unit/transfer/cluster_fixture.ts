@@ -1,5 +1,6 @@
 // An in-process transfer cluster: N workers, each a real BlockManager, a host-memory KV store in
-// the packed layout, a KvPeerChannel on its own Unix socket and a TransferExecutor; one
+// the packed layout, a KvPeerChannel on its own Unix socket (or, with dataPath "ipc", the CUDA IPC
+// path's logic over views of the other workers' stores) and a TransferExecutor; one
 // GlobalBlockManager fed by the workers' real snapshots/deltas; one TransferCoordinator whose link
 // calls the executors. Used by the transaction, fault and concurrency tests.
 import { prefixBlockHashes, type BlockHash } from "../../../lib/core/block_hash.ts";
@@ -10,11 +11,14 @@ import { resolveTransferConfig } from "../../../lib/global/transfer_config.ts";
 import { TransferCostModel } from "../../../lib/global/transfer_cost_model.ts";
 import type { PlanCandidate, TransferPlan } from "../../../lib/global/transfer_plan.ts";
 import { BlockManager } from "../../../lib/local/block_manager.ts";
-import { HostCopyDataPath, type PackedKvStore } from "../../../lib/local/kv_data_path.ts";
+import { IpcDataPath, type IpcPeerView } from "../../../lib/local/ipc_data_path.ts";
+import { HostCopyDataPath, type KvDataPath, type PackedKvStore } from "../../../lib/local/kv_data_path.ts";
 import { KvPeerChannel } from "../../../lib/local/kv_peer_channel.ts";
+import { PerPeerDataPath } from "../../../lib/local/per_peer_data_path.ts";
 import { TransferExecutor, type TransferFaultHook, type TransferPhaseMessage } from "../../../lib/local/transfer_executor.ts";
 import { tempSocketPath } from "../../../lib/runtime/unix_socket.ts";
 import { makeSeq, prefill } from "../local/fixtures.ts";
+import { SignalNetwork } from "./fake_ipc.ts";
 
 export const BS = 4;
 const IDLE = { numRunning: 0, numWaiting: 0, runningTokens: 0, waitingTokens: 0 };
@@ -59,6 +63,8 @@ export interface TestWorker {
   kv: HostKvStore;
   channel: KvPeerChannel;
   executor: TransferExecutor;
+  /** With dataPath "ipc": the signal network, whose log shows each ready and done. */
+  signals?: SignalNetwork;
 }
 
 /** Everything a transfer test observes about one worker. */
@@ -103,6 +109,32 @@ export interface ClusterOptions {
   pipelinePhases?: boolean;
   /** Stamp acks with handledMs and receivedAt, as a worker host does (default false). */
   stampAcks?: boolean;
+  /**
+   * "host" (default): payloads over the workers' sockets. "ipc": every pair direct over the CUDA
+   * IPC path's logic (IpcDataPath behind a PerPeerDataPath, as a GPU worker runs it), its copies
+   * done by {@link StoreView}s and its signals on an in-memory {@link SignalNetwork}.
+   */
+  dataPath?: "host" | "ipc";
+}
+
+/** A mapping of `to`'s store from the worker owning `from`: a copy lands when waited for. */
+class StoreView implements IpcPeerView {
+  constructor(
+    readonly from: HostKvStore,
+    readonly to: HostKvStore,
+  ) {}
+  get numBlocks(): number {
+    return this.to.numBlocks;
+  }
+  copyInto(srcIds: Int32Array, dstIds: Int32Array) {
+    let landed = false;
+    const land = () => {
+      if (!landed) srcIds.forEach((s, i) => this.to.scatter(Int32Array.of(dstIds[i]!), this.from.gather(Int32Array.of(s))));
+      landed = true;
+    };
+    return { wait: async () => (land(), true), dispose: () => {} };
+  }
+  dispose(): void {}
 }
 
 const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
@@ -119,6 +151,16 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
     const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath: new HostCopyDataPath(kv, channel), faults: o.faults?.(rank) });
     workers.push({ rank, bm, kv, channel, executor });
     table.applySnapshot(bm.snapshot(IDLE));
+  }
+  if (o.dataPath === "ipc") {
+    const net = new SignalNetwork();
+    for (const w of workers) {
+      const others = workers.filter((p) => p !== w);
+      const ipc = new IpcDataPath({ rank: w.rank, blockBytes: w.kv.blockBytes, views: new Map(others.map((p) => [p.rank, new StoreView(w.kv, p.kv)])), signals: net.line(w.rank), timeoutMs: 1000, log: () => {} });
+      const dataPath: KvDataPath = new PerPeerDataPath({ rank: w.rank, host: new HostCopyDataPath(w.kv, w.channel), direct: [{ name: "ipc", path: ipc, peers: others.map((p) => p.rank) }], log: () => {} });
+      w.executor = new TransferExecutor({ rank: w.rank, epoch: 7, blocks: w.bm, dataPath, faults: o.faults?.(w.rank) });
+      w.signals = net;
+    }
   }
   const report = () => {
     for (const w of workers) {

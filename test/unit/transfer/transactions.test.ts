@@ -52,7 +52,7 @@ test("copy: byte-exact payload, destination invisible until publish, source keep
   expect(w1!.bm.lookupPrefix(makeSeq(tokens(17), 4))).toEqual(hashes.map((h) => w1!.bm.cachedBlockOf(h)!));
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
   expect(c.sent.filter((m) => m.planId === plan.planId).map((m) => `${m.type}@${m.rank}`)).toEqual([
-    "transfer_prepare@0", "transfer_prepare@1", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
+    "transfer_prepare@1", "transfer_prepare@0", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
   ]);
 });
 
@@ -66,13 +66,33 @@ test("pipelined phases: execute and publish go out before any ack; the plan comp
   expect(out.status).toBe("completed");
   const sent = c.sent.filter((m) => m.planId === plan.planId);
   expect(sent.map((m) => `${m.type}@${m.rank}`)).toEqual([
-    "transfer_prepare@0", "transfer_prepare@1", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
+    "transfer_prepare@1", "transfer_prepare@0", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
   ]);
   // The payload moves over a socket: no execute can have been answered when publish went out.
   const publish = sent.find((m) => m.type === "transfer_publish")!;
   expect(publish.answeredBefore.filter((a) => a.startsWith("transfer_execute"))).toEqual([]);
   for (const h of hashes) expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
   expect(hashes.every((h) => c.table.table(1)!.entries.has(h))).toBe(true);
+  for (const w of c.workers) w.bm.checkInvariants({ drained: true });
+});
+
+test("over the CUDA IPC path the destination says ready at prepare, before its execute arrives; the copy is byte-exact", async () => {
+  let signalsBeforeExecute: string[] | undefined;
+  const c: TestCluster = await cluster({
+    dataPath: "ipc",
+    pipelinePhases: false, // the hook looks between the prepare acks and execute
+    beforePhase: (plan, phase) => {
+      if (phase === "execute") signalsBeforeExecute = c.workers[1]!.signals!.log.filter((l) => l.endsWith(plan.planId));
+    },
+  });
+  const [w0, w1] = c.workers;
+  const hashes = cachePrompt(w0!, tokens(9), 3);
+  c.report();
+  const { plan, done } = c.coordinator.start(candidateOf(c, 0, 1, hashes), 2000);
+  expect((await done).status).toBe("completed");
+  expect(signalsBeforeExecute).toEqual([`1->0 ready ${plan.planId}`]);
+  expect(w1!.signals!.log.filter((l) => l.endsWith(plan.planId))).toEqual([`1->0 ready ${plan.planId}`, `0->1 done ${plan.planId}`]);
+  for (const h of hashes) expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
 
