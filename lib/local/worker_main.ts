@@ -9,6 +9,7 @@ import { LLM, type LLMOptions, openNative } from "../engine/llm.ts";
 import { codecWarmupRounds, warmTransferCodec } from "../protocol/codec_warmup.ts";
 import { Connection } from "../protocol/connection.ts";
 import { getEnv, pid } from "../runtime/env.ts";
+import { idleSpinMs } from "./idle_spin.ts";
 import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import type { PerPeerDataPath } from "./per_peer_data_path.ts";
@@ -112,19 +113,6 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
     maxModelLen: llm.config.maxModelLen,
   });
   log(`${tag} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${llm.config.backend}, ${llm.config.numBlocks} blocks of ${llm.config.blockSize} tokens`);
-}
-
-/**
- * LMPOOL_IDLE_SPIN_MS, else 50 ms on a GPU worker (the host has cores to spare; the spin hides
- * the wake-up of a transfer's first phase after a request) and 0 on the CPU backend (its workers
- * share the cores with the model).
- */
-function idleSpinMs(backend: string): number {
-  const text = getEnv("LMPOOL_IDLE_SPIN_MS");
-  if (text === undefined || text === "") return backend === "cuda" ? 50 : 0;
-  const ms = Number(text);
-  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`LMPOOL_IDLE_SPIN_MS must be a number >= 0, got ${JSON.stringify(text)}`);
-  return ms;
 }
 
 if (import.meta.main) {
