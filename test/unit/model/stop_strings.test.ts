@@ -79,4 +79,3 @@ test("unarmed text never stops the stream but keeps its held-back tail: a stop s
   expect(late.push("xSTOP", false)).toEqual({ text: "xSTOP", stop: null });
   expect(late.push("y")).toEqual({ text: "y", stop: null });
 });
-

@@ -143,24 +143,24 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
   const n = o.ranks ?? 2;
   const paths = Array.from({ length: n }, (_, r) => tempSocketPath(`kv${r}`));
   const table = o.table ?? new GlobalBlockManager();
+  const numBlocks = o.numBlocks ?? 32;
+  const stores = Array.from({ length: n }, () => new HostKvStore(numBlocks));
+  const signals = o.dataPath === "ipc" ? new SignalNetwork() : undefined;
   const workers: TestWorker[] = [];
   for (let rank = 0; rank < n; rank++) {
-    const bm = new BlockManager({ numBlocks: o.numBlocks ?? 32, blockSize: BS, rank, epoch: 7 });
-    const kv = new HostKvStore(bm.numBlocks);
+    const bm = new BlockManager({ numBlocks, blockSize: BS, rank, epoch: 7 });
+    const kv = stores[rank]!;
     const channel = await KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} });
-    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath: new HostCopyDataPath(kv, channel), faults: o.faults?.(rank) });
-    workers.push({ rank, bm, kv, channel, executor });
-    table.applySnapshot(bm.snapshot(IDLE));
-  }
-  if (o.dataPath === "ipc") {
-    const net = new SignalNetwork();
-    for (const w of workers) {
-      const others = workers.filter((p) => p !== w);
-      const ipc = new IpcDataPath({ rank: w.rank, blockBytes: w.kv.blockBytes, views: new Map(others.map((p) => [p.rank, new StoreView(w.kv, p.kv)])), signals: net.line(w.rank), timeoutMs: 1000, log: () => {} });
-      const dataPath: KvDataPath = new PerPeerDataPath({ rank: w.rank, host: new HostCopyDataPath(w.kv, w.channel), direct: [{ name: "ipc", path: ipc, peers: others.map((p) => p.rank) }], log: () => {} });
-      w.executor = new TransferExecutor({ rank: w.rank, epoch: 7, blocks: w.bm, dataPath, faults: o.faults?.(w.rank) });
-      w.signals = net;
+    const host = new HostCopyDataPath(kv, channel);
+    let dataPath: KvDataPath = host;
+    if (signals) {
+      const peers = stores.map((_, r) => r).filter((r) => r !== rank);
+      const ipc = new IpcDataPath({ rank, blockBytes: kv.blockBytes, views: new Map(peers.map((r) => [r, new StoreView(kv, stores[r]!)])), signals: signals.line(rank), timeoutMs: 1000, log: () => {} });
+      dataPath = new PerPeerDataPath({ rank, host, direct: [{ name: "ipc", path: ipc, peers }], log: () => {} });
     }
+    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath, faults: o.faults?.(rank) });
+    workers.push({ rank, bm, kv, channel, executor, ...(signals ? { signals } : {}) });
+    table.applySnapshot(bm.snapshot(IDLE));
   }
   const report = () => {
     for (const w of workers) {
