@@ -143,8 +143,12 @@ export class IpcDataPath implements DirectDataPath {
         });
       throw new TransferTimeoutError(reason);
     }
-    pending.dispose();
-    await this.#o.signals.send(job.peerRank, { kind: "done", planId: job.planId });
+    // The destination hears first: releasing the job's events is not on the plan's path.
+    try {
+      await this.#o.signals.send(job.peerRank, { kind: "done", planId: job.planId });
+    } finally {
+      pending.dispose();
+    }
     return job.srcBlocks.length * this.#o.blockBytes;
   }
 

@@ -70,6 +70,8 @@ const PAYLOAD_PAUSE_MAX_MS = 50;
 const EXIT_STEP_WAIT_MS = 5000;
 /** Longest a plan keeps this worker's event loop turning (a plan normally ends within milliseconds). */
 const PLAN_AWAKE_MAX_MS = 2000;
+/** Longest a block change of a plan still open here waits to be reported (see #afterTransferChange). */
+const TRANSFER_REPORT_HOLD_MAX_MS = 5;
 
 /** One worker's event loop around its engine. */
 export class WorkerHost {
@@ -84,6 +86,8 @@ export class WorkerHost {
   #control: Connection | undefined;
   #loop: Promise<void> | undefined;
   #transferChangePending = false;
+  /** Bounds how long a change made by a still-open plan goes unreported. */
+  #transferReportHold: ReturnType<typeof setTimeout> | undefined;
   #lastStatsShape = "";
   #lastStats = 0;
   #exiting = false;
@@ -343,16 +347,26 @@ export class WorkerHost {
 
   /**
    * A plan reserved, pinned, published or released blocks: report, and resume waiting requests.
-   * Deferred to the next turn of the event loop, so the phase's ack (a microtask away) goes out
-   * first: the coordinator's next phase does not wait for the block delta and stats.
+   * Deferred to the next turn of the event loop, so the phase's ack goes out first; and while a
+   * plan is still open here, until it closes (or {@link TRANSFER_REPORT_HOLD_MAX_MS} passed): its
+   * next phase and its peer's signal are due within a fraction of a millisecond, and encoding the
+   * block delta and stats held this event loop 0.07-0.15 ms on the GPU host, on the plan's path.
    */
   #afterTransferChange(): void {
+    if ((this.#o.transfers?.openPlans ?? 0) > 0) {
+      this.#transferReportHold ??= setTimeout(() => this.#flushTransferChange(), TRANSFER_REPORT_HOLD_MAX_MS);
+      return;
+    }
     if (this.#transferChangePending) return;
     this.#transferChangePending = true;
-    void yieldToEventLoop().then(() => {
-      this.#transferChangePending = false;
-      this.#reportTransferChange();
-    });
+    void yieldToEventLoop().then(() => this.#flushTransferChange());
+  }
+
+  #flushTransferChange(): void {
+    clearTimeout(this.#transferReportHold);
+    this.#transferReportHold = undefined;
+    this.#transferChangePending = false;
+    this.#reportTransferChange();
   }
 
   #reportTransferChange(): void {
