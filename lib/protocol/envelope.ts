@@ -7,6 +7,11 @@ import { z } from "zod";
 /** A non-negative integer (ranks, block ids, counts). */
 export const Count = z.number().int().nonnegative();
 
+/** What {@link CountList} accepts as an element: a non-negative integer. */
+export function isCountListElement(x: unknown): x is number {
+  return typeof x === "number" && Number.isInteger(x) && x >= 0;
+}
+
 /**
  * A list of non-negative integers (token ids, block ids), checked in one loop and passed through
  * without a copy: z.array(Count) took 0.3 ms per 9k-token prompt at both ends of every dispatch. A
@@ -14,8 +19,7 @@ export const Count = z.number().int().nonnegative();
  */
 export const CountList = z.custom<number[]>((v) => Array.isArray(v), { message: "expected an array" }).superRefine((v, ctx) => {
   for (let i = 0; i < v.length; i++) {
-    const x = v[i];
-    if (typeof x !== "number" || !Number.isInteger(x) || x < 0) {
+    if (!isCountListElement(v[i])) {
       ctx.addIssue({ code: "custom", path: [i], message: "expected a non-negative integer" });
       return;
     }

@@ -9,6 +9,7 @@
  * from 1.04 to 0.75 ms (2 x H200, 5 alternating runs of 60 plans each).
  * @module
  */
+import { isCountListElement } from "./envelope.ts";
 
 type Fields = Record<string, unknown>;
 type Check = (m: Fields) => boolean;
@@ -18,7 +19,7 @@ const finite = (v: unknown) => typeof v === "number" && Number.isFinite(v);
 const planId = (v: unknown) => typeof v === "string" && v.length > 0;
 const str = (v: unknown) => typeof v === "string";
 const optional = (check: (v: unknown) => boolean) => (v: unknown) => v === undefined || check(v);
-const countList = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isInteger(x) && x >= 0);
+const countList = (v: unknown) => Array.isArray(v) && v.every(isCountListElement);
 const oneOf = (...values: string[]) => (v: unknown) => typeof v === "string" && values.includes(v);
 
 const ENVELOPE = { type: str, id: optional(count), replyTo: optional(count) };
