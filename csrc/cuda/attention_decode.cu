@@ -16,7 +16,11 @@
 namespace {
 
 const int kWarps = 4;
-const int kUnroll = 4;           // tokens in flight per lane group
+// Tokens in flight per lane group: 4, or 8 (a 64-token split in one batch of loads) when the
+// grid runs in one wave, where a CTA's latency is the step's, and the group is small enough
+// for the registers (more registers cost occupancy when CTAs queue in several waves).
+const int kUnrollWide = 8, kUnrollNarrow = 4;
+const int kWideMaxGroup = 2;
 const float kLog2e = 1.4426950408889634f;
 const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences never yields NaN
 
@@ -28,7 +32,7 @@ const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use,
 // `w`: this lane's 8 norm weights (read before the wait), used when `norm`.
 template <int LANES>
 __device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, bool norm, const uint4 &w, float eps,
-                                               const float2 *cs) {
+                                               const float2 (&c)[8]) {
   constexpr int HALF_LANES = LANES / 2;
   if (norm) {
     float wf[8];
@@ -43,7 +47,6 @@ __device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, bool norm,
     for (int e = 0; e < 8; e++) x[e] = round_bf16(x[e] * inv * wf[e]);
   }
   const bool first = li < HALF_LANES;
-  const float2 *c = cs + (first ? li : li - HALF_LANES) * 8;
   float partner[8];
 #pragma unroll
   for (int e = 0; e < 8; e++) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], HALF_LANES);
@@ -60,7 +63,7 @@ __device__ __forceinline__ void store_out(const AttnArgs &a, int tok, int kvh, i
   a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
 }
 
-template <int D, int MAXG>
+template <int D, int MAXG, int kUnroll>
 __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
   constexpr int GROUPS = kWarps * (32 / LANES);   // token rows processed side by side
@@ -97,7 +100,30 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   const uint4 k_norm_w = k_norm ? *reinterpret_cast<const uint4 *>(a.k_norm + li * 8) : make_uint4(0, 0, 0, 0);
   pdl_wait();
 
-  const float2 *cs = a.fused_prologue ? a.cos_sin + (size_t)tok * (D / 2) : nullptr;
+  // Every load of this step's values is issued before any is used: q of the group's heads, the
+  // rotation of this lane's elements, and (the split holding this token's position) its K and V.
+  // Under the weight traffic of the kernels behind this one each round trip to L2 is long.
+  const int last = cl - 1;
+  const bool owns_new = a.fused_prologue && lo <= last && last < hi;
+  const bf16 *tq = a.qkv + (size_t)tok * a.qkv_stride;
+  uint4 q_raw[MAXG], k_raw = make_uint4(0, 0, 0, 0), v_raw = k_raw;
+#pragma unroll
+  for (int h = 0; h < MAXG; h++)
+    q_raw[h] = h < G ? *reinterpret_cast<const uint4 *>(tq + (size_t)(kvh * G + h) * D + li * 8) : make_uint4(0, 0, 0, 0);
+  if (owns_new) {
+    const bf16 *kp = tq + (size_t)(a.num_heads + kvh) * D + li * 8;
+    k_raw = *reinterpret_cast<const uint4 *>(kp);
+    v_raw = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
+  }
+  float2 c[8];
+  if (a.fused_prologue) {
+    const float4 *cs4 = reinterpret_cast<const float4 *>(a.cos_sin + (size_t)tok * (D / 2) + (li % (LANES / 2)) * 8);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const float4 v = cs4[e];
+      c[2 * e] = make_float2(v.x, v.y), c[2 * e + 1] = make_float2(v.z, v.w);
+    }
+  }
   float q[MAXG][8], acc[MAXG][8], mx[MAXG], l[MAXG];
 #pragma unroll
   for (int h = 0; h < MAXG; h++) {
@@ -105,26 +131,22 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
 #pragma unroll
     for (int e = 0; e < 8; e++) q[h][e] = 0.f, acc[h][e] = 0.f;
     if (h < G) {
-      const bf16 *qp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(kvh * G + h) * D + li * 8;
-      bf16x8_to_f32(*reinterpret_cast<const uint4 *>(qp), q[h]);
-      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, q_norm, q_norm_w, a.eps, cs);
+      bf16x8_to_f32(q_raw[h], q[h]);
+      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, q_norm, q_norm_w, a.eps, c);
 #pragma unroll
       for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
     }
   }
-  // Fused prologue: the split holding this token's position (cl - 1) builds its K (normed, rotated)
-  // and V, uses them for that position instead of reading the cache, and its first lane group
-  // stores them. The condition is the same for the whole CTA, so the shuffles inside are safe.
+  // Fused prologue: the split holding this token's position builds its K (normed, rotated) and V,
+  // uses them for that position instead of reading the cache, and its first lane group stores
+  // them. The condition is the same for the whole CTA, so the shuffles inside are safe.
   uint4 k_new = make_uint4(0, 0, 0, 0), v_new = k_new;
-  const int last = cl - 1;
-  const bool owns_new = a.fused_prologue && lo <= last && last < hi;
   if (owns_new) {
-    const bf16 *kp = a.qkv + (size_t)tok * a.qkv_stride + (size_t)(a.num_heads + kvh) * D + li * 8;
     float kf[8];
-    bf16x8_to_f32(*reinterpret_cast<const uint4 *>(kp), kf);
-    head_norm_rope<LANES>(kf, li, k_norm, k_norm_w, a.eps, cs);
+    bf16x8_to_f32(k_raw, kf);
+    head_norm_rope<LANES>(kf, li, k_norm, k_norm_w, a.eps, c);
     k_new = f32_to_bf16x8(kf);
-    v_new = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
+    v_new = v_raw;
     const int slot = m.slots[tok];
     if (grp == 0 && slot >= 0) {
       const size_t off = (size_t)slot * slot_elems + (size_t)kvh * D + li * 8;
@@ -250,12 +272,22 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
 
 typedef void (*DecodeKernel)(AttnArgs, StepMeta, int);
 
-template <int D>
+template <int D, int U>
 DecodeKernel pick_group(int group) {
-  if (group <= 1) return decode_kernel<D, 1>;
-  if (group <= 2) return decode_kernel<D, 2>;
-  if (group <= 4) return decode_kernel<D, 4>;
-  return decode_kernel<D, 8>;
+  if (group <= 1) return decode_kernel<D, 1, U>;
+  if (group <= 2) return decode_kernel<D, 2, U>;
+  if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow>;
+  return decode_kernel<D, 8, kUnrollNarrow>;
+}
+
+template <int U>
+DecodeKernel pick_dim(int head_dim, int group) {
+  return head_dim == 64 ? pick_group<64, U>(group) : head_dim == 128 ? pick_group<128, U>(group) : pick_group<256, U>(group);
+}
+
+DecodeKernel pick(int head_dim, int group, bool wide) {
+  static_assert(kWideMaxGroup == 2, "pick_group instantiates the wide unroll for groups 1 and 2");
+  return wide ? pick_dim<kUnrollWide>(head_dim, group) : pick_dim<kUnrollNarrow>(head_dim, group);
 }
 
 }  // namespace
@@ -273,24 +305,23 @@ int attention_decode_splits(int num_decode, int kv_heads, int num_sms) {
 lp_status attention_decode_configure(void) {
   // The splits of a (sequence, kv head) are one cluster: up to 16 CTAs, past the portable 8.
   static_assert(LP_MAX_DECODE_SPLITS <= 16, "a thread block cluster holds at most 16 CTAs");
-  const int groups[] = {1, 2, 4, 8};
-  for (int g : groups) {
-    const DecodeKernel kernels[] = {pick_group<64>(g), pick_group<128>(g), pick_group<256>(g)};
-    for (DecodeKernel k : kernels) CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  }
+  const int groups[] = {1, 2, 4, 8}, dims[] = {64, 128, 256};
+  for (int g : groups)
+    for (int d : dims)
+      for (bool wide : {false, true})
+        CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, wide), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return LP_OK;
 }
 
-lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits, int num_sms,
                                   cudaStream_t stream) {
   const int group = a.num_heads / a.num_kv_heads;
   LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
   LP_REQUIRE(splits >= 1 && splits <= LP_MAX_DECODE_SPLITS, "decode attention: splits=%d", splits);
-  DecodeKernel kernel = a.head_dim == 64 ? pick_group<64>(group)
-                        : a.head_dim == 128 ? pick_group<128>(group)
-                                            : pick_group<256>(group);
-  LP_TRY(launch_kernel_clustered(kernel, dim3(num_decode, a.num_kv_heads, splits), kWarps * 32, dim3(1, 1, splits),
-                                 0, stream, a, m, splits));
+  const long ctas = (long)num_decode * a.num_kv_heads * splits;
+  const bool wide = group <= kWideMaxGroup && ctas <= 2L * num_sms;  // one wave of this 128-thread kernel
+  LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, wide), dim3(num_decode, a.num_kv_heads, splits), kWarps * 32,
+                                 dim3(1, 1, splits), 0, stream, a, m, splits));
   return LP_OK;
 }

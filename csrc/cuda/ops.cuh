@@ -108,7 +108,7 @@ int attention_decode_splits(int num_decode, int kv_heads, int num_sms);
 // The splits of one (sequence, kv head) run as one thread block cluster and merge through
 // distributed shared memory. attention_decode_configure() once before the first launch.
 lp_status attention_decode_configure(void);
-lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits,
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits, int num_sms,
                                   cudaStream_t stream);
 // Prefill: causal, variable length, tensor cores; keys/values read from the paged cache.
 bool attention_prefill_supported(int head_dim);
