@@ -309,7 +309,8 @@ lp_status attention_decode_configure(void) {
   for (int g : groups)
     for (int d : dims)
       for (bool wide : {false, true})
-        CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, wide), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        if (!wide || g <= kWideMaxGroup)  // larger groups have only the narrow kernel
+          CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, wide), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return LP_OK;
 }
 
