@@ -30,6 +30,8 @@ interface Plan {
   prefillSeqs: number;
   prefillLen: number;
   decodeIters: number;
+  /** Decode steps run for at least this long before each batch size is timed (see below). */
+  decodeWarmupMs: number;
   copy: { bytes: number; iters: number };
   gemm: { m: number; n: number; k: number; iters: number };
 }
@@ -42,14 +44,14 @@ const QWEN3_06B: NativeModelConfig = {
 
 const FULL: Plan = {
   backend: undefined, config: QWEN3_06B, blockSize: 256, decodeBatches: [1, 16, 64, 256], context: 1024,
-  prefillSeqs: 8, prefillLen: 2048, decodeIters: 20,
+  prefillSeqs: 8, prefillLen: 2048, decodeIters: 20, decodeWarmupMs: 300,
   copy: { bytes: 2 ** 31, iters: 10 }, gemm: { m: 8192, n: 8192, k: 8192, iters: 20 },
 };
 
 const QUICK: Plan = {
   backend: "cpu",
   config: { ...QWEN3_06B, vocabSize: 2048, hiddenSize: 128, intermediateSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32 },
-  blockSize: 16, decodeBatches: [1, 4, 16], context: 64, prefillSeqs: 4, prefillLen: 128, decodeIters: 5,
+  blockSize: 16, decodeBatches: [1, 4, 16], context: 64, prefillSeqs: 4, prefillLen: 128, decodeIters: 5, decodeWarmupMs: 0,
   copy: { bytes: 2 ** 25, iters: 5 }, gemm: { m: 256, n: 256, k: 256, iters: 3 },
 };
 
@@ -153,7 +155,7 @@ async function run(argv: string[]): Promise<void> {
   }
   const base = values.quick ? QUICK : FULL;
   const chosen: Plan = values.profile
-    ? { ...base, decodeBatches: [1], decodeIters: 5, copy: { bytes: 2 ** 20, iters: 1 }, gemm: { m: 256, n: 256, k: 256, iters: 1 } }
+    ? { ...base, decodeBatches: [1], decodeIters: 5, decodeWarmupMs: 0, copy: { bytes: 2 ** 20, iters: 1 }, gemm: { m: 256, n: 256, k: 256, iters: 1 } }
     : base;
   const batches = values.batches === undefined ? chosen.decodeBatches : intListOption("batches", values.batches);
   if (batches.length === 0 || batches.includes(0)) throw new RangeError(`--batches must list positive batch sizes, got ${JSON.stringify(values.batches)}`);
@@ -197,6 +199,12 @@ async function run(argv: string[]): Promise<void> {
   const kvBytesPerToken = L * 2 * c.numKvHeads * D * elem;
   const decode = plan.decodeBatches.map((batch) => {
     const times: number[] = [], deviceTimes: number[] = [];
+    // The prefill before runs at the power cap, and the clocks take a while to recover: on an H200
+    // batch-1 steps right after it were ~10% slower than after a pause. Warm up by time, not count.
+    const warmUntil = performance.now() + plan.decodeWarmupMs;
+    for (let w = 0; w === 0 || performance.now() < warmUntil; w++) {
+      model.step(kv, makeStep(batch, 1, plan.context - 1, 0, ctxBlocks, bs, c.vocabSize, 500 + (w % 100)));
+    }
     for (let i = 0; i < plan.decodeIters + 3; i++) {
       const b = makeStep(batch, 1, plan.context - 1, 0, ctxBlocks, bs, c.vocabSize, 1000 + i);
       const ms = timeMs(() => model.step(kv, b));

@@ -2,225 +2,224 @@
 // a linear layer only streams its weight once, so each kernel does its neighbours' work too and
 // saves launches: the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul
 // (epilogue).
-// Each warp computes two output rows for every token; 16-byte streaming loads of the weights.
+//
+// The products run on tensor cores (bf16 m16n8k16, fp32 accumulators): a CTA owns a tile of R
+// weight rows (the MMA's M side), its warps split k, and the tokens are the N side. What follows
+// the input's arrival is then a few dozen instructions per warp instead of hundreds of FMAs and
+// conversions, which at batch 1 is the kernel's critical path (its weights were loaded before).
+// Inside each 32-column chunk the column order is permuted, the same way for weights and inputs,
+// so the dot products are unchanged: lane (g, t) loads columns [8t, 8t + 8) of rows g and g + 8
+// with one 16-byte load each, which is its A fragment for the chunk's two k16 steps, and the same
+// eight columns of token g's input are its B fragment.
 #include "device_util.cuh"
 #include "launch.cuh"
+#include "mma_util.cuh"
 #include "ops.cuh"
 
 namespace {
 
-const int kThreads = 256;
-const int kUnroll = 4;                 // 16-byte loads in flight per row per lane
-const int kMaxSmemBytes = 96 * 1024;   // inputs staged in shared memory as bf16
+const int kMaxWarps = 16;
+const int kWindowVecs = 8;                   // 16-byte weight loads per lane in flight: one window
+const int kMaxWindows = 4;                   // windows per warp: k <= 16 warps * 8 chunks * 32 * 4
+const int kMaxSmemBytes = 64 * 1024;         // normalized inputs, bf16 [tokens, k]
 const size_t kMaxPrefetchBytes = 32u << 20;  // weights prefetched into L2 (60 MB) ahead of use
 
-// The two weight rows of one warp task: rows 2t, 2t+1, or gate row t and up row t + n_out.
-template <int OUT>
-__device__ __forceinline__ void task_rows(int task, int n_out, int *rows) {
+// Tile shape: 16 rows when one window of 8 warps covers k (k <= 1024), else 8 rows (the MMA's
+// rows 8-15 are zero) so that a lane's window spans 8 chunks.
+template <int R>
+constexpr int chunks_per_window() {
+  return R == 16 ? kWindowVecs / 2 : kWindowVecs;
+}
+
+// Weight row of tile row i (-1: past the end). SiLU*mul tiles pair R/2 gate rows with their up
+// rows, so one thread of the epilogue sees both.
+template <int R, int OUT>
+__device__ __forceinline__ int tile_row(int tile, int i, int n_out) {
   if (OUT == GEMV_OUT_SILU_MUL) {
-    rows[0] = task, rows[1] = task + n_out;
-  } else {
-    rows[0] = 2 * task, rows[1] = 2 * task + 1 < n_out ? 2 * task + 1 : -1;
+    const int half = R / 2, j = tile * half + (i % half);
+    return j < n_out ? (i < half ? j : n_out + j) : -1;
+  }
+  const int r = tile * R + i;
+  return r < n_out ? r : -1;
+}
+
+// One window of this lane's weights: chunk c at columns col + 32 c of rows ra (and rb when R = 16).
+template <int R>
+__device__ __forceinline__ void load_window(const GemvArgs &a, int ra, int rb, int col,
+                                            uint4 (&wa)[chunks_per_window<R>()],
+                                            uint4 (&wb)[chunks_per_window<R>()]) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int c = 0; c < chunks_per_window<R>(); c++) {
+    const int kk = col + 32 * c;
+    wa[c] = ra >= 0 && kk < a.k ? ld_stream_16(a.w + (size_t)ra * a.k + kk) : zero;
+    if (R == 16) wb[c] = rb >= 0 && kk < a.k ? ld_stream_16(a.w + (size_t)rb * a.k + kk) : zero;
   }
 }
 
-// One warp's 16-byte weight loads for columns kb + u * step of its two rows (zeros past the end).
-__device__ __forceinline__ void load_weights(const GemvArgs &a, const int *rows, int kb, int step,
-                                             uint4 (&wv)[2][kUnroll]) {
-#pragma unroll
-  for (int u = 0; u < kUnroll; u++) {
-    const int kk = kb + u * step;
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-      wv[r][u] = (kk < a.k && rows[r] >= 0) ? ld_stream_16(a.w + (size_t)rows[r] * a.k + kk) : make_uint4(0, 0, 0, 0);
-  }
-}
-
-// The prologue reads inputs the previous kernel has just written, under the weight traffic of the
-// kernels launched behind it, so each dependent round trip to L2 is long (~0.6 us on an H200):
-// every thread issues all its loads of a row at once (kStageVecs 16-byte pieces) before using any.
-const int kStageVecs = 4;
-
-// dst = bf16(row * rsqrt(mean(row^2) + eps) * norm_w), row fp32 [k] (k % 4 == 0).
-__device__ __forceinline__ void stage_normed_row(const float *row, int k, const bf16 *norm_w, float eps, bf16 *dst,
-                                                 float *scratch) {
-  const float4 *src = reinterpret_cast<const float4 *>(row);
-  const int n4 = k / 4, per_pass = (int)blockDim.x * kStageVecs;
-  float4 v[kStageVecs];
-  float ss = 0.f;
-  for (int base = 0; base < n4; base += per_pass) {  // one pass for k <= 4 * kStageVecs * blockDim
-#pragma unroll
-    for (int u = 0; u < kStageVecs; u++) {
-      const int i = base + u * (int)blockDim.x + (int)threadIdx.x;
-      v[u] = i < n4 ? src[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-#pragma unroll
-    for (int u = 0; u < kStageVecs; u++) ss += v[u].x * v[u].x + v[u].y * v[u].y + v[u].z * v[u].z + v[u].w * v[u].w;
-  }
-  const float inv = rsqrtf(block_sum(ss, scratch) / (float)k + eps);
-  for (int base = 0; base < n4; base += per_pass) {
-#pragma unroll
-    for (int u = 0; u < kStageVecs; u++) {
-      const int i = base + u * (int)blockDim.x + (int)threadIdx.x;
-      if (i >= n4) break;
-      const float4 x = n4 <= per_pass ? v[u] : src[i];  // longer rows are read again
-      const float xv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-      for (int e = 0; e < 4; e++) dst[4 * i + e] = __float2bfloat16(xv[e] * inv * __bfloat162float(norm_w[4 * i + e]));
-    }
-  }
-}
-
-// dst = row, bf16 [k] (k % 8 == 0).
-__device__ __forceinline__ void stage_row(const bf16 *row, int k, bf16 *dst) {
-  const uint4 *src = reinterpret_cast<const uint4 *>(row);
-  const int n8 = k / 8;
-  for (int base = 0; base < n8; base += (int)blockDim.x * kStageVecs) {
-    uint4 v[kStageVecs];
-#pragma unroll
-    for (int u = 0; u < kStageVecs; u++) {
-      const int i = base + u * (int)blockDim.x + (int)threadIdx.x;
-      if (i < n8) v[u] = src[i];
-    }
-#pragma unroll
-    for (int u = 0; u < kStageVecs; u++) {
-      const int i = base + u * (int)blockDim.x + (int)threadIdx.x;
-      if (i < n8) reinterpret_cast<uint4 *>(dst)[i] = v[u];
-    }
-  }
-}
-
-template <int NT, int IN, int OUT>
-__global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
-  extern __shared__ uint4 smem_x[];
-  __shared__ float scratch[33];
-  __shared__ float partial[kThreads / 32][2][NT];  // per-warp sums when a task is split over warps
-  bf16 *xs = reinterpret_cast<bf16 *>(smem_x);
-  const int k = a.k;
+// The RMS-normalized input rows of this warp's column slice [s0, s0 + slice), as bf16 in `xs`
+// ([token][slice]). The warps' slices tile the row, so each warp sums the squares of the values
+// it loads, one barrier shares the sums (`ss_part`), and each warp normalizes what it holds. The
+// slice's norm weights `nw` (a lane's first two 4-column groups) were read before the wait.
+template <int NT>
+__device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, int slice, const uint2 (&nw)[2],
+                                                   bf16 *xs, float (*ss_part)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  // a.ksplit warps share one task, each taking every ksplit-th 256-column slice of k.
-  const int ks = a.ksplit, slots = warps / ks, slot = warp / ks, sub = warp % ks;
-  const int tasks = OUT == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
-  const int step = 256 * ks;  // columns between one warp's consecutive 16-byte loads
-  const int kb0 = (sub * 32 + lane) * 8, first_base = blockIdx.x * slots;
-  // Weights depend on nothing earlier kernels write: the first task's loads are issued before
-  // waiting for the previous kernel (and before the prologue), later tasks' rows are streamed
-  // into L2, so the weight latency overlaps the predecessor's tail and the input staging.
-  pdl_trigger();
-  int rows[2] = {-1, -1};
-  if (first_base + slot < tasks) task_rows<OUT>(first_base + slot, a.n_out, rows);
-  uint4 wv[2][kUnroll];
-  load_weights(a, rows, kb0, step, wv);
-  if (a.prefetch && sub == 0 && lane < 2) {
-    for (int task = first_base + slot + gridDim.x * slots; task < tasks; task += gridDim.x * slots) {
-      int later[2];
-      task_rows<OUT>(task, a.n_out, later);
-      const int row = lane == 0 ? later[0] : later[1];
-      if (row >= 0) prefetch_l2(a.w + (size_t)row * k, (uint32_t)k * 2);
+  // Column of this lane's q-th 4-column group (-1 outside the slice or the row).
+  auto group_col = [&](int q) {
+    const int off = 4 * (32 * q + lane), c = s0 + off;
+    return off < slice && c < a.k ? c : -1;
+  };
+  const int groups = slice / 128;  // per lane: 1 for 16-row tiles, 2 per window for 8-row tiles
+  const float4 *rows[NT];
+  float4 v[NT][2];
+#pragma unroll
+  for (int tok = 0; tok < NT; tok++) {
+    rows[tok] = reinterpret_cast<const float4 *>(static_cast<const float *>(a.x) +
+                                                 (size_t)(a.row_map ? a.row_map[tok < a.tokens ? tok : 0] : tok) * a.k);
+    float ss = 0.f;
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      const int c = group_col(q);
+      v[tok][q] = tok < a.tokens && c >= 0 ? rows[tok][c / 4] : make_float4(0.f, 0.f, 0.f, 0.f);
+      ss += v[tok][q].x * v[tok][q].x + v[tok][q].y * v[tok][q].y + v[tok][q].z * v[tok][q].z + v[tok][q].w * v[tok][q].w;
     }
-  }
-  // The norm weight is a constant too: staged behind the input rows before the wait (read after
-  // the barrier in block_sum).
-  bf16 *norm_s = xs + (size_t)NT * k;
-  if (IN == GEMV_IN_NORM)
-    for (int i = threadIdx.x; i < k / 8; i += blockDim.x)
-      reinterpret_cast<uint4 *>(norm_s)[i] = reinterpret_cast<const uint4 *>(a.norm_w)[i];
-  pdl_wait();
-  // Residual add: the value this lane adds to in its first task is read now, alongside the input.
-  float y_first = 0.f;
-  if (OUT == GEMV_OUT_ADD_F32 && sub == 0 && lane < 2 * NT && lane % NT < a.tokens && rows[lane / NT] >= 0)
-    y_first = static_cast<const float *>(a.y)[(size_t)(lane % NT) * a.ldy + rows[lane / NT]];
-  // Prologue: stage (normalized) input rows in shared memory; rows past `tokens` are zero.
-  for (int t = 0; t < NT; t++) {
-    bf16 *dst = xs + (size_t)t * k;
-    if (t >= a.tokens) {
-      for (int i = threadIdx.x; i < k; i += blockDim.x) dst[i] = __float2bfloat16(0.f);
-    } else if (IN == GEMV_IN_NORM) {
-      stage_normed_row(static_cast<const float *>(a.x) + (size_t)(a.row_map ? a.row_map[t] : t) * k, k, norm_s, a.eps,
-                       dst, scratch);
-    } else {
-      stage_row(static_cast<const bf16 *>(a.x) + (size_t)t * k, k, dst);
+    for (int q = 2; q < groups; q++) {  // wide rows (several windows) only
+      const int c = group_col(q);
+      if (tok >= a.tokens || c < 0) continue;
+      const float4 x = rows[tok][c / 4];
+      ss += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
     }
+    ss = warp_sum(ss);
+    if (lane == 0) ss_part[warp][tok] = ss;
   }
   __syncthreads();
+#pragma unroll
+  for (int tok = 0; tok < NT; tok++) {
+    if (tok >= a.tokens) break;
+    float ss = 0.f;
+#pragma unroll
+    for (int w = 0; w < kMaxWarps; w++)
+      if (w < warps) ss += ss_part[w][tok];
+    const float inv = rsqrtf(ss / (float)a.k + a.eps);
+    for (int q = 0; q < groups; q++) {
+      const int c = group_col(q);
+      if (c < 0) continue;
+      const float4 x = q == 0 ? v[tok][0] : q == 1 ? v[tok][1] : rows[tok][c / 4];
+      const uint2 w = q == 0 ? nw[0] : q == 1 ? nw[1] : *reinterpret_cast<const uint2 *>(a.norm_w + c);
+      const float wf[4] = {__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+                           __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u)};
+      uint2 out;
+      out.x = pack_bf16x2(x.x * inv * wf[0], x.y * inv * wf[1]);
+      out.y = pack_bf16x2(x.z * inv * wf[2], x.w * inv * wf[3]);
+      *reinterpret_cast<uint2 *>(xs + (size_t)tok * slice + (c - s0)) = out;
+    }
+  }
+  __syncwarp();
+}
 
-  // Same trip count in every warp: the split reduction below has barriers.
-  for (int base = first_base; base < tasks; base += gridDim.x * slots) {
-    const int task = base + slot;
-    if (base != first_base) {
-      rows[0] = rows[1] = -1;
-      if (task < tasks) task_rows<OUT>(task, a.n_out, rows);
+template <int NT, int R, int IN, int OUT>
+__global__ __launch_bounds__(R == 16 ? 256 : kMaxWarps * 32, R == 16 ? 3 : 1) void gemv_kernel(GemvArgs a) {
+  constexpr int CPW = chunks_per_window<R>();
+  extern __shared__ uint4 smem_x[];                  // IN_NORM: [warp][token][slice] bf16
+  __shared__ float partial[2][kMaxWarps][R][NT];     // per-warp sums, double-buffered over tiles
+  __shared__ float ss_part[kMaxWarps][2];            // IN_NORM: per-warp sums of squares
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int slice = a.windows * CPW * 32, s0 = warp * slice, col = s0 + 8 * t;
+  const int tiles = OUT == GEMV_OUT_SILU_MUL ? (a.n_out + R / 2 - 1) / (R / 2) : (a.n_out + R - 1) / R;
+  bf16 *xs = reinterpret_cast<bf16 *>(smem_x) + (size_t)warp * NT * slice;
+
+  // Weights depend on nothing earlier kernels write: the first window of the first tile is loaded
+  // before waiting for the previous kernel, later tiles' rows are pulled into L2, so the weight
+  // latency overlaps the predecessor's tail.
+  pdl_trigger();
+  int tile = blockIdx.x;
+  int ra = tile < tiles ? tile_row<R, OUT>(tile, g, a.n_out) : -1;
+  int rb = R == 16 && tile < tiles ? tile_row<R, OUT>(tile, g + 8, a.n_out) : -1;
+  uint4 wa[CPW], wb[CPW];
+  load_window<R>(a, ra, rb, col, wa, wb);
+  if (a.prefetch && (int)threadIdx.x < R)
+    for (int later = tile + gridDim.x; later < tiles; later += gridDim.x) {
+      const int row = tile_row<R, OUT>(later, threadIdx.x, a.n_out);
+      if (row >= 0) prefetch_l2(a.w + (size_t)row * a.k, (uint32_t)a.k * 2);
     }
-    float acc[2][NT];
+  uint2 nw[2] = {make_uint2(0, 0), make_uint2(0, 0)};
+  if (IN == GEMV_IN_NORM)
 #pragma unroll
-    for (int r = 0; r < 2; r++)
+    for (int q = 0; q < 2; q++) {
+      const int c = s0 + 4 * (32 * q + lane);
+      if (4 * (32 * q + lane) < slice && c < a.k) nw[q] = *reinterpret_cast<const uint2 *>(a.norm_w + c);
+    }
+  pdl_wait();
+
+  // Epilogue thread j < R * NT owns tile row j / NT, token j % NT; for the residual add it reads
+  // the value it adds to now, alongside the input.
+  const int my_row = (int)threadIdx.x / NT, my_tok = (int)threadIdx.x % NT;
+  float y_first = 0.f;
+  if (OUT == GEMV_OUT_ADD_F32 && (int)threadIdx.x < R * NT && my_tok < a.tokens && tile < tiles) {
+    const int row = tile_row<R, OUT>(tile, my_row, a.n_out);
+    if (row >= 0) y_first = static_cast<const float *>(a.y)[(size_t)my_tok * a.ldy + row];
+  }
+  if (IN == GEMV_IN_NORM) stage_normed_slice<NT>(a, s0, slice, nw, xs, ss_part);
+
+  for (int it = 0; tile < tiles; tile += gridDim.x, it++) {
+    if (it > 0) {
+      ra = tile_row<R, OUT>(tile, g, a.n_out);
+      rb = R == 16 ? tile_row<R, OUT>(tile, g + 8, a.n_out) : -1;
+    }
+    float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};  // even / odd k16 steps
+    for (int win = 0; win < a.windows; win++) {
+      const int wcol = col + win * CPW * 32;
+      if (it > 0 || win > 0) load_window<R>(a, ra, rb, wcol, wa, wb);
 #pragma unroll
-      for (int t = 0; t < NT; t++) acc[r][t] = 0.f;
-    for (int kb = kb0; kb < k; kb += step * kUnroll) {
-      if (base != first_base || kb != kb0) load_weights(a, rows, kb, step, wv);
-#pragma unroll
-      for (int u = 0; u < kUnroll; u++) {
-        const int kk = kb + u * step;
-        if (kk >= k) break;
-        float w0[8], w1[8];
-        bf16x8_to_f32(wv[0][u], w0);
-        bf16x8_to_f32(wv[1][u], w1);
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-          float xf[8];
-          bf16x8_to_f32(*reinterpret_cast<const uint4 *>(xs + (size_t)t * k + kk), xf);
-#pragma unroll
-          for (int j = 0; j < 8; j++) {
-            acc[0][t] = fmaf(w0[j], xf[j], acc[0][t]);
-            acc[1][t] = fmaf(w1[j], xf[j], acc[1][t]);
-          }
-        }
+      for (int c = 0; c < CPW; c++) {
+        const int kk = wcol + 32 * c;
+        uint4 b = make_uint4(0, 0, 0, 0);
+        if (g < a.tokens && kk < a.k)
+          b = IN == GEMV_IN_NORM ? *reinterpret_cast<const uint4 *>(xs + (size_t)g * slice + (kk - s0))
+                                 : *reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)g * a.k + kk);
+        const uint32_t lo[4] = {wa[c].x, R == 16 ? wb[c].x : 0u, wa[c].y, R == 16 ? wb[c].y : 0u};
+        const uint32_t hi[4] = {wa[c].z, R == 16 ? wb[c].z : 0u, wa[c].w, R == 16 ? wb[c].w : 0u};
+        mma_bf16_16816(acc0, lo, b.x, b.y);
+        mma_bf16_16816(acc1, hi, b.z, b.w);
       }
     }
+    // Accumulator (row g, token 2t + j) is acc[j], (row g + 8, token 2t + j) is acc[2 + j]: the
+    // tokens < NT <= 2 live in the lanes with t == 0.
+    float (*part)[R][NT] = partial[it & 1];
+    if (t == 0) {
 #pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-      for (int t = 0; t < NT; t++) acc[r][t] = warp_sum(acc[r][t]);
-    if (ks > 1) {  // fixed-order sum of the split's warps into the first one
-      if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-#pragma unroll
-          for (int t = 0; t < NT; t++) partial[warp][r][t] = acc[r][t];
+      for (int j = 0; j < NT; j++) {
+        part[warp][g][j] = acc0[j] + acc1[j];
+        if (R == 16) part[warp][g + 8][j] = acc0[2 + j] + acc1[2 + j];
       }
-      __syncthreads();
-      if (sub == 0) {
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-#pragma unroll
-          for (int t = 0; t < NT; t++) {
-            float sum = 0.f;
-            for (int s2 = 0; s2 < ks; s2++) sum += partial[warp + s2][r][t];
-            acc[r][t] = sum;
-          }
-      }
-      __syncthreads();
     }
-    if (task >= tasks || sub != 0) continue;
-    // Epilogue: lane t writes token t (lane NT + t the second row).
+    __syncthreads();
+    // Fixed-order sum over the warps; then the epilogue.
+    auto row_sum = [&](int i) {
+      float s = 0.f;
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-      if (t >= a.tokens) break;
-      if constexpr (OUT == GEMV_OUT_SILU_MUL) {
-        if (lane == t) {
-          const float g = round_bf16(acc[0][t]), u = round_bf16(acc[1][t]);
-          static_cast<bf16 *>(a.y)[(size_t)t * a.ldy + task] = __float2bfloat16(g / (1.f + __expf(-g)) * u);
+      for (int w = 0; w < kMaxWarps; w++)
+        if (w < warps) s += part[w][i][my_tok];
+      return s;
+    };
+    if (OUT == GEMV_OUT_SILU_MUL) {
+      if ((int)threadIdx.x < R / 2 * NT && my_tok < a.tokens) {
+        const int out = tile * (R / 2) + my_row;
+        if (out < a.n_out) {
+          const float gt = round_bf16(row_sum(my_row)), up = round_bf16(row_sum(my_row + R / 2));
+          static_cast<bf16 *>(a.y)[(size_t)my_tok * a.ldy + out] = __float2bfloat16(gt / (1.f + __expf(-gt)) * up);
         }
-      } else {
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-          if (lane != r * NT + t || rows[r] < 0) continue;
-          const size_t at = (size_t)t * a.ldy + rows[r];
-          if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(acc[r][t]);
-          if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = acc[r][t];
-          if (OUT == GEMV_OUT_ADD_F32)
-            static_cast<float *>(a.y)[at] = (base == first_base ? y_first : static_cast<float *>(a.y)[at]) + acc[r][t];
-        }
+      }
+    } else if ((int)threadIdx.x < R * NT && my_tok < a.tokens) {
+      const int row = tile_row<R, OUT>(tile, my_row, a.n_out);
+      if (row >= 0) {
+        const float v = row_sum(my_row);
+        const size_t at = (size_t)my_tok * a.ldy + row;
+        if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(v);
+        if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = v;
+        if (OUT == GEMV_OUT_ADD_F32) static_cast<float *>(a.y)[at] = (it == 0 ? y_first : static_cast<float *>(a.y)[at]) + v;
       }
     }
   }
@@ -229,36 +228,57 @@ __global__ __launch_bounds__(kThreads) void gemv_kernel(GemvArgs a) {
 typedef void (*GemvKernel)(GemvArgs);
 
 // The (input, output) pairs the forward step uses.
-template <int NT>
+template <int NT, int R>
 GemvKernel pick(GemvInput in, GemvOutput out) {
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_BF16>;
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_F32>;
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
-  if (in == GEMV_IN_BF16 && out == GEMV_OUT_ADD_F32) return gemv_kernel<NT, GEMV_IN_BF16, GEMV_OUT_ADD_F32>;
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_BF16>;
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_F32>;
+  if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
+  if (in == GEMV_IN_BF16 && out == GEMV_OUT_ADD_F32) return gemv_kernel<NT, R, GEMV_IN_BF16, GEMV_OUT_ADD_F32>;
   return nullptr;
 }
 
 static_assert(LP_GEMV_MAX_TOKENS <= 2, "kernels are instantiated for 1 and 2 tokens");
 int padded_tokens(int tokens) { return tokens <= 1 ? 1 : 2; }
 
-GemvKernel pick_kernel(GemvInput in, GemvOutput out, int nt) {
-  return nt == 1 ? pick<1>(in, out) : pick<2>(in, out);
+GemvKernel pick_kernel(GemvInput in, GemvOutput out, int nt, int rows) {
+  if (rows == 16) return nt == 1 ? pick<1, 16>(in, out) : pick<2, 16>(in, out);
+  return nt == 1 ? pick<1, 8>(in, out) : pick<2, 8>(in, out);
+}
+
+// How a row of k columns is split: tile rows, warps, and windows per warp.
+struct GemvSplit {
+  int rows, warps, windows;
+};
+
+GemvSplit gemv_split(int k) {
+  const int chunks = k / 32;
+  if (chunks <= 8 * chunks_per_window<16>()) return {16, (chunks + 3) / 4, 1};
+  const int per_window = chunks_per_window<8>();
+  const int windows = (chunks + kMaxWarps * per_window - 1) / (kMaxWarps * per_window);
+  return {8, (chunks + windows * per_window - 1) / (windows * per_window), windows};
+}
+
+// IN_NORM: shared memory for the normalized input slices of every warp.
+size_t norm_smem_bytes(const GemvSplit &s, int nt) {
+  return (size_t)s.warps * nt * s.windows * (s.rows == 16 ? chunks_per_window<16>() : chunks_per_window<8>()) * 32 * 2;
 }
 
 }  // namespace
 
 bool gemv_fits(int tokens, int k) {
-  return tokens >= 1 && tokens <= LP_GEMV_MAX_TOKENS && k % 8 == 0 &&
-         (size_t)(padded_tokens(tokens) + 1) * k * 2 <= (size_t)kMaxSmemBytes;
+  if (tokens < 1 || tokens > LP_GEMV_MAX_TOKENS || k < 32 || k % 32 != 0) return false;
+  const GemvSplit s = gemv_split(k);
+  return s.windows <= kMaxWindows && norm_smem_bytes(s, padded_tokens(tokens)) <= (size_t)kMaxSmemBytes;
 }
 
 lp_status gemv_configure(void) {
   const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16};
   const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32};
   for (int nt = 1; nt <= 2; nt++)
-    for (int i = 0; i < 4; i++)
-      CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt),
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+    for (int rows : {8, 16})
+      for (int i = 0; i < 4; i++)
+        CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt, rows),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
   return LP_OK;
 }
 
@@ -267,18 +287,24 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
              a.tokens);
   LP_REQUIRE(in != GEMV_IN_NORM || a.norm_w, "gemv: normalized input needs a norm weight");
   const int nt = padded_tokens(a.tokens);
-  GemvKernel kernel = pick_kernel(in, out, nt);
+  const GemvSplit split = gemv_split(a.k);
+  GemvKernel kernel = pick_kernel(in, out, nt, split.rows);
   LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
   GemvArgs args = a;
-  // Split long rows over warps so that each warp issues all its loads at once (k <= 1024 each).
-  args.ksplit = 1;
-  while (args.ksplit < 8 && args.ksplit * 1024 < a.k) args.ksplit *= 2;
-  const int tasks = out == GEMV_OUT_SILU_MUL ? a.n_out : (a.n_out + 1) / 2;
-  const int slots = kThreads / 32 / args.ksplit;
-  int blocks = (tasks + slots - 1) / slots;
-  if (blocks > num_sms * 4) blocks = num_sms * 4;
+  args.windows = split.windows;
+  const int tiles = out == GEMV_OUT_SILU_MUL ? (a.n_out + split.rows / 2 - 1) / (split.rows / 2)
+                                             : (a.n_out + split.rows - 1) / split.rows;
+  const size_t smem = in == GEMV_IN_NORM ? norm_smem_bytes(split, nt) : 0;
+  // A CTA streams tile after tile when there are more tiles than CTAs (the LM head): as many CTAs
+  // as are resident at once, so that no second wave runs with the GPU mostly idle.
+  int blocks = tiles;
+  if (tiles > num_sms) {
+    int per_sm = 1;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, split.warps * 32, smem));
+    const int resident = (per_sm > 0 ? per_sm : 1) * num_sms;
+    if (blocks > resident) blocks = resident;
+  }
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
   args.prefetch = weight_bytes <= kMaxPrefetchBytes;
-  const int smem_rows = nt + (in == GEMV_IN_NORM ? 1 : 0);  // input rows, then the norm weight
-  return launch_kernel(kernel, blocks, kThreads, (size_t)smem_rows * a.k * 2, stream, args);
+  return launch_kernel(kernel, blocks, split.warps * 32, smem, stream, args);
 }

@@ -54,7 +54,7 @@ struct GemvArgs {
   void *y;
   int ldy;
   int prefetch;           // set by launch_gemv: prefetch the weights into L2 before the input is ready
-  int ksplit;             // set by launch_gemv: warps sharing one output pair
+  int windows;            // set by launch_gemv: weight windows each warp streams along k
 };
 // Whether the fused GEMV handles this many tokens of width k.
 bool gemv_fits(int tokens, int k);
