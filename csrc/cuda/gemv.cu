@@ -294,16 +294,8 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   args.windows = split.windows;
   const int tiles = out == GEMV_OUT_SILU_MUL ? (a.n_out + split.rows / 2 - 1) / (split.rows / 2)
                                              : (a.n_out + split.rows - 1) / split.rows;
+  const int blocks = tiles < num_sms * 4 ? tiles : num_sms * 4;  // more tiles: each CTA loops over them
   const size_t smem = in == GEMV_IN_NORM ? norm_smem_bytes(split, nt) : 0;
-  // A CTA streams tile after tile when there are more tiles than CTAs (the LM head): as many CTAs
-  // as are resident at once, so that no second wave runs with the GPU mostly idle.
-  int blocks = tiles;
-  if (tiles > num_sms) {
-    int per_sm = 1;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, split.warps * 32, smem));
-    const int resident = (per_sm > 0 ? per_sm : 1) * num_sms;
-    if (blocks > resident) blocks = resident;
-  }
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
   args.prefetch = weight_bytes <= kMaxPrefetchBytes;
   return launch_kernel(kernel, blocks, split.warps * 32, smem, stream, args);
