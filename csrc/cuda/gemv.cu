@@ -26,9 +26,15 @@ const size_t kMaxPrefetchBytes = 32u << 20;  // weights prefetched into L2 (60 M
 
 // Tile shape: 16 rows when one window of 8 warps covers k (k <= 1024), else 8 rows (the MMA's
 // rows 8-15 are zero) so that a lane's window spans 8 chunks.
-template <int R>
-constexpr int chunks_per_window() {
-  return R == 16 ? kWindowVecs / 2 : kWindowVecs;
+__host__ __device__ constexpr int chunks_per_window(int rows) { return rows == 16 ? kWindowVecs / 2 : kWindowVecs; }
+
+// Columns of one warp's slice of k.
+__host__ __device__ constexpr int slice_cols(int rows, int windows) { return windows * chunks_per_window(rows) * 32; }
+
+// Tiles of n_out outputs (a SiLU*mul tile holds rows / 2 outputs: their gate and up rows).
+__host__ __device__ inline int tile_count(int n_out, int rows, bool silu) {
+  const int per_tile = silu ? rows / 2 : rows;
+  return (n_out + per_tile - 1) / per_tile;
 }
 
 // Weight row of tile row i (-1: past the end). SiLU*mul tiles pair R/2 gate rows with their up
@@ -46,11 +52,11 @@ __device__ __forceinline__ int tile_row(int tile, int i, int n_out) {
 // One window of this lane's weights: chunk c at columns col + 32 c of rows ra (and rb when R = 16).
 template <int R>
 __device__ __forceinline__ void load_window(const GemvArgs &a, int ra, int rb, int col,
-                                            uint4 (&wa)[chunks_per_window<R>()],
-                                            uint4 (&wb)[chunks_per_window<R>()]) {
+                                            uint4 (&wa)[chunks_per_window(R)],
+                                            uint4 (&wb)[chunks_per_window(R)]) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
-  for (int c = 0; c < chunks_per_window<R>(); c++) {
+  for (int c = 0; c < chunks_per_window(R); c++) {
     const int kk = col + 32 * c;
     wa[c] = ra >= 0 && kk < a.k ? ld_stream_16(a.w + (size_t)ra * a.k + kk) : zero;
     if (R == 16) wb[c] = rb >= 0 && kk < a.k ? ld_stream_16(a.w + (size_t)rb * a.k + kk) : zero;
@@ -120,14 +126,14 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
 
 template <int NT, int R, int IN, int OUT>
 __global__ __launch_bounds__(R == 16 ? 256 : kMaxWarps * 32, R == 16 ? 3 : 1) void gemv_kernel(GemvArgs a) {
-  constexpr int CPW = chunks_per_window<R>();
+  constexpr int CPW = chunks_per_window(R);
   extern __shared__ uint4 smem_x[];                  // IN_NORM: [warp][token][slice] bf16
   __shared__ float partial[2][kMaxWarps][R][NT];     // per-warp sums, double-buffered over tiles
   __shared__ float ss_part[kMaxWarps][2];            // IN_NORM: per-warp sums of squares
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int slice = a.windows * CPW * 32, s0 = warp * slice, col = s0 + 8 * t;
-  const int tiles = OUT == GEMV_OUT_SILU_MUL ? (a.n_out + R / 2 - 1) / (R / 2) : (a.n_out + R - 1) / R;
+  const int slice = slice_cols(R, a.windows), s0 = warp * slice, col = s0 + 8 * t;
+  const int tiles = tile_count(a.n_out, R, OUT == GEMV_OUT_SILU_MUL);
   bf16 *xs = reinterpret_cast<bf16 *>(smem_x) + (size_t)warp * NT * slice;
 
   // Weights depend on nothing earlier kernels write: the first window of the first tile is loaded
@@ -252,15 +258,16 @@ struct GemvSplit {
 
 GemvSplit gemv_split(int k) {
   const int chunks = k / 32;
-  if (chunks <= 8 * chunks_per_window<16>()) return {16, (chunks + 3) / 4, 1};
-  const int per_window = chunks_per_window<8>();
+  const int per16 = chunks_per_window(16);
+  if (chunks <= 8 * per16) return {16, (chunks + per16 - 1) / per16, 1};  // 8 warps: launch bounds
+  const int per_window = chunks_per_window(8);
   const int windows = (chunks + kMaxWarps * per_window - 1) / (kMaxWarps * per_window);
   return {8, (chunks + windows * per_window - 1) / (windows * per_window), windows};
 }
 
 // IN_NORM: shared memory for the normalized input slices of every warp.
 size_t norm_smem_bytes(const GemvSplit &s, int nt) {
-  return (size_t)s.warps * nt * s.windows * (s.rows == 16 ? chunks_per_window<16>() : chunks_per_window<8>()) * 32 * 2;
+  return (size_t)s.warps * nt * slice_cols(s.rows, s.windows) * 2;
 }
 
 }  // namespace
@@ -292,8 +299,7 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
   GemvArgs args = a;
   args.windows = split.windows;
-  const int tiles = out == GEMV_OUT_SILU_MUL ? (a.n_out + split.rows / 2 - 1) / (split.rows / 2)
-                                             : (a.n_out + split.rows - 1) / split.rows;
+  const int tiles = tile_count(a.n_out, split.rows, out == GEMV_OUT_SILU_MUL);
   const int blocks = tiles < num_sms * 4 ? tiles : num_sms * 4;  // more tiles: each CTA loops over them
   const size_t smem = in == GEMV_IN_NORM ? norm_smem_bytes(split, nt) : 0;
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;

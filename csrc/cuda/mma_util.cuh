@@ -1,5 +1,5 @@
-// Inline-PTX wrappers for the tensor-core paths (prefill attention, decode GEMV): cp.async copies into shared
-// memory, ldmatrix fragment loads and the bf16 m16n8k16 MMA with fp32 accumulators.
+// Inline-PTX wrappers for the tensor-core paths (prefill attention, decode GEMV): cp.async copies
+// into shared memory, ldmatrix fragment loads and the bf16 m16n8k16 MMA with fp32 accumulators.
 #ifndef LP_CUDA_MMA_UTIL_CUH
 #define LP_CUDA_MMA_UTIL_CUH
 #include <stdint.h>
