@@ -63,7 +63,7 @@ __device__ __forceinline__ void store_out(const AttnArgs &a, int tok, int kvh, i
   a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
 }
 
-template <int D, int MAXG, int kUnroll>
+template <int D, int MAXG, int kUnroll, bool PRELOAD>
 __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
   constexpr int GROUPS = kWarps * (32 / LANES);   // token rows processed side by side
@@ -87,8 +87,29 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   // step writes is refreshed in L2 by that write): pull this CTA's rows into L2 while they drain.
   // Only while it all fits in L2 with room to spare: large batches would evict their own rows.
   pdl_trigger();
+  constexpr int BATCH = GROUPS * kUnroll;  // context tokens per round of loads
+  // One round of this lane's K/V rows starting at token `base` (zeros past hi).
+  auto load_batch = [&](int base, uint4 (&kr)[kUnroll], uint4 (&vr)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      const int j = base + u * GROUPS + grp;
+      if (j < hi) {
+        const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
+        const size_t off = slot * slot_elems + (size_t)kvh * D + li * 8;
+        kr[u] = *reinterpret_cast<const uint4 *>(a.k_cache + off);
+        vr[u] = *reinterpret_cast<const uint4 *>(a.v_cache + off);
+      } else {
+        kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+  uint4 kr[kUnroll], vr[kUnroll];
+  // With the fused prologue no earlier kernel of this step writes the cache (this kernel writes
+  // the new token's row and uses it from registers): PRELOAD loads the first round before the wait.
+  const bool preloaded = PRELOAD && a.fused_prologue;
+  if (preloaded) load_batch(lo, kr, vr);
   if ((size_t)gridDim.x * gridDim.y * gridDim.z * chunk * D * 4 <= kMaxPrefetchBytes) {
-    for (int j = lo + (int)threadIdx.x; j < hi; j += blockDim.x) {
+    for (int j = lo + (preloaded ? BATCH : 0) + (int)threadIdx.x; j < hi; j += blockDim.x) {
       const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
       prefetch_l2(a.k_cache + slot * slot_elems + (size_t)kvh * D, D * 2);
       prefetch_l2(a.v_cache + slot * slot_elems + (size_t)kvh * D, D * 2);
@@ -156,23 +177,14 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
   }
 
   // Warp-uniform trip count (the shuffles below need every lane), per-group validity.
-  for (int base = lo; base < hi; base += GROUPS * kUnroll) {
-    uint4 kr[kUnroll], vr[kUnroll];
+  for (int base = lo; base < hi; base += BATCH) {
+    if (base != lo || !preloaded) load_batch(base, kr, vr);
     bool valid[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
       const int j = base + u * GROUPS + grp;
       valid[u] = j < hi;
-      if (valid[u] && owns_new && j == last) {
-        kr[u] = k_new, vr[u] = v_new;
-      } else if (valid[u]) {
-        const size_t slot = ((size_t)bt[j >> a.block_size_log2] << a.block_size_log2) | (size_t)(j & bs_mask);
-        const size_t off = slot * slot_elems + (size_t)kvh * D + li * 8;
-        kr[u] = *reinterpret_cast<const uint4 *>(a.k_cache + off);
-        vr[u] = *reinterpret_cast<const uint4 *>(a.v_cache + off);
-      } else {
-        kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
-      }
+      if (owns_new && j == last) kr[u] = k_new, vr[u] = v_new;
     }
     float s[MAXG][kUnroll];
 #pragma unroll
@@ -267,27 +279,34 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
     }
     store_out<D>(a, tok, kvh, G, h, d, O, L);
   }
-  cluster.sync();  // the peers are done reading this CTA's shared memory before it exits
+  // The peers are done reading this CTA's shared memory before it exits. A relaxed arrive: this
+  // CTA publishes nothing, so its output stores need not complete before the barrier.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
 typedef void (*DecodeKernel)(AttnArgs, StepMeta, int);
 
-template <int D, int U>
-DecodeKernel pick_group(int group) {
-  if (group <= 1) return decode_kernel<D, 1, U>;
-  if (group <= 2) return decode_kernel<D, 2, U>;
-  if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow>;
-  return decode_kernel<D, 8, kUnrollNarrow>;
+// The kernel variants: tokens in flight per lane group, and whether the first round of K/V is
+// loaded before the PDL wait (its registers double the kernel's, so only while every CTA has an
+// SM to itself: more CTAs would not all be resident while the previous kernel drains).
+enum class Variant { kNarrow, kWide, kWidePreload };
+
+template <int D>
+DecodeKernel pick_group(int group, Variant v) {
+  if (group <= 2 && v == Variant::kWidePreload)
+    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, true> : decode_kernel<D, 2, kUnrollWide, true>;
+  if (group <= 2 && v == Variant::kWide)
+    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, false> : decode_kernel<D, 2, kUnrollWide, false>;
+  if (group <= 1) return decode_kernel<D, 1, kUnrollNarrow, false>;
+  if (group <= 2) return decode_kernel<D, 2, kUnrollNarrow, false>;
+  if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow, false>;
+  return decode_kernel<D, 8, kUnrollNarrow, false>;
 }
 
-template <int U>
-DecodeKernel pick_dim(int head_dim, int group) {
-  return head_dim == 64 ? pick_group<64, U>(group) : head_dim == 128 ? pick_group<128, U>(group) : pick_group<256, U>(group);
-}
-
-DecodeKernel pick(int head_dim, int group, bool wide) {
-  static_assert(kWideMaxGroup == 2, "pick_group instantiates the wide unroll for groups 1 and 2");
-  return wide ? pick_dim<kUnrollWide>(head_dim, group) : pick_dim<kUnrollNarrow>(head_dim, group);
+DecodeKernel pick(int head_dim, int group, Variant v) {
+  static_assert(kWideMaxGroup == 2, "pick_group instantiates the wide variants for groups 1 and 2");
+  return head_dim == 64 ? pick_group<64>(group, v) : head_dim == 128 ? pick_group<128>(group, v) : pick_group<256>(group, v);
 }
 
 }  // namespace
@@ -308,9 +327,8 @@ lp_status attention_decode_configure(void) {
   const int groups[] = {1, 2, 4, 8}, dims[] = {64, 128, 256};
   for (int g : groups)
     for (int d : dims)
-      for (bool wide : {false, true})
-        if (!wide || g <= kWideMaxGroup)  // larger groups have only the narrow kernel
-          CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, wide), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      for (Variant v : {Variant::kNarrow, Variant::kWide, Variant::kWidePreload})
+        CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, v), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return LP_OK;
 }
 
@@ -321,8 +339,11 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
   LP_REQUIRE(splits >= 1 && splits <= LP_MAX_DECODE_SPLITS, "decode attention: splits=%d", splits);
   const long ctas = (long)num_decode * a.num_kv_heads * splits;
-  const bool wide = group <= kWideMaxGroup && ctas <= 2L * num_sms;  // one wave of this 128-thread kernel
-  LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, wide), dim3(num_decode, a.num_kv_heads, splits), kWarps * 32,
+  // Wide: one wave of this 128-thread kernel.
+  const Variant v = group > kWideMaxGroup || ctas > 2L * num_sms ? Variant::kNarrow
+                    : ctas <= num_sms                            ? Variant::kWidePreload
+                                                                 : Variant::kWide;
+  LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, v), dim3(num_decode, a.num_kv_heads, splits), kWarps * 32,
                                  dim3(1, 1, splits), 0, stream, a, m, splits));
   return LP_OK;
 }
