@@ -110,16 +110,21 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
   }
   if (c.rows == 0) return LP_OK;
   const int V = cfg.vocab_size, R = c.rows;
-  if (gemv_fits(R, h)) {
+  // The GEMV also leaves each row's max, argmax and sum of exp per CTA, which the sampler merges
+  // instead of reading the logits again.
+  const bool head_gemv = gemv_fits(R, h);
+  if (head_gemv) {
     GemvArgs g = gemv_args(m->lm_head, V, h, R, b.residual, m->final_norm, eps, b.logits, V);
     g.row_map = dm.sample_index;
+    g.row_stats = b.head_stats;
     LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_F32, g, m->num_sms, st));
   } else {
     LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
     LP_TRY(gemm_bf16(m->cublas, V, gemm_rows(R, m->max_seqs), h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
   }
   return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R),
-                         sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters, st);
+                         head_gemv ? 1 : sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters,
+                         head_gemv ? b.head_stats : nullptr, b.head_stats_parts, st);
 }
 
 extern "C" lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,

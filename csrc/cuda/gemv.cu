@@ -124,6 +124,35 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
   __syncwarp();
 }
 
+// Running (max, sum of exp(y - max), lowest argmax) of one token's outputs, held by the lanes of
+// warp 0 that own the token's outputs (lane = row * NT + token).
+struct RunningMax {
+  float m = -INFINITY, s = 0.f;
+  int arg = 0x7fffffff;
+
+  // Folds in one tile: value v of this lane's output idx (-INFINITY: none). Warp 0, all lanes.
+  template <int R, int NT>
+  __device__ __forceinline__ void fold(float v, int idx) {
+    float tm = v;
+    int ti = idx;
+#pragma unroll
+    for (int o = NT; o < R * NT; o <<= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, tm, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, ti, o);
+      if (ov > tm || (ov == tm && oi < ti)) tm = ov, ti = oi;
+    }
+    float e = v == -INFINITY ? 0.f : __expf(v - tm);
+#pragma unroll
+    for (int o = NT; o < R * NT; o <<= 1) e += __shfl_xor_sync(0xffffffffu, e, o);
+    if (tm == -INFINITY) return;
+    if (tm > m) {  // on ties the earlier tile's (lower) index stays
+      s = s * __expf(m - tm) + e, m = tm, arg = ti;
+    } else {
+      s += e * __expf(tm - m);
+    }
+  }
+};
+
 template <int NT, int R, int IN, int OUT>
 __global__ __launch_bounds__(R == 16 ? 256 : kMaxWarps * 32, R == 16 ? 3 : 1) void gemv_kernel(GemvArgs a) {
   constexpr int CPW = chunks_per_window(R);
@@ -134,6 +163,7 @@ __global__ __launch_bounds__(R == 16 ? 256 : kMaxWarps * 32, R == 16 ? 3 : 1) vo
   const int g = lane >> 2, t = lane & 3;
   const int slice = slice_cols(R, a.windows), s0 = warp * slice, col = s0 + 8 * t;
   const int tiles = tile_count(a.n_out, R, OUT == GEMV_OUT_SILU_MUL);
+  RunningMax run;
   bf16 *xs = reinterpret_cast<bf16 *>(smem_x) + (size_t)warp * NT * slice;
 
   // Weights depend on nothing earlier kernels write: the first window of the first tile is loaded
@@ -218,17 +248,22 @@ __global__ __launch_bounds__(R == 16 ? 256 : kMaxWarps * 32, R == 16 ? 3 : 1) vo
           static_cast<bf16 *>(a.y)[(size_t)my_tok * a.ldy + out] = __float2bfloat16(gt / (1.f + __expf(-gt)) * up);
         }
       }
-    } else if ((int)threadIdx.x < R * NT && my_tok < a.tokens) {
-      const int row = tile_row<R, OUT>(tile, my_row, a.n_out);
+    } else {
+      float v = -INFINITY;
+      int row = -1;
+      if ((int)threadIdx.x < R * NT && my_tok < a.tokens) row = tile_row<R, OUT>(tile, my_row, a.n_out);
       if (row >= 0) {
-        const float v = row_sum(my_row);
+        v = row_sum(my_row);
         const size_t at = (size_t)my_tok * a.ldy + row;
         if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(v);
         if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = v;
         if (OUT == GEMV_OUT_ADD_F32) static_cast<float *>(a.y)[at] = (it == 0 ? y_first : static_cast<float *>(a.y)[at]) + v;
       }
+      if (OUT == GEMV_OUT_F32 && a.row_stats && warp == 0) run.fold<R, NT>(v, row);
     }
   }
+  if (OUT == GEMV_OUT_F32 && a.row_stats && (int)threadIdx.x < NT && (int)threadIdx.x < a.tokens)
+    a.row_stats[threadIdx.x * gridDim.x + blockIdx.x] = make_float4(run.m, run.s, __int_as_float(run.arg), 0.f);
 }
 
 typedef void (*GemvKernel)(GemvArgs);
@@ -289,6 +324,11 @@ lp_status gemv_configure(void) {
   return LP_OK;
 }
 
+int gemv_grid(GemvOutput out, int n_out, int k, int num_sms) {
+  const int tiles = tile_count(n_out, gemv_split(k).rows, out == GEMV_OUT_SILU_MUL);
+  return tiles < num_sms * 4 ? tiles : num_sms * 4;  // more tiles: each CTA loops over them
+}
+
 lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms, cudaStream_t stream) {
   LP_REQUIRE(a.n_out > 0 && gemv_fits(a.tokens, a.k), "gemv: bad shape n_out=%d k=%d tokens=%d", a.n_out, a.k,
              a.tokens);
@@ -299,8 +339,8 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
   GemvArgs args = a;
   args.windows = split.windows;
-  const int tiles = tile_count(a.n_out, split.rows, out == GEMV_OUT_SILU_MUL);
-  const int blocks = tiles < num_sms * 4 ? tiles : num_sms * 4;  // more tiles: each CTA loops over them
+  LP_REQUIRE(!a.row_stats || out == GEMV_OUT_F32, "gemv: row stats need fp32 outputs");
+  const int blocks = gemv_grid(out, a.n_out, a.k, num_sms);
   const size_t smem = in == GEMV_IN_NORM ? norm_smem_bytes(split, nt) : 0;
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
   args.prefetch = weight_bytes <= kMaxPrefetchBytes;

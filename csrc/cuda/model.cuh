@@ -37,6 +37,8 @@ struct StepBuffers {
   int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
   float4 *sample_parts;     // [max_seqs * LP_SAMPLE_MAX_PARTS] per-slice (max, sum of exp, argmax bits)
   int32_t *sample_counters; // [max_seqs] finished slices per row (zero between launches)
+  float4 *head_stats;       // [LP_GEMV_MAX_TOKENS * head_stats_parts] the LM head GEMV's row stats
+  int head_stats_parts;     // CTAs of that GEMV
   uint8_t *meta;            // device copy of the step metadata
   uint8_t *meta_host;       // pinned staging of the step metadata
   size_t meta_cap;          // bytes of each

@@ -53,11 +53,16 @@ struct GemvArgs {
   float eps;
   void *y;
   int ldy;
+  // GEMV_OUT_F32 (NULL: none): each CTA's (max, sum of exp(y - max), lowest argmax bits, 0) over
+  // the outputs it wrote, per token, at [token * gemv_grid(...) + CTA] (the sampler merges them).
+  float4 *row_stats;
   int prefetch;           // set by launch_gemv: prefetch the weights into L2 before the input is ready
   int windows;            // set by launch_gemv: weight windows each warp streams along k
 };
 // Whether the fused GEMV handles this many tokens of width k.
 bool gemv_fits(int tokens, int k);
+// CTAs launch_gemv runs for n_out outputs of width k.
+int gemv_grid(GemvOutput out, int n_out, int k, int num_sms);
 lp_status gemv_configure(void);
 lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms,
                       cudaStream_t stream);
@@ -123,10 +128,11 @@ lp_status launch_attention_simple(const AttnArgs &a, const StepMeta &m, int toke
 // One token and its logprob per row of logits [rows, vocab], as lmpool.h's lp_step specifies.
 // Each row's max and sum of exp are taken over `parts` slices by as many CTAs (sampling_parts:
 // enough to fill the GPU); part_stats [rows * parts] is scratch, counters [rows] are zeros (the
-// last CTA of a row resets its counter).
+// last CTA of a row resets its counter). When the LM head GEMV left its per-CTA stats of each row
+// (head_stats [rows * head_parts], see GemvArgs::row_stats), they are merged instead (parts 1).
 int sampling_parts(int rows, int num_sms);
 lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m,
                           int32_t *out_tokens, float *out_logprobs, int parts, float4 *part_stats,
-                          int32_t *counters, cudaStream_t stream);
+                          int32_t *counters, const float4 *head_stats, int head_parts, cudaStream_t stream);
 
 #endif

@@ -6,7 +6,9 @@
 // The max, its index and the sum of exp (greedy and every logprob) are computed over `parts`
 // slices of the row by as many CTAs; the last of a row to finish merges them in slice order and,
 // for a sampled row, runs the top-k/top-p selection over the whole row alone. At small batches a
-// greedy step so reads its logits with the whole GPU instead of one SM per row.
+// greedy step so reads its logits with the whole GPU instead of one SM per row. When the LM head
+// ran as the decode GEMV, its CTAs left these stats for the rows they wrote, and one CTA per row
+// merges them instead (the greedy token and every logprob then read no logits at all).
 #include <math.h>
 
 #include "../common/mix64.h"
@@ -169,6 +171,17 @@ __device__ __forceinline__ void for_each_logit(const float *row, int vocab, F f)
   }
 }
 
+// Block-wide sum in a fixed order; every thread gets it.
+__device__ __forceinline__ float block_total(float v, SampleShared &sh) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float sum = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) sum += sh.f[w];
+  __syncthreads();
+  return sum;
+}
+
 // Max (lowest index on ties) and sum of exp(v - max) over row[lo, hi); every thread gets them.
 __device__ void slice_stats(const float *row, int lo, int hi, float &vmax, int &arg, float &sum, SampleShared &sh) {
   vmax = -INFINITY, arg = 0x7fffffff;
@@ -180,17 +193,30 @@ __device__ void slice_stats(const float *row, int lo, int hi, float &vmax, int &
   float se = 0.f;
   const float mx = vmax;
   if (n > 0) for_each_logit(row + lo, n, [&](float v, int) { se += __expf(v - mx); });
-  se = warp_sum(se);
-  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = se;
-  __syncthreads();
-  sum = 0.f;
-  for (int w = 0; w < (int)(blockDim.x >> 5); w++) sum += sh.f[w];
-  __syncthreads();
+  sum = block_total(se, sh);
 }
 
-__global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits, int vocab, StepMeta m,
+// The same over the row's given stats (the LM head's per-CTA (max, sum of exp(v - max), argmax)).
+__device__ __forceinline__ void merge_stats(const float4 *stats, int n, float &vmax, int &arg, float &sum, SampleShared &sh) {
+  vmax = -INFINITY, arg = 0x7fffffff;
+  for (int p = threadIdx.x; p < n; p += blockDim.x) {
+    const float4 q = stats[p];
+    const int qi = __float_as_int(q.z);
+    if (q.x > vmax || (q.x == vmax && qi < arg)) vmax = q.x, arg = qi;
+  }
+  block_argmax(vmax, arg, sh);
+  float se = 0.f;
+  for (int p = threadIdx.x; p < n; p += blockDim.x) {
+    const float4 q = stats[p];
+    if (q.y > 0.f) se += q.y * __expf(q.x - vmax);
+  }
+  sum = block_total(se, sh);
+}
+
+__global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logits, int vocab, StepMeta m,
                                                             int32_t *out_tokens, float *out_logprobs,
-                                                            float4 *parts, int32_t *counters) {
+                                                            float4 *parts, int32_t *counters,
+                                                            const float4 *head_stats, int head_parts) {
   __shared__ SampleShared sh;
   __shared__ int s_last;
   pdl_trigger();
@@ -203,7 +229,11 @@ __global__ __launch_bounds__(kThreads) void sampling_kernel(const float *logits,
   const int lo = part * slice, hi = min(vocab, lo + slice);
   float gmax, total;
   int garg;
-  slice_stats(row, lo, hi, gmax, garg, total, sh);
+  if (head_stats) {
+    merge_stats(head_stats + (size_t)r * head_parts, head_parts, gmax, garg, total, sh);
+  } else {
+    slice_stats(row, lo, hi, gmax, garg, total, sh);
+  }
   if (nparts > 1) {
     if (threadIdx.x == 0) parts[(size_t)r * nparts + part] = make_float4(gmax, total, __int_as_float(garg), 0.f);
     __threadfence();
@@ -285,10 +315,13 @@ int sampling_parts(int rows, int num_sms) {
 }
 
 lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, int32_t *out_tokens,
-                          float *out_logprobs, int parts, float4 *part_stats, int32_t *counters, cudaStream_t stream) {
+                          float *out_logprobs, int parts, float4 *part_stats, int32_t *counters,
+                          const float4 *head_stats, int head_parts, cudaStream_t stream) {
   LP_REQUIRE(rows > 0 && vocab > 0, "sampling: bad shape rows=%d vocab=%d", rows, vocab);
   LP_REQUIRE(parts >= 1 && parts <= LP_SAMPLE_MAX_PARTS && (parts == 1 || (part_stats && counters)),
              "sampling: parts=%d", parts);
+  LP_REQUIRE(!head_stats || (parts == 1 && head_parts >= 1), "sampling: head stats with parts=%d head_parts=%d",
+             parts, head_parts);
   return launch_kernel(sampling_kernel, dim3(rows, parts), kThreads, 0, stream, logits, vocab, m, out_tokens,
-                       out_logprobs, part_stats, counters);
+                       out_logprobs, part_stats, counters, head_stats, head_parts);
 }

@@ -38,6 +38,8 @@ lp_status workspace_alloc(LpModel *m) {
   LP_TRY(device_alloc(&b.sample_parts, S * LP_SAMPLE_MAX_PARTS, "sampling slice stats"));
   LP_TRY(device_alloc(&b.sample_counters, S, "sampling slice counters"));
   CUDA_CHECK(cudaMemset(b.sample_counters, 0, S * sizeof(int32_t)));
+  b.head_stats_parts = gemv_grid(GEMV_OUT_F32, c.vocab_size, c.hidden_size, m->num_sms);
+  LP_TRY(device_alloc(&b.head_stats, (size_t)LP_GEMV_MAX_TOKENS * b.head_stats_parts, "LM head row stats"));
   // Metadata capacity: every array at its maximum, block tables compacted to the longest context.
   int ctx_bound = c.max_position;
   if (ctx_bound < m->max_tokens) ctx_bound = m->max_tokens;
@@ -64,7 +66,7 @@ lp_status workspace_alloc(LpModel *m) {
 void workspace_free(LpModel *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits,
-                 b.sample_out, b.sample_parts, b.sample_counters, b.meta,
+                 b.sample_out, b.sample_parts, b.sample_counters, b.head_stats, b.meta,
                  b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
