@@ -288,8 +288,8 @@ __global__ __launch_bounds__(kWarps * 32) void decode_kernel(AttnArgs a, StepMet
 typedef void (*DecodeKernel)(AttnArgs, StepMeta, int);
 
 // The kernel variants: tokens in flight per lane group, and whether the first round of K/V is
-// loaded before the PDL wait (its registers double the kernel's, so only while every CTA has an
-// SM to itself: more CTAs would not all be resident while the previous kernel drains).
+// loaded before the PDL wait (half again as many registers, so only while every CTA has an SM to
+// itself: more CTAs would not all be resident while the previous kernel drains).
 enum class Variant { kNarrow, kWide, kWidePreload };
 
 template <int D>
