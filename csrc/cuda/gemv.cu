@@ -150,7 +150,6 @@ struct RunningMax {
 
 template <int NT, int R, int IN, int OUT>
 __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
-  constexpr int CPW = kWindowChunks;
   extern __shared__ uint4 smem_x[];                  // IN_NORM: [warp][token][slice] bf16
   __shared__ float partial[2][kMaxWarps][R][NT];     // per-warp sums, double-buffered over tiles
   __shared__ float ss_part[kMaxWarps][2];            // IN_NORM: per-warp sums of squares
@@ -168,7 +167,7 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
   int tile = blockIdx.x;
   int ra = tile < tiles ? tile_row<R, OUT>(tile, g, a.n_out) : -1;
   int rb = R == 16 && tile < tiles ? tile_row<R, OUT>(tile, g + 8, a.n_out) : -1;
-  uint4 wa[CPW], wb[CPW];
+  uint4 wa[kWindowChunks], wb[kWindowChunks];
   load_window<R>(a, ra, rb, col, wa, wb);
   if (a.prefetch && (int)threadIdx.x < R)
     for (int later = tile + gridDim.x; later < tiles; later += gridDim.x) {
@@ -201,10 +200,10 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
     }
     float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};  // even / odd k16 steps
     for (int win = 0; win < a.windows; win++) {
-      const int wcol = col + win * CPW * 32;
+      const int wcol = col + win * kWindowChunks * 32;
       if (it > 0 || win > 0) load_window<R>(a, ra, rb, wcol, wa, wb);
 #pragma unroll
-      for (int c = 0; c < CPW; c++) {
+      for (int c = 0; c < kWindowChunks; c++) {
         const int kk = wcol + 32 * c;
         uint4 b = make_uint4(0, 0, 0, 0);
         if (g < a.tokens && kk < a.k)

@@ -4,11 +4,11 @@
 // z + Gumbel noise from the counter-based splitmix64 hash. Probability mass is summed in 40-bit
 // fixed point with integer atomics, so results do not depend on thread order.
 // The max, its index and the sum of exp (greedy and every logprob) are computed over `parts`
-// slices of the row by as many CTAs; the last of a row to finish merges them in slice order and,
-// for a sampled row, runs the top-k/top-p selection over the whole row alone. At small batches a
-// greedy step so reads its logits with the whole GPU instead of one SM per row. When the LM head
-// ran as the decode GEMV, its CTAs left these stats for the rows they wrote, and one CTA per row
-// merges them instead (the greedy token and every logprob then read no logits at all).
+// slices of the row by as many CTAs; the last of a row to finish merges them (lowest index on
+// ties) and, for a sampled row, runs the top-k/top-p selection over the whole row alone. At small
+// batches a greedy step so reads its logits with the whole GPU instead of one SM per row. When
+// the LM head ran as the decode GEMV, its CTAs left these stats for the rows they wrote, and one
+// CTA per row merges them instead (the greedy token and every logprob then read no logits at all).
 #include <math.h>
 
 #include "../common/mix64.h"
@@ -32,7 +32,7 @@ struct SampleShared {
   unsigned long long total;
   unsigned int sel, remaining;
   unsigned long long above;
-  float f[32];
+  float f[33];  // block_argmax's per-warp values; block_sum's scratch
   int idx[32];
 };
 
@@ -171,17 +171,6 @@ __device__ __forceinline__ void for_each_logit(const float *row, int vocab, F f)
   }
 }
 
-// Block-wide sum in a fixed order; every thread gets it.
-__device__ __forceinline__ float block_total(float v, SampleShared &sh) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float sum = 0.f;
-  for (int w = 0; w < (int)(blockDim.x >> 5); w++) sum += sh.f[w];
-  __syncthreads();
-  return sum;
-}
-
 // Max (lowest index on ties) and sum of exp(v - max) over row[lo, hi); every thread gets them.
 __device__ void slice_stats(const float *row, int lo, int hi, float &vmax, int &arg, float &sum, SampleShared &sh) {
   vmax = -INFINITY, arg = 0x7fffffff;
@@ -193,24 +182,25 @@ __device__ void slice_stats(const float *row, int lo, int hi, float &vmax, int &
   float se = 0.f;
   const float mx = vmax;
   if (n > 0) for_each_logit(row + lo, n, [&](float v, int) { se += __expf(v - mx); });
-  sum = block_total(se, sh);
+  sum = block_sum(se, sh.f);
 }
 
-// The same over the row's given stats (the LM head's per-CTA (max, sum of exp(v - max), argmax)).
+// The same over n partial stats (max, sum of exp(v - max), argmax bits) of one row: the slices'
+// or the LM head CTAs'. Read from L2: other CTAs wrote them.
 __device__ __forceinline__ void merge_stats(const float4 *stats, int n, float &vmax, int &arg, float &sum, SampleShared &sh) {
   vmax = -INFINITY, arg = 0x7fffffff;
   for (int p = threadIdx.x; p < n; p += blockDim.x) {
-    const float4 q = stats[p];
+    const float4 q = __ldcg(stats + p);
     const int qi = __float_as_int(q.z);
     if (q.x > vmax || (q.x == vmax && qi < arg)) vmax = q.x, arg = qi;
   }
   block_argmax(vmax, arg, sh);
   float se = 0.f;
   for (int p = threadIdx.x; p < n; p += blockDim.x) {
-    const float4 q = stats[p];
+    const float4 q = __ldcg(stats + p);
     if (q.y > 0.f) se += q.y * __expf(q.x - vmax);
   }
-  sum = block_total(se, sh);
+  sum = block_sum(se, sh.f);
 }
 
 __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logits, int vocab, StepMeta m,
@@ -245,22 +235,7 @@ __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logi
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    if (threadIdx.x == 0) {  // slice order: the first slice holding the max has its lowest index
-      float M = -INFINITY, L = 0.f;
-      int arg = 0x7fffffff;
-      for (int p = 0; p < nparts; p++) {
-        const float4 q = __ldcg(parts + (size_t)r * nparts + p);
-        if (q.x > M) M = q.x, arg = __float_as_int(q.z);
-      }
-      for (int p = 0; p < nparts; p++) {
-        const float4 q = __ldcg(parts + (size_t)r * nparts + p);
-        if (q.y > 0.f) L += q.y * __expf(q.x - M);
-      }
-      sh.f[0] = M, sh.f[1] = L, sh.idx[0] = arg;
-    }
-    __syncthreads();
-    gmax = sh.f[0], total = sh.f[1], garg = sh.idx[0];
-    __syncthreads();
+    merge_stats(parts + (size_t)r * nparts, nparts, gmax, garg, total, sh);
   }
   const float lse = gmax + logf(total);
 

@@ -25,7 +25,7 @@ const VARIANTS: Variant[] = [
   { arch: "llama", tie: true, blockSize: 16, vocabSize: 500, hiddenSize: 96, intermediateSize: 160, numHeads: 6, numKvHeads: 3, headDim: 32 },
   // Eight query heads per kv head at head size 128 (the decode kernel's widest group).
   { arch: "llama", tie: false, blockSize: 128, vocabSize: 800, hiddenSize: 256, intermediateSize: 512, numHeads: 8, numKvHeads: 1, headDim: 128 },
-  // Rows wider than 1024 (8-row GEMV tiles) and than 4096 (several weight windows per warp).
+  // Rows wider than 4096: 8-row GEMV tiles with several weight windows per warp.
   { arch: "qwen3", tie: true, blockSize: 64, vocabSize: 600, hiddenSize: 1280, intermediateSize: 4608, numHeads: 10, numKvHeads: 5, headDim: 128 },
 ];
 
