@@ -45,7 +45,8 @@ lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, c
   }
   if (!fast_attention(cfg)) return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
   if (c.decode_seqs > 0) {
-    const int splits = attention_decode_splits(c.decode_seqs, cfg.num_kv_heads, m->num_sms);
+    const int group = cfg.num_heads / cfg.num_kv_heads;
+    const int splits = attention_decode_splits(c.decode_seqs, cfg.num_kv_heads, group, m->num_sms);
     LP_TRY(launch_attention_decode(a, dm, c.decode_seqs, splits, m->num_sms, m->stream));
   }
   if (c.prefill_tiles > 0) LP_TRY(launch_attention_prefill(a, dm, c.prefill_tiles, m->stream));
@@ -72,15 +73,21 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
   // Small batches: fused GEMVs (norm in the prologue, residual add / SiLU*mul in the epilogue).
   const bool gemv = gemv_fits(T, h) && gemv_fits(T, m->q_dim) && gemv_fits(T, inter);
   const bool fuse_prologue = prologue_fused(m, c);
-  LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, gemv ? nullptr : m->layers[0].input_norm, eps,
-                      b.xnorm, st));
-  LP_TRY(launch_rope_table(dm.positions, b.rope_inv_freq, T, cfg.head_dim / 2, b.rope_cos_sin, st));
+  // GEMVs: the first layer's QKV GEMV embeds the tokens and computes the rope table itself (two
+  // launches fewer: 1 x H200, batch 1, about 3 us a step).
+  if (!gemv) {
+    LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, m->layers[0].input_norm, eps, b.xnorm, st));
+    LP_TRY(launch_rope_table(dm.positions, b.rope_inv_freq, T, cfg.head_dim / 2, b.rope_cos_sin, st));
+  }
   for (int l = 0; l < L; l++) {
     const LayerWeights &w = m->layers[l];
     if (gemv) {
-      LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_BF16,
-                         gemv_args(w.qkv, m->qkv_dim, h, T, b.residual, w.input_norm, eps, b.qkv, m->qkv_dim),
-                         m->num_sms, st));
+      GemvArgs g = gemv_args(w.qkv, m->qkv_dim, h, T, b.residual, w.input_norm, eps, b.qkv, m->qkv_dim);
+      if (l == 0) {
+        g.x = m->embed, g.row_map = dm.tokens;
+        g.first = {b.residual, dm.positions, b.rope_inv_freq, b.rope_cos_sin, cfg.head_dim / 2};
+      }
+      LP_TRY(launch_gemv(l == 0 ? GEMV_IN_EMBED : GEMV_IN_NORM, GEMV_OUT_BF16, g, m->num_sms, st));
     } else {
       LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, Tg, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
     }

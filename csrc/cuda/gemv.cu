@@ -15,6 +15,7 @@
 #include "launch.cuh"
 #include "mma_util.cuh"
 #include "ops.cuh"
+#include "rope_rotate.cuh"
 
 namespace {
 
@@ -62,7 +63,8 @@ __device__ __forceinline__ void load_window(const GemvArgs &a, int ra, int rb, i
 // ([token][slice]). The warps' slices tile the row, so each warp sums the squares of the values
 // it loads, one barrier shares the sums (`ss_part`), and each warp normalizes what it holds. The
 // slice's norm weights `nw` (a lane's first two 4-column groups) were read before the wait.
-template <int NT>
+// GEMV_IN_EMBED: the rows are bf16 embedding rows, and CTA 0 also stores them to the residual.
+template <int NT, int IN>
 __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, int slice, const uint2 (&nw)[2],
                                                    bf16 *xs, float (*ss_part)[2]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -72,23 +74,40 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
     return off < slice && c < a.k ? c : -1;
   };
   const int groups = slice / 128;  // per lane: 2 per window
-  const float4 *rows[NT];
+  const float4 *rows[NT] = {};      // fp32 input rows
+  const uint2 *embed_rows[NT] = {};  // GEMV_IN_EMBED: bf16 input rows
+  // Columns [c, c + 4) of token tok's input row, as fp32.
+  auto load4 = [&](int tok, int c) {
+    if constexpr (IN != GEMV_IN_EMBED) return rows[tok][c / 4];
+    const uint2 u = embed_rows[tok][c / 4];
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
+                       __uint_as_float(u.y & 0xffff0000u));
+  };
+  auto keep_embedded = [&](int tok, int c, const float4 &x) {
+    if (IN == GEMV_IN_EMBED && blockIdx.x == 0)
+      reinterpret_cast<float4 *>(a.first.residual + (size_t)tok * a.k)[c / 4] = x;
+  };
   float4 v[NT][2];
 #pragma unroll
   for (int tok = 0; tok < NT; tok++) {
-    rows[tok] = reinterpret_cast<const float4 *>(static_cast<const float *>(a.x) +
-                                                 (size_t)(a.row_map ? a.row_map[tok < a.tokens ? tok : 0] : tok) * a.k);
+    const size_t row = (size_t)(a.row_map ? a.row_map[tok < a.tokens ? tok : 0] : tok) * a.k;
+    if constexpr (IN == GEMV_IN_EMBED)
+      embed_rows[tok] = reinterpret_cast<const uint2 *>(static_cast<const bf16 *>(a.x) + row);
+    else
+      rows[tok] = reinterpret_cast<const float4 *>(static_cast<const float *>(a.x) + row);
     float ss = 0.f;
 #pragma unroll
     for (int q = 0; q < 2; q++) {
       const int c = group_col(q);
-      v[tok][q] = tok < a.tokens && c >= 0 ? rows[tok][c / 4] : make_float4(0.f, 0.f, 0.f, 0.f);
+      v[tok][q] = tok < a.tokens && c >= 0 ? load4(tok, c) : make_float4(0.f, 0.f, 0.f, 0.f);
+      if (tok < a.tokens && c >= 0) keep_embedded(tok, c, v[tok][q]);
       ss += v[tok][q].x * v[tok][q].x + v[tok][q].y * v[tok][q].y + v[tok][q].z * v[tok][q].z + v[tok][q].w * v[tok][q].w;
     }
     for (int q = 2; q < groups; q++) {  // wide rows (several windows) only
       const int c = group_col(q);
       if (tok >= a.tokens || c < 0) continue;
-      const float4 x = rows[tok][c / 4];
+      const float4 x = load4(tok, c);
+      keep_embedded(tok, c, x);
       ss += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
     }
     ss = warp_sum(ss);
@@ -106,7 +125,7 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
     for (int q = 0; q < groups; q++) {
       const int c = group_col(q);
       if (c < 0) continue;
-      const float4 x = q == 0 ? v[tok][0] : q == 1 ? v[tok][1] : rows[tok][c / 4];
+      const float4 x = q == 0 ? v[tok][0] : q == 1 ? v[tok][1] : load4(tok, c);
       const uint2 w = q == 0 ? nw[0] : q == 1 ? nw[1] : *reinterpret_cast<const uint2 *>(a.norm_w + c);
       const float wf[4] = {__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
                            __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u)};
@@ -150,9 +169,9 @@ struct RunningMax {
 
 template <int NT, int R, int IN, int OUT>
 __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
-  extern __shared__ uint4 smem_x[];                  // IN_NORM: [warp][token][slice] bf16
+  extern __shared__ uint4 smem_x[];                  // normalized inputs: [warp][token][slice] bf16
   __shared__ float partial[2][kMaxWarps][R][NT];     // per-warp sums, double-buffered over tiles
-  __shared__ float ss_part[kMaxWarps][2];            // IN_NORM: per-warp sums of squares
+  __shared__ float ss_part[kMaxWarps][2];            // normalized inputs: per-warp sums of squares
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int slice = slice_cols(a.windows), s0 = warp * slice, col = s0 + 8 * t;
@@ -175,7 +194,7 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
       if (row >= 0) prefetch_l2(a.w + (size_t)row * a.k, (uint32_t)a.k * 2);
     }
   uint2 nw[2] = {make_uint2(0, 0), make_uint2(0, 0)};
-  if (IN == GEMV_IN_NORM)
+  if (IN != GEMV_IN_BF16)
 #pragma unroll
     for (int q = 0; q < 2; q++) {
       const int c = s0 + 4 * (32 * q + lane);
@@ -191,7 +210,10 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
     const int row = tile_row<R, OUT>(tile, my_row, a.n_out);
     if (row >= 0) y_first = static_cast<const float *>(a.y)[(size_t)my_tok * a.ldy + row];
   }
-  if (IN == GEMV_IN_NORM) stage_normed_slice<NT>(a, s0, slice, nw, xs, ss_part);
+  if (IN != GEMV_IN_BF16) stage_normed_slice<NT, IN>(a, s0, slice, nw, xs, ss_part);
+  if (IN == GEMV_IN_EMBED && blockIdx.x == gridDim.x - 1)
+    for (int i = threadIdx.x; i < a.tokens * a.first.half; i += blockDim.x)
+      a.first.cos_sin[i] = rope_table_entry(a.first.positions, a.first.inv_freq, a.first.half, i);
 
   for (int it = 0; tile < tiles; tile += gridDim.x, it++) {
     if (it > 0) {
@@ -207,7 +229,7 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
         const int kk = wcol + 32 * c;
         uint4 b = make_uint4(0, 0, 0, 0);
         if (g < a.tokens && kk < a.k)
-          b = IN == GEMV_IN_NORM ? *reinterpret_cast<const uint4 *>(xs + (size_t)g * slice + (kk - s0))
+          b = IN != GEMV_IN_BF16 ? *reinterpret_cast<const uint4 *>(xs + (size_t)g * slice + (kk - s0))
                                  : *reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)g * a.k + kk);
         const uint32_t lo[4] = {wa[c].x, R == 16 ? wb[c].x : 0u, wa[c].y, R == 16 ? wb[c].y : 0u};
         const uint32_t hi[4] = {wa[c].z, R == 16 ? wb[c].z : 0u, wa[c].w, R == 16 ? wb[c].w : 0u};
@@ -266,6 +288,7 @@ typedef void (*GemvKernel)(GemvArgs);
 template <int NT, int R>
 GemvKernel pick(GemvInput in, GemvOutput out) {
   if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_BF16>;
+  if (in == GEMV_IN_EMBED && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_EMBED, GEMV_OUT_BF16>;
   if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_F32>;
   if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
   if (in == GEMV_IN_BF16 && out == GEMV_OUT_ADD_F32) return gemv_kernel<NT, R, GEMV_IN_BF16, GEMV_OUT_ADD_F32>;
@@ -293,12 +316,13 @@ struct GemvSplit {
 // (1 x H200, batch 1: 4-chunk windows of 16 rows for k <= 1024 measured 0.66 ms a step, these 0.63).
 GemvSplit gemv_split(int k) {
   const int chunks = k / 32;
+
   if (chunks <= kMaxWarps * kWindowChunks) return {16, (chunks + kWindowChunks - 1) / kWindowChunks, 1};
   const int windows = (chunks + kMaxWarps * kWindowChunks - 1) / (kMaxWarps * kWindowChunks);
   return {8, (chunks + windows * kWindowChunks - 1) / (windows * kWindowChunks), windows};
 }
 
-// IN_NORM: shared memory for the normalized input slices of every warp.
+// Normalized inputs: shared memory for the slices of every warp.
 size_t norm_smem_bytes(const GemvSplit &s, int nt) {
   return (size_t)s.warps * nt * slice_cols(s.windows) * 2;
 }
@@ -312,11 +336,11 @@ bool gemv_fits(int tokens, int k) {
 }
 
 lp_status gemv_configure(void) {
-  const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16};
-  const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32};
+  const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16, GEMV_IN_EMBED};
+  const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32, GEMV_OUT_BF16};
   for (int nt = 1; nt <= 2; nt++)
     for (int rows : {8, 16})
-      for (int i = 0; i < 4; i++)
+      for (int i = 0; i < 5; i++)
         CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt, rows),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
   return LP_OK;
@@ -330,7 +354,9 @@ int gemv_grid(GemvOutput out, int n_out, int k, int num_sms) {
 lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms, cudaStream_t stream) {
   LP_REQUIRE(a.n_out > 0 && gemv_fits(a.tokens, a.k), "gemv: bad shape n_out=%d k=%d tokens=%d", a.n_out, a.k,
              a.tokens);
-  LP_REQUIRE(in != GEMV_IN_NORM || a.norm_w, "gemv: normalized input needs a norm weight");
+  LP_REQUIRE(in == GEMV_IN_BF16 || a.norm_w, "gemv: normalized input needs a norm weight");
+  LP_REQUIRE(in != GEMV_IN_EMBED || (a.row_map && a.first.residual && a.first.cos_sin && a.first.half > 0),
+             "gemv: embedding input needs token ids, a residual and a rope table");
   const int nt = padded_tokens(a.tokens);
   const GemvSplit split = gemv_split(a.k);
   GemvKernel kernel = pick_kernel(in, out, nt, split.rows);
@@ -339,7 +365,7 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   args.windows = split.windows;
   LP_REQUIRE(!a.row_stats || out == GEMV_OUT_F32, "gemv: row stats need fp32 outputs");
   const int blocks = gemv_grid(out, a.n_out, a.k, num_sms);
-  const size_t smem = in == GEMV_IN_NORM ? norm_smem_bytes(split, nt) : 0;
+  const size_t smem = in != GEMV_IN_BF16 ? norm_smem_bytes(split, nt) : 0;
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;
   args.prefetch = weight_bytes <= kMaxPrefetchBytes;
   return launch_kernel(kernel, blocks, split.warps * 32, smem, stream, args);

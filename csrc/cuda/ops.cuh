@@ -37,6 +37,18 @@ lp_status gemm_row_buckets(int cap, F &&visit) {
 enum GemvInput {
   GEMV_IN_BF16 = 0,  // x is bf16 [tokens, k]
   GEMV_IN_NORM = 1,  // x is the fp32 residual; rows are RMS-normalized (times norm_w) first
+  // The step's first kernel: x is the bf16 embedding table and row_map the token ids; the rows are
+  // normalized as for GEMV_IN_NORM, and `first` says where the step's embedding and rope table go.
+  GEMV_IN_EMBED = 2,
+};
+// What the first kernel of a step (GEMV_IN_EMBED) stores besides its product, so that neither
+// the embedding nor the rope table takes a launch of its own.
+struct GemvStepStart {
+  float *residual;             // the embedded rows as fp32 [tokens, k]
+  const int32_t *positions;    // [tokens]
+  const float *inv_freq;       // [half]
+  float2 *cos_sin;             // [tokens, half]: launch_rope_table's table
+  int half;
 };
 enum GemvOutput {
   GEMV_OUT_BF16 = 0,      // y bf16 [tokens, ldy]
@@ -48,7 +60,7 @@ struct GemvArgs {
   const bf16 *w;          // [n_out (x2 for SILU_MUL), k]
   int n_out, k, tokens;
   const void *x;
-  const int32_t *row_map; // GEMV_IN_NORM: residual row of token t (NULL: t)
+  const int32_t *row_map; // GEMV_IN_NORM: residual row of token t (NULL: t); GEMV_IN_EMBED: its id
   const bf16 *norm_w;
   float eps;
   void *y;
@@ -58,6 +70,7 @@ struct GemvArgs {
   float4 *row_stats;
   int prefetch;           // set by launch_gemv: prefetch the weights into L2 before the input is ready
   int windows;            // set by launch_gemv: weight windows each warp streams along k
+  GemvStepStart first;    // GEMV_IN_EMBED only
 };
 // Whether the fused GEMV handles this many tokens of width k.
 bool gemv_fits(int tokens, int k);
@@ -109,7 +122,7 @@ struct AttnArgs {
 };
 // Decode: one query token per sequence; split-K over the context, then a combine.
 bool attention_decode_supported(int head_dim, int group);
-int attention_decode_splits(int num_decode, int kv_heads, int num_sms);
+int attention_decode_splits(int num_decode, int kv_heads, int group, int num_sms);
 // The splits of one (sequence, kv head) run as one thread block cluster and merge through
 // distributed shared memory. attention_decode_configure() once before the first launch.
 lp_status attention_decode_configure(void);

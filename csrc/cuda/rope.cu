@@ -12,16 +12,14 @@ namespace {
 
 const int kWarps = 4;  // one warp per head; grid (token, head group)
 
-// Accurate sincosf (angles reach position * 1); computed once per step, read by every layer.
+// Computed once per step, read by every layer.
 __global__ void rope_table_kernel(const int32_t *positions, const float *inv_freq, int tokens, int half,
                                   float2 *cos_sin) {
   pdl_trigger();
   pdl_wait();
   const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= (size_t)tokens * half) return;
-  float s, c;
-  sincosf((float)positions[i / half] * inv_freq[i % half], &s, &c);
-  cos_sin[i] = make_float2(c, s);
+  cos_sin[i] = rope_table_entry(positions, inv_freq, half, i);
 }
 const int kMaxPairsPerLane = 4;  // head_dim <= 256
 
