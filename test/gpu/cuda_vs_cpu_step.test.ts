@@ -104,6 +104,11 @@ describe("CUDA step vs CPU step", () => {
         for (const s of group) seqs[s]!.push(Math.floor(rand() * V));
         compareStep(`${ctx} decode [${group}]`, V, pair, step(group.map((s) => ({ s, tokens: seqs[s]!.slice(-1) }))));
       }
+      // Two tokens of seq 1 at once: the fused GEMV path but not a pure decode, so the prologue
+      // kernel runs and reads the rope table the first layer's QKV GEMV wrote.
+      const two = [Math.floor(rand() * V), Math.floor(rand() * V)];
+      seqs[1]!.push(...two);
+      compareStep(`${ctx} two-token chunk`, V, pair, step([{ s: 1, tokens: two }], true));
       // The KV both backends wrote for seq 2's blocks: bf16 on CUDA, fp32 on CPU, same layout.
       const ids = Int32Array.from(tables[2]!.slice(0, Math.ceil(seqs[2]!.length / bs)));
       const g = new Uint16Array(pair.cuda[1].gather(ids).buffer), c = new Float32Array(pair.cpu[1].gather(ids).buffer);
