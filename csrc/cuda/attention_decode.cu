@@ -16,11 +16,12 @@
 namespace {
 
 const int kWarps = 4;
-// At most one (sequence, kv head) pair per 16 SMs (batch 1 of Qwen3-0.6B's 8 kv heads on an
-// H200): 8 splits of 8-warp CTAs instead of 16 of 4 warps, so half as many CTAs in clusters half
+// At most one (sequence, kv head) pair per kFewPairSms SMs (batch 1 of Qwen3-0.6B's 8 kv heads on
+// an H200): 8 splits of 8-warp CTAs instead of 16 of 4 warps, so half as many CTAs in clusters half
 // as large, and a thread's share of the context is the same. 1 x H200, batch 1, context 1024:
-// 0.630 -> 0.615 ms a step; 12 splits measured 0.765 ms, 4 splits 0.68, 8 of 4 warps 0.71.
-const int kWarpsFew = 8, kSplitsFew = 8;
+// 0.630 -> 0.615 ms a step; 12 splits measured 0.765 ms and 4 splits 0.68 (against 0.615), 8
+// splits of 4 warps 0.69 (against 0.63 in that run).
+const int kWarpsFew = 8, kSplitsFew = 8, kFewPairSms = 16;
 // Tokens in flight per lane group: 4, or 8 (a 64-token split in one batch of loads) when the
 // grid runs in one wave, where a CTA's latency is the step's, and the group is small enough
 // for the registers (more registers cost occupancy when CTAs queue in several waves).
@@ -315,7 +316,18 @@ DecodeKernel pick_group(int group, Variant v) {
 }
 
 // See kWarpsFew.
-bool few_pairs(long pairs, int group, int num_sms) { return group <= kWideMaxGroup && pairs * 16 <= num_sms; }
+bool few_pairs(long pairs, int group, int num_sms) {
+  return group <= kWideMaxGroup && pairs * kFewPairSms <= num_sms;
+}
+
+// Splits of each (sequence, kv head) pair: enough CTAs for two per SM, or kSplitsFew for few pairs.
+// It depends only on the batch size, so a graph captured for a batch size serves every context.
+int decode_splits(int num_decode, int kv_heads, int group, int num_sms) {
+  const int pairs = num_decode * kv_heads;
+  if (few_pairs(pairs, group, num_sms)) return kSplitsFew;
+  const int splits = (2 * num_sms + pairs - 1) / pairs;
+  return splits < 1 ? 1 : splits > LP_MAX_DECODE_SPLITS ? LP_MAX_DECODE_SPLITS : splits;
+}
 
 DecodeKernel pick(int head_dim, int group, Variant v) {
   static_assert(kWideMaxGroup == 2, "pick_group instantiates the wide variants for groups 1 and 2");
@@ -326,13 +338,6 @@ DecodeKernel pick(int head_dim, int group, Variant v) {
 
 bool attention_decode_supported(int head_dim, int group) {
   return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= 8;
-}
-
-int attention_decode_splits(int num_decode, int kv_heads, int group, int num_sms) {
-  const int ctas = num_decode * kv_heads;
-  if (few_pairs(ctas, group, num_sms)) return kSplitsFew;
-  int splits = (2 * num_sms + ctas - 1) / ctas;
-  return splits < 1 ? 1 : splits > LP_MAX_DECODE_SPLITS ? LP_MAX_DECODE_SPLITS : splits;
 }
 
 lp_status attention_decode_configure(void) {
@@ -346,18 +351,18 @@ lp_status attention_decode_configure(void) {
   return LP_OK;
 }
 
-lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits, int num_sms,
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int num_sms,
                                   cudaStream_t stream) {
   const int group = a.num_heads / a.num_kv_heads;
   LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
-  LP_REQUIRE(splits >= 1 && splits <= LP_MAX_DECODE_SPLITS, "decode attention: splits=%d", splits);
+  const int splits = decode_splits(num_decode, a.num_kv_heads, group, num_sms);
   const long pairs = (long)num_decode * a.num_kv_heads, ctas = pairs * splits;
   // Wide: one wave of the 128-thread kernel.
-  const Variant v = few_pairs(pairs, group, num_sms) && splits == kSplitsFew ? Variant::kFewPreload
-                    : group > kWideMaxGroup || ctas > 2L * num_sms           ? Variant::kNarrow
-                    : ctas <= num_sms                                        ? Variant::kWidePreload
-                                                                             : Variant::kWide;
+  const Variant v = few_pairs(pairs, group, num_sms)               ? Variant::kFewPreload
+                    : group > kWideMaxGroup || ctas > 2L * num_sms ? Variant::kNarrow
+                    : ctas <= num_sms                              ? Variant::kWidePreload
+                                                                   : Variant::kWide;
   const int warps = v == Variant::kFewPreload ? kWarpsFew : kWarps;
   LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, v), dim3(num_decode, a.num_kv_heads, splits), warps * 32,
                                  dim3(1, 1, splits), 0, stream, a, m, splits));

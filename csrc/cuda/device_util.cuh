@@ -38,6 +38,12 @@ __device__ __forceinline__ void bf16x8_to_f32(const uint4 &v, float *f) {
   }
 }
 
+// Four bf16 packed in 8 bytes, to fp32.
+__device__ __forceinline__ float4 bf16x4_to_f32(const uint2 &v) {
+  return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u), __uint_as_float(v.y << 16),
+                     __uint_as_float(v.y & 0xffff0000u));
+}
+
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t *>(&h);

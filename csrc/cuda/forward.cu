@@ -45,9 +45,7 @@ lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, c
   }
   if (!fast_attention(cfg)) return launch_attention_simple(a, dm, c.tokens, c.seqs, m->stream);
   if (c.decode_seqs > 0) {
-    const int group = cfg.num_heads / cfg.num_kv_heads;
-    const int splits = attention_decode_splits(c.decode_seqs, cfg.num_kv_heads, group, m->num_sms);
-    LP_TRY(launch_attention_decode(a, dm, c.decode_seqs, splits, m->num_sms, m->stream));
+    LP_TRY(launch_attention_decode(a, dm, c.decode_seqs, m->num_sms, m->stream));
   }
   if (c.prefill_tiles > 0) LP_TRY(launch_attention_prefill(a, dm, c.prefill_tiles, m->stream));
   return LP_OK;

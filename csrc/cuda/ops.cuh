@@ -122,11 +122,10 @@ struct AttnArgs {
 };
 // Decode: one query token per sequence; split-K over the context, then a combine.
 bool attention_decode_supported(int head_dim, int group);
-int attention_decode_splits(int num_decode, int kv_heads, int group, int num_sms);
 // The splits of one (sequence, kv head) run as one thread block cluster and merge through
 // distributed shared memory. attention_decode_configure() once before the first launch.
 lp_status attention_decode_configure(void);
-lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int splits, int num_sms,
+lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_decode, int num_sms,
                                   cudaStream_t stream);
 // Prefill: causal, variable length, tensor cores; keys/values read from the paged cache.
 bool attention_prefill_supported(int head_dim);
