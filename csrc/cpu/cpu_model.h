@@ -127,7 +127,8 @@ lp_status cpu_step_validate(const cpu_model *m, const cpu_kv *kv, const cpu_step
                             const float *out_logprobs);
 /* Fills bounds[0, B) with lower and bounds[B, 2B) with upper bounds of g per bucket. */
 void cpu_gumbel_bounds(float *bounds);
-/* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. */
+/* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. A row
+ * with invalid sampling parameters gets token -1 and logprob NaN. */
 void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32_t top_k,
                     float top_p, uint64_t seed, int32_t position, const float *gumbel_bounds,
                     float *scratch, int32_t *out_token, float *out_logprob);

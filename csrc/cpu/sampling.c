@@ -6,11 +6,14 @@
  * g = -log(-log(u)), score = (double)z + g. Two double logs per vocabulary entry would dominate a
  * decode step, so a first pass only hashes: g grows with the noise bits, so a table over the top
  * 12 bits bounds each score from below and above; only tokens whose upper bound reaches the best
- * lower bound (a few dozen of 151936) get the exact score. */
+ * lower bound (a few dozen of 151936) get the exact score.
+ *
+ * A row whose parameters lp_sampling_row_ok rejects is not sampled: token -1, logprob NaN. */
 #include <math.h>
 #include <string.h>
 
 #include "../common/mix64.h"
+#include "../common/sampling_row_check.h"
 #include "cpu_math.h"
 #include "cpu_model.h"
 
@@ -195,6 +198,11 @@ static float top_p_cutoff(const float *e, int64_t vocab, float top_p, float *sel
 void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32_t top_k,
                     float top_p, uint64_t seed, int32_t position, const float *gumbel_bounds,
                     float *scratch, int32_t *out_token, float *out_logprob) {
+  if (!lp_sampling_row_ok(temperature, top_p)) {
+    *out_token = -1;
+    *out_logprob = NAN;
+    return;
+  }
   const float raw_max = max_of(logits, vocab);
   int32_t chosen;
   if (temperature == 0.f) {

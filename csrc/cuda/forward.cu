@@ -156,11 +156,12 @@ extern "C" lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t 
   LP_REQUIRE(num_rows == 0 || (out_tokens && out_logprobs), "null output array");
   CUDA_CHECK(cudaSetDevice(m->device));
   m->pending_rows = 0;
+  m->pending_skipped = 0;
   m->pending_ran = num_tokens > 0;
   if (num_tokens > 0) {  // an empty step has nothing to run (no rows can sample from it)
     const int graph_batch = pure_decode ? decode_graph_batch(m->graphs, num_seqs) : 0;
     if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
-    const size_t bytes = step_pack(m, kv, in, c);
+    const size_t bytes = step_pack(m, kv, in, c, &m->pending_skipped);
     CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
     const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
     CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
@@ -214,5 +215,10 @@ extern "C" lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_
   if (rows == 0) return LP_OK;
   memcpy(m->pending_tokens, m->buf.out_host, (size_t)rows * 4);
   memcpy(m->pending_logprobs, m->buf.out_host + m->pending_crows, (size_t)rows * 4);
+  for (int r = 0; m->pending_skipped > 0 && r < rows; r++) {
+    if (!m->buf.row_skipped[r]) continue;
+    m->pending_tokens[r] = -1;
+    m->pending_logprobs[r] = NAN;
+  }
   return LP_OK;
 }

@@ -43,6 +43,7 @@ struct StepBuffers {
   uint8_t *meta_host;       // pinned staging of the step metadata
   size_t meta_cap;          // bytes of each
   int32_t *out_host;        // pinned [2 * max_seqs]
+  uint8_t *row_skipped;     // host [max_seqs]: the step's row r had invalid sampling parameters
   void *cublas_ws;          // cuBLAS workspace (fixed so graph capture allocates nothing)
   size_t cublas_ws_bytes;
   float *rope_inv_freq;     // [head_dim / 2]
@@ -76,6 +77,7 @@ struct LpModel {
   // tokens and logprobs go (rows of them; crows rows on the device, padded for a graph).
   bool step_pending, pending_ran;
   int pending_rows, pending_crows;
+  int pending_skipped;    // rows flagged in buf.row_skipped
   int32_t *pending_tokens;
   float *pending_logprobs;
 };

@@ -1,10 +1,10 @@
 // Argument checks and metadata packing of lp_step (host code).
-#include <math.h>
 #include <string.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "../common/sampling_row_check.h"
 #include "step_pack.cuh"
 
 lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &in, StepCounts *counts,
@@ -74,9 +74,6 @@ lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &
   for (int r = 0; r < R; r++) {
     LP_REQUIRE(in.sample_index[r] >= 0 && in.sample_index[r] < T, "row %d: sample_index %d out of range [0, num_tokens=%d)",
                r, in.sample_index[r], T);
-    LP_REQUIRE(in.temperature[r] >= 0.f && isfinite(in.temperature[r]), "row %d: temperature %g must be finite and >= 0",
-               r, (double)in.temperature[r]);
-    LP_REQUIRE(in.top_p[r] > 0.f && in.top_p[r] <= 1.f, "row %d: top_p %g must be in (0, 1]", r, (double)in.top_p[r]);
     if (in.sample_index[r] != r) in_order = false;
   }
   *counts = StepCounts{T, S, R, decode, tiles, stride};
@@ -102,7 +99,7 @@ void fill_tiles(const StepInput &in, int32_t *out) {
 
 }  // namespace
 
-size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &c) {
+size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &c, int *out_skipped) {
   const StepLayout l = step_layout(c);
   uint8_t *h = m->buf.meta_host;
   const int S = in.num_seqs, T = in.num_tokens, R = in.num_rows;
@@ -122,6 +119,19 @@ size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, con
   put(l.top_k, in.top_k, R, 4);
   put(l.temperature, in.temperature, R, 4);
   put(l.top_p, in.top_p, R, 4);
+  // A row with invalid sampling parameters runs greedily (the kernels need no case for it) and is
+  // flagged: lp_step_collect reports it as not sampled (token -1, logprob NaN).
+  int skipped = 0;
+  for (int r = 0; r < R; r++) {
+    const bool ok = lp_sampling_row_ok(in.temperature[r], in.top_p[r]);
+    m->buf.row_skipped[r] = !ok;
+    if (ok) continue;
+    skipped++;
+    ((int32_t *)(h + l.top_k))[r] = 0;
+    ((float *)(h + l.temperature))[r] = 0.f;
+    ((float *)(h + l.top_p))[r] = 1.f;
+  }
+  *out_skipped = skipped;
   // Padding of a graph batch: inert sequences with one token each, sampled greedily.
   for (int i = T; i < c.tokens; i++) {
     ((int32_t *)(h + l.tokens))[i] = 0;

@@ -22,7 +22,9 @@ lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &
 
 // Packs the step into m->buf.meta_host for `counts`. When counts.seqs exceeds in.num_seqs (a
 // padded graph batch) the extra sequences are inert: no K/V write, no context, greedy rows.
-// Returns the number of bytes to copy.
-size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &counts);
+// Rows with invalid sampling parameters (lp_sampling_row_ok) are packed as greedy rows and
+// flagged in m->buf.row_skipped; *out_skipped counts them. Returns the number of bytes to copy.
+size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &counts,
+                 int *out_skipped);
 
 #endif

@@ -53,6 +53,8 @@ lp_status workspace_alloc(LpModel *m) {
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost metadata: %s", cudaGetErrorString(e));
   e = cudaMallocHost((void **)&b.out_host, 2 * S * sizeof(int32_t));
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost outputs: %s", cudaGetErrorString(e));
+  b.row_skipped = (uint8_t *)calloc(S, 1);
+  if (!b.row_skipped) return LP_FAIL(LP_ERR_OOM, "row flags (%zu bytes)", S);
   b.cublas_ws_bytes = kCublasWorkspaceBytes;
   LP_TRY(device_alloc((uint8_t **)&b.cublas_ws, b.cublas_ws_bytes, "cuBLAS workspace"));
   std::vector<float> inv((size_t)c.head_dim / 2);
@@ -71,5 +73,6 @@ void workspace_free(LpModel *m) {
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
   cudaFreeHost(b.out_host);
+  free(b.row_skipped);
   b = StepBuffers{};
 }

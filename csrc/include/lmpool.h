@@ -289,6 +289,15 @@ lp_status lp_nccl_local_sendrecv(uint64_t pair, int32_t src_rank, uint64_t src_b
  *   positions[sample_index[r]] and mix64 is the splitmix64 finalizer
  *   (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31).
  * - out_logprobs[r] = log_softmax(raw logits)[chosen], before temperature.
+ *
+ * Errors: a structural fault of the batch (counts over the finalize limits, a token id, position,
+ * slot, block id or sample_index out of range, inconsistent query_start / context_lens / slot
+ * mapping) fails the whole step with LP_ERR_INVALID, naming the value. A row whose sampling
+ * parameters are invalid (temperature NaN, infinite or < 0; top_p NaN or not in (0, 1]) fails
+ * only itself: it is not sampled, out_tokens[r] = -1 and out_logprobs[r] = NaN (its sequence's
+ * tokens still run through the layers and write their K/V), every other row is sampled as usual,
+ * and the step returns LP_OK. The caller finds such rows by the -1 and fails their sequences alone.
+ * Any top_k and seed are valid.
  * ------------------------------------------------------------------------------------------- */
 lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
                   const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,

@@ -41,6 +41,8 @@ export interface StreamDelta {
   finishReason?: FinishReason;
   /** Present on the last delta. */
   output?: RequestOutput;
+  /** Set when finishReason is "error": the typed error's name and a message naming the value at fault. */
+  error?: { name: string; message: string };
 }
 
 /** A prompt as text or as token ids. */

@@ -40,22 +40,44 @@ export const DEFAULT_SAMPLING_PARAMS: Readonly<SamplingParams> = Object.freeze({
   logprobs: false,
 });
 
-/** Fills defaults and checks ranges; throws RangeError/TypeError naming the bad field and value. */
+/** Largest value of a C int32: integer fields travel to the native step (and its tokens) as int32. */
+export const INT32_MAX = 2 ** 31 - 1;
+
+/** Checks an integer field that must be >= min and fit an int32. */
+function checkInt32(name: keyof SamplingParams, v: unknown, min: number): void {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
+  if (v > INT32_MAX) throw new RangeError(`${name} must be an integer <= ${INT32_MAX} (an int32), got ${v}`);
+}
+
+/**
+ * Checks a float field the native step reads as a float32: the value must be in range both as
+ * given and as rounded to float32 (1e308 is a finite double but an infinite float32; 1e-50 rounds
+ * to 0). `rule` says the range in words.
+ */
+function checkFloat32(name: keyof SamplingParams, v: unknown, inRange: (x: number) => boolean, rule: string): void {
+  if (typeof v !== "number" || !Number.isFinite(v) || !inRange(v)) throw new RangeError(`${name} must be ${rule}, got ${String(v)}`);
+  const f = Math.fround(v);
+  if (!Number.isFinite(f) || !inRange(f)) throw new RangeError(`${name} must be ${rule} as a float32, got ${v} (a float32 rounds it to ${f})`);
+}
+
+/**
+ * Fills defaults and checks ranges; throws RangeError/TypeError naming the bad field and value
+ * (every message starts with the field's name). Floats must hold as float32 and integers as int32,
+ * the types the native step takes, so no value reaches the native step out of range.
+ */
 export function resolveSamplingParams(p: Partial<SamplingParams> = {}): SamplingParams {
   const r: SamplingParams = { ...DEFAULT_SAMPLING_PARAMS, ...p, stop: [...(p.stop ?? [])], stopTokenIds: [...(p.stopTokenIds ?? [])] };
-  const int = (name: keyof SamplingParams, v: unknown, min: number) => {
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
-  };
-  int("maxTokens", r.maxTokens, 1);
-  int("minTokens", r.minTokens, 0);
-  int("topK", r.topK, -1);
-  if (typeof r.temperature !== "number" || !(r.temperature >= 0) || !Number.isFinite(r.temperature)) {
-    throw new RangeError(`temperature must be a finite number >= 0, got ${String(r.temperature)}`);
-  }
-  if (typeof r.topP !== "number" || !(r.topP > 0 && r.topP <= 1)) throw new RangeError(`topP must be in (0, 1], got ${String(r.topP)}`);
+  checkInt32("maxTokens", r.maxTokens, 1);
+  checkInt32("minTokens", r.minTokens, 0);
+  checkInt32("topK", r.topK, -1);
+  checkFloat32("temperature", r.temperature, (x) => x >= 0, "a finite number >= 0");
+  checkFloat32("topP", r.topP, (x) => x > 0 && x <= 1, "in (0, 1]");
+  // The native seed is a uint64; a JS number is exact up to 2^53.
   if (r.seed !== undefined && (!Number.isSafeInteger(r.seed) || r.seed < 0)) throw new RangeError(`seed must be a non-negative safe integer, got ${String(r.seed)}`);
   if (r.minTokens > r.maxTokens) throw new RangeError(`minTokens (${r.minTokens}) must not exceed maxTokens (${r.maxTokens})`);
   for (const s of r.stop) if (typeof s !== "string" || s.length === 0) throw new TypeError(`stop entries must be non-empty strings, got ${JSON.stringify(s)}`);
-  for (const t of r.stopTokenIds) if (!Number.isInteger(t) || t < 0) throw new RangeError(`stopTokenIds entries must be token ids, got ${String(t)}`);
+  for (const t of r.stopTokenIds) {
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > INT32_MAX) throw new RangeError(`stopTokenIds entries must be token ids (integers in [0, ${INT32_MAX}]), got ${String(t)}`);
+  }
   return r;
 }

@@ -2,7 +2,9 @@
  * The model runner: turns a scheduled step into lp_step's flat arrays (allocated once at their
  * maximum sizes and refilled in place), makes the one native call, and hands back the sampled
  * tokens. Only sequences whose step reaches their last token get a sample row. The async form
- * launches the step and lets the caller's event loop turn until the device is done.
+ * launches the step and lets the caller's event loop turn until the device is done. A row the
+ * native step did not sample (token -1: its sampling values are invalid, see lp_step in lmpool.h)
+ * comes back with an error naming the value, so its caller fails that one sequence.
  * @module
  */
 import type { KvCache, StepBatch } from "../../ffi/native.ts";
@@ -31,15 +33,43 @@ export interface ModelRunnerLimits {
 /** Sampled tokens of one step: row r belongs to the r-th scheduled sequence that samples. */
 export interface StepResult {
   numRows: number;
+  /** Row r's token, or -1 when the row was not sampled (then rowErrors has r). */
   tokens: Int32Array;
   logprobs: Float32Array;
+  /** Why each unsampled row was not sampled (the value at fault); empty in a normal step. */
+  rowErrors: ReadonlyMap<number, RangeError>;
   /** Wall time of the native call, ms. */
   nativeMs: number;
 }
 
+const NO_ROW_ERRORS: ReadonlyMap<number, RangeError> = new Map();
+
+/**
+ * What is wrong with a row's sampling values as the native step reads them (float32), by the
+ * rule of lp_sampling_row_ok in csrc/common/sampling_row_check.h; null when they are valid.
+ */
+function invalidSamplingValue(temperature: number, topP: number): string | null {
+  if (!(temperature >= 0 && Number.isFinite(temperature))) return `temperature ${temperature} (as float32) must be finite and >= 0`;
+  if (!(topP > 0 && topP <= 1)) return `top_p ${topP} (as float32) must be in (0, 1]`;
+  return null;
+}
+
+/** Errors of the rows the native step did not sample (token -1), naming each row's bad value. */
+function rowErrorsOf(b: StepBatch): ReadonlyMap<number, RangeError> {
+  let errors: Map<number, RangeError> | null = null;
+  for (let r = 0; r < b.numRows; r++) {
+    if (b.outTokens[r]! >= 0) continue;
+    const why = invalidSamplingValue(b.temperature[r]!, b.topP[r]!) ??
+      `the native step returned token ${b.outTokens[r]} for temperature ${b.temperature[r]}, top_p ${b.topP[r]}, top_k ${b.topK[r]}`;
+    (errors ??= new Map()).set(r, new RangeError(`not sampled: ${why}`));
+  }
+  return errors ?? NO_ROW_ERRORS;
+}
+
 /** The sampled rows of a step that ran from `t0` until now. */
 function resultOf(b: StepBatch, t0: number): StepResult {
-  return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, nativeMs: performance.now() - t0 };
+  const nativeMs = performance.now() - t0;
+  return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, rowErrors: rowErrorsOf(b), nativeMs };
 }
 
 /** Builds step batches and runs them. */
