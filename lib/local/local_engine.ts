@@ -13,6 +13,7 @@ import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
 import { ModelRunner, type StepModel, type StepResult } from "./model_runner.ts";
 import { Scheduler, type SchedulerConfig, type SchedulerOutput, type StepKind, stepKind } from "./scheduler.ts";
+import { chunkPairs } from "./step_budget.ts";
 import { StepTimings } from "./step_timings.ts";
 import { StopChecker } from "./stop_checker.ts";
 
@@ -53,6 +54,13 @@ interface Tracked {
 }
 
 const now = () => performance.timeOrigin + performance.now();
+
+/** Tokens and attention pairs a scheduled step computes (the step budget's cost features). */
+function stepShape(out: SchedulerOutput): { tokens: number; pairs: number } {
+  let pairs = 0;
+  for (const s of out.scheduled) pairs += chunkPairs(s.start, s.numNewTokens);
+  return { tokens: out.numTokens, pairs };
+}
 
 /** Scheduler + block manager + model runner of one device. */
 export class LocalEngine {
@@ -186,8 +194,15 @@ export class LocalEngine {
       if (!s.sample) continue;
       const token = result.tokens[row]!;
       const logprob = result.logprobs[row]!;
+      const rowError = token < 0 ? result.rowErrors.get(row) : undefined;
       row++;
       const t = this.#requests.get(s.seq.requestId)!;
+      if (rowError) {
+        // The native step skipped this row (a bad sampling value): this sequence fails alone.
+        this.scheduler.finish(t.seq, "error", stamp);
+        deltas.push(this.#final(t, [], [], "error", "", { name: rowError.name, message: `request ${t.seq.requestId}: ${rowError.message}` }));
+        continue;
+      }
       this.numGeneratedTokens++;
       const verdict = t.stop.onToken(token);
       if (verdict.finish) {
@@ -200,6 +215,9 @@ export class LocalEngine {
     const kind = stepKind(out);
     const totalMs = performance.now() - t0;
     this.timings.record(kind, out.numTokens, result.nativeMs, totalMs);
+    // Only steps with prefill teach the step budget: it caps prefill tokens, and the many short
+    // decode-only steps would outweigh (and soon forget) the few long chunks its fit is for.
+    if (kind !== "decode") this.scheduler.stepBudget?.observe(stepShape(out), totalMs);
     return { deltas, kind, numTokens: out.numTokens, numSeqs: out.scheduled.length, preempted: out.preempted.length, nativeMs: result.nativeMs, totalMs };
   }
 
@@ -237,7 +255,7 @@ export class LocalEngine {
     return [...this.scheduler.running, ...this.scheduler.waiting].map((s) => s.blockTable);
   }
 
-  #final(t: Tracked, tokenIds: number[], logprobs: number[], reason: FinishReason, text = ""): StreamDelta {
+  #final(t: Tracked, tokenIds: number[], logprobs: number[], reason: FinishReason, text = "", error?: StreamDelta["error"]): StreamDelta {
     this.#requests.delete(t.seq.requestId);
     this.numFinished++;
     const rest = t.stop.finish(reason);
@@ -250,6 +268,7 @@ export class LocalEngine {
       finished: true,
       finishReason: reason,
       output,
+      ...(error ? { error } : {}),
     };
   }
 }

@@ -12,6 +12,16 @@
  * a long prompt alone still takes the whole budget per step. It trades time to first token of
  * long prompts for time per output token: on two H200s, locality 5x at 2048 tokens, mean TPOT fell
  * from 44 to 29 ms under round-robin but mean TTFT rose from 170 to 224 ms, so it is off by default.
+ *
+ * Apart from that knob, with chunked prefill every step's prefill tokens are also capped by cost
+ * (`stepTargetMs`, on by default): a {@link StepBudget} learns the step time from the worker's
+ * measured steps as a function of tokens and attention context, and a step takes only the prefill
+ * tokens whose predicted time fits the target. A step holds its thread (the CPU backend computes
+ * it in the call), so this keeps every step short on any backend: on a slow one a long prompt is
+ * split into chunks that shrink as its context grows, on a fast GPU the cap sits far above
+ * `maxNumBatchedTokens` and never binds. Decodes are counted in the step's cost but never cut
+ * (`maxNumSeqs` bounds them), and a step may always take `floorTokens` prefill tokens, so prefills
+ * progress however slow a step is.
  * @module
  */
 import type { RankLoad } from "../core/block_snapshot.ts";
@@ -19,6 +29,7 @@ import { CapacityError } from "../core/errors.ts";
 import type { FinishReason } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import type { BlockManager } from "./block_manager.ts";
+import { chunkPairs, DEFAULT_STEP_TARGET_MS, StepBudget } from "./step_budget.ts";
 
 /** Batching limits of one worker. */
 export interface SchedulerConfig {
@@ -35,6 +46,11 @@ export interface SchedulerConfig {
    * doc; chunked prefill only). Default {@link DEFAULT_LONG_PREFILL_CHUNK}: 0, no limit.
    */
   longPrefillChunk?: number;
+  /**
+   * Predicted time a step's prefill tokens may fill, ms (see the module doc; chunked prefill only).
+   * Default {@link DEFAULT_STEP_TARGET_MS} with chunked prefill, 0 (no cost cap) without it.
+   */
+  stepTargetMs?: number;
 }
 
 /** Default of {@link SchedulerConfig.longPrefillChunk}: no limit (see the module doc for why). */
@@ -71,8 +87,10 @@ export function stepKind(out: SchedulerOutput): StepKind {
 
 /** Continuous-batching scheduler over one block manager. */
 export class Scheduler {
-  readonly config: Readonly<SchedulerConfig & { longPrefillChunk: number }>;
+  readonly config: Readonly<SchedulerConfig & { longPrefillChunk: number; stepTargetMs: number }>;
   readonly blocks: BlockManager;
+  /** The cost cap on each step's prefill tokens; null when `stepTargetMs` is 0. Feed it measured steps. */
+  readonly stepBudget: StepBudget | null;
   /** FCFS queue; preempted sequences return to its front. */
   readonly waiting: Sequence[] = [];
   /** Admission order: the last is the youngest, preempted first. */
@@ -90,8 +108,14 @@ export class Scheduler {
         `without chunked prefill maxNumBatchedTokens (${config.maxNumBatchedTokens}) must be >= maxModelLen (${config.maxModelLen})`,
       );
     }
-    this.config = { ...config, longPrefillChunk: chunk };
+    const target = config.stepTargetMs ?? (config.enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0);
+    if (!(Number.isFinite(target) && target >= 0)) throw new RangeError(`stepTargetMs must be a non-negative number of ms (0: no cost cap), got ${config.stepTargetMs}`);
+    if (target > 0 && !config.enableChunkedPrefill) {
+      throw new RangeError(`stepTargetMs (${target}) caps prefill chunks, so it needs chunked prefill; set stepTargetMs to 0 or enable chunked prefill`);
+    }
+    this.config = { ...config, longPrefillChunk: chunk, stepTargetMs: target };
     this.blocks = blocks;
+    this.stepBudget = target > 0 ? new StepBudget({ targetMs: target }) : null;
   }
 
   get numWaiting(): number {
@@ -104,6 +128,15 @@ export class Scheduler {
 
   get hasUnfinished(): boolean {
     return this.waiting.length + this.running.length > 0;
+  }
+
+  /**
+   * Tokens an empty step may compute now for a prompt from position 0: `maxNumBatchedTokens`, or
+   * less where the step budget caps it (what a load or wait estimate should assume per step).
+   */
+  get stepTokenBudget(): number {
+    const sb = this.stepBudget;
+    return Math.min(this.config.maxNumBatchedTokens, sb ? Math.max(sb.tokensAt(0), sb.floorTokens) : Infinity);
   }
 
   /** Throws a CapacityError when `seq` could never run here. */
@@ -145,23 +178,27 @@ export class Scheduler {
     };
     const long = this.#longPrefillLimit();
     let longBudget = long.budget;
-    // Tokens a prefill of `left` tokens may take now (0: it waits for a later step).
-    const allowance = (left: number) => Math.min(left, budget, left > long.threshold ? longBudget : left);
-    const took = (left: number, n: number) => {
+    const cost = this.#stepCost();
+    // Tokens a prefill of `left` tokens from position `start` may take now (0: it waits for a later step).
+    const allowance = (left: number, start: number) => Math.min(left, budget, left > long.threshold ? longBudget : left, cost.allowance(start));
+    const took = (left: number, start: number, n: number) => {
       if (left > long.threshold) longBudget -= n;
+      cost.took(start, n);
     };
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const seq = this.running[i]!;
       const left = seq.numTokens - seq.numComputedTokens;
-      const n = allowance(left);
+      const start = seq.numComputedTokens;
+      // A decode (or a prefill's last token) is never cut by cost; #stepCost counted it already.
+      const n = left === 1 ? Math.min(1, budget) : allowance(left, start);
       if (n === 0) {
         i++;
         continue;
       }
       if (this.blocks.allocateSlots(seq, n)) {
         take(seq, n);
-        took(left, n);
+        if (left > 1) took(left, start, n);
         i++;
         continue;
       }
@@ -175,9 +212,10 @@ export class Scheduler {
       for (let i = 0; i < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
         const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
-        const remaining = seq.numTokens - cached.length * this.blocks.blockSize;
+        const start = cached.length * this.blocks.blockSize;
+        const remaining = seq.numTokens - start;
         if (!this.config.enableChunkedPrefill && remaining > budget) break;
-        const n = allowance(remaining);
+        const n = allowance(remaining, start);
         if (n === 0) {
           i++; // a long prompt while the long share is spent: shorter ones behind it may go
           continue;
@@ -187,10 +225,35 @@ export class Scheduler {
         seq.status = "running";
         this.running.push(seq);
         take(seq, n);
-        took(remaining, n);
+        took(remaining, start, n);
       }
     }
     return { scheduled, numTokens, preempted };
+  }
+
+  /**
+   * This step's cost cap on prefill tokens: the decodes of running sequences are counted up front,
+   * each prefill piece then gets what the {@link StepBudget} predicts still fits, and at least what
+   * is left of the floor. No cap without a step budget.
+   */
+  #stepCost(): { allowance(start: number): number; took(start: number, n: number): void } {
+    const sb = this.stepBudget;
+    if (!sb) return { allowance: () => Infinity, took: () => {} };
+    const acc = { tokens: 0, pairs: 0 };
+    let prefill = 0;
+    for (const s of this.running) {
+      if (s.numTokens - s.numComputedTokens !== 1) continue;
+      acc.tokens++;
+      acc.pairs += s.numTokens;
+    }
+    return {
+      allowance: (start) => Math.max(sb.maxNewTokens(acc, start), sb.floorTokens - prefill),
+      took: (start, n) => {
+        acc.tokens += n;
+        acc.pairs += chunkPairs(start, n);
+        prefill += n;
+      },
+    };
   }
 
   /**
@@ -216,7 +279,9 @@ export class Scheduler {
       s.seq.numComputedTokens += s.numNewTokens;
       this.blocks.commitComputed(s.seq);
       if (s.sample) {
-        s.seq.appendToken(tokens[row]!, logprobs[row]!, now);
+        // A row the native sampler refused (-1) ends its sequence with an error instead.
+        const token = tokens[row]!;
+        if (token >= 0) s.seq.appendToken(token, logprobs[row]!, now);
         row++;
       }
     }
