@@ -13,14 +13,15 @@ import type { GenerationEngine } from "../lib/core/engine_api.ts";
 import { LLM } from "../lib/engine/llm.ts";
 import { LLMEngine } from "../lib/engine/llm_engine.ts";
 import type { PolicyName } from "../lib/global/routing_config.ts";
+import { describeGpus } from "./cli_options.ts";
 import type { EngineConfiguration } from "./driver/configuration.ts";
 
 /** What every configuration shares. */
 export interface EngineContext {
   modelDir: string;
   backend?: "cpu" | "cuda";
-  /** GPUs (data-parallel ranks) of the multi-GPU configurations. */
-  gpus: number;
+  /** CUDA device of each data-parallel rank of the multi-GPU configurations (repeats put several ranks on one device); single-gpu runs on the first. */
+  gpus: readonly number[];
   blockSize?: number;
   kvBlocksPerGpu?: number;
   /** NVLink pairs, e.g. "0-1" (default: LLMEngine's, from LMPOOL_NVLINK_PAIRS or nvidia-smi). */
@@ -58,6 +59,7 @@ const DESCRIPTIONS: Record<ConfigurationName, string> = {
 function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
   return LLM.create({
     model: ctx.modelDir,
+    device: ctx.gpus[0] ?? 0,
     ...(ctx.backend ? { backend: ctx.backend } : {}),
     ...(ctx.blockSize ? { blockSize: ctx.blockSize } : {}),
     ...(ctx.kvBlocksPerGpu ? { numBlocks: ctx.kvBlocksPerGpu } : {}),
@@ -87,7 +89,7 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
   const wantsTransfer = s.transfer.foreground || s.transfer.background;
   return LLMEngine.create({
     model: ctx.modelDir,
-    gpus: ctx.gpus,
+    gpus: [...ctx.gpus],
     ...(ctx.backend ? { backend: ctx.backend } : {}),
     ...(ctx.blockSize ? { blockSize: ctx.blockSize } : {}),
     ...(ctx.kvBlocksPerGpu ? { numBlocks: ctx.kvBlocksPerGpu } : {}),
@@ -105,7 +107,9 @@ export function buildConfigurations(names: readonly string[], ctx: EngineContext
     if (!(CONFIGURATION_NAMES as readonly string[]).includes(n)) throw new RangeError(`unknown configuration ${JSON.stringify(n)}; known: ${CONFIGURATION_NAMES.join(", ")}`);
     const name = n as ConfigurationName;
     const forced = ctx.transferMode === "force" && name !== "single-gpu" && MULTI_GPU_SETTINGS[name].transfer.foreground ? " (transfers forced: no cost gate)" : "";
-    const description = (name === "single-gpu" ? DESCRIPTIONS[name] : DESCRIPTIONS[name].replace("N GPUs", `${ctx.gpus} GPUs`)) + forced;
+    const firstDevice = ctx.gpus[0] ?? 0;
+    const single = DESCRIPTIONS["single-gpu"] + (firstDevice === 0 ? "" : ` (device ${firstDevice})`);
+    const description = (name === "single-gpu" ? single : DESCRIPTIONS[name].replace("N GPUs", describeGpus(ctx.gpus))) + forced;
     return { name, description, create: () => (name === "single-gpu" ? createSingleGpu(ctx) : createMultiGpu(name, ctx)) };
   });
 }

@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
 import { parseArrival } from "./driver/arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
-import { intOption } from "./cli_options.ts";
+import { describeGpus, gpusOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -48,13 +48,15 @@ const HELP = `usage: bun bench e2e [options]
   --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew, 2 repetitions
   --workload A,B          any of ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default locality)
   --scales 1,3,5          locality prefix scales (default 1,3,5)
-  --workload-file PATH    JSONL trace for --workload jsonl
+  --workload-file PATH    JSONL trace of --workload jsonl (the default workload when a file is given)
   --workload-options JSON generator options over the defaults (and --quick's), e.g. '{"revisits":30}'
   --topology PAIRS        NVLink pairs of the multi-GPU configurations, e.g. 0-1 (default: nvidia-smi)
   --configs a,b           subset of ${CONFIGURATION_NAMES.join(",")} (--quick: ${QUICK_CONFIGURATIONS.join(",")})
   --model NAME|DIR        preset (tiny, qwen3-0.6b, qwen3-1.7b) or model directory (default qwen3-0.6b)
   --backend cpu|cuda      native backend (default: the loader's choice)
-  --gpus N                GPUs of the multi-GPU configurations (default 2)
+  --gpus N|IDS            ranks of the multi-GPU configurations: a count (ranks on devices 0..N-1) or the
+                          device of each rank, repeats allowed (0,0 = two ranks on device 0; 3, = one on
+                          device 3); single-gpu runs on the first (default 2)
   --repetitions N         complete repetitions per configuration (default 3)
   --seed N                workload seed (default 0)
   --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
@@ -107,15 +109,19 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const seed = a.seed === undefined ? 0 : Number(a.seed);
   if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
   const repetitions = intOption("repetitions", a.repetitions, quick ? 2 : 3);
-  const gpus = intOption("gpus", a.gpus, 2);
+  const gpus = gpusOption("gpus", a.gpus, 2);
   const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => intOption("scales", s.trim(), 1));
   const extra = jsonObjectOption("workload-options", a["workload-options"]);
   const transferOptions = jsonObjectOption("transfer-options", a["transfer-options"]);
   const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
-  const specs: WorkloadSpec[] = (a.workload ?? "locality").split(",").map((s) => s.trim()).flatMap((name): WorkloadSpec[] =>
+  // A trace file alone means the jsonl workload; with no jsonl among the named ones, the file would go unread.
+  const workloadNames = (a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "locality")).split(",").map((s) => s.trim());
+  if (a.scales !== undefined && !workloadNames.includes("locality")) throw new RangeError(`--scales is read by --workload locality only, got --workload ${JSON.stringify(a.workload ?? "jsonl")}`);
+  if (a["workload-file"] !== undefined && !workloadNames.includes("jsonl")) throw new RangeError(`--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(a.workload)}`);
+  const specs: WorkloadSpec[] = workloadNames.flatMap((name): WorkloadSpec[] =>
     name === "locality"
       ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) }))
-      : [{ name, seed, overrides: overridesOf(name), ...(a["workload-file"] ? { path: a["workload-file"] } : {}) }]);
+      : [{ name, seed, overrides: overridesOf(name), ...(name === "jsonl" && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}) }]);
   const workloads = specs.map(buildWorkload);
   const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((s) => s.trim()).filter(Boolean);
   const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
@@ -127,13 +133,13 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
   const model = readModelConfig(modelDir);
-  log(`e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${gpus} GPUs, ${repetitions} repetitions, configurations ${configNames.join(", ")}`);
+  log(`e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${describeGpus(gpus)}, ${repetitions} repetitions, configurations ${configNames.join(", ")}`);
   const scenarios: ScenarioResult[] = [];
   const transferLatency = a["transfer-json"] ? readTransferLatency(a["transfer-json"]) : undefined;
   const results: BenchResults = {
     schema: RESULTS_SCHEMA,
     entry: "e2e",
-    metadata: collectMetadata({ command: ["bun", "bench", "e2e", ...argv], model, seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) }, extra: { backend: backend ?? "auto", gpusUsed: gpus, quick } }),
+    metadata: collectMetadata({ command: ["bun", "bench", "e2e", ...argv], model, seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) }, extra: { backend: backend ?? "auto", gpusUsed: new Set(gpus).size, rankDevices: gpus, quick } }),
     scenarios,
     ...(transferLatency ? { transferLatency } : {}),
   };

@@ -23,7 +23,7 @@ const HELP = `usage: bun bench serving [options]
   --base-url URL          server to benchmark (default http://127.0.0.1:8000; --quick starts its own)
   --model NAME            model name to send (default: the first of GET /v1/models)
   --workload NAME         ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default random)
-  --workload-file PATH    JSONL trace for --workload jsonl
+  --workload-file PATH    JSONL trace of --workload jsonl (the default workload when a file is given)
   --num-prompts N         send only the first N requests of the workload
   --request-rate R|inf    Poisson arrival rate in requests/s (default inf: all at once)
   --max-concurrency N     at most N requests in flight
@@ -31,7 +31,7 @@ const HELP = `usage: bun bench serving [options]
   --temperature T         temperature of requests that do not set one (default 0)
   --api-key KEY           bearer token
   --out DIR               also write serving.json there
-  --quick                 in-process tiny-model server on the CPU backend, 8 short requests`;
+  --quick                 in-process tiny-model server on the CPU backend, 8 short requests (of a generated workload)`;
 
 async function modelName(baseUrl: string, apiKey?: string): Promise<string> {
   const res = await fetch(`${baseUrl.replace(/\/$/, "")}/v1/models`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
@@ -74,7 +74,11 @@ export async function runServing(argv: string[], log: (line: string) => void = c
   if (!(temperature >= 0)) throw new RangeError(`--temperature must be a number >= 0, got ${JSON.stringify(a.temperature)}`);
 
   const quickOverrides = { numRequests: 8, inputTokens: [16, 48], outputTokens: [4, 8] };
-  const workload = buildWorkload({ name: a.workload ?? "random", seed, ...(a["workload-file"] ? { path: a["workload-file"] } : {}), ...(a.quick ? { overrides: quickOverrides } : {}) });
+  // A trace file alone means the jsonl workload; with another workload named, the file would go unread.
+  const workloadName = a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "random");
+  if (a["workload-file"] !== undefined && workloadName !== "jsonl") throw new RangeError(`--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(workloadName)}`);
+  const fromFile = workloadName === "jsonl" || workloadName === "random-256";
+  const workload = buildWorkload({ name: workloadName, seed, ...(a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}), ...(a.quick && !fromFile ? { overrides: quickOverrides } : {}) });
   if (a["num-prompts"] !== undefined) {
     const n = Number(a["num-prompts"]);
     if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`--num-prompts must be a positive integer, got ${JSON.stringify(a["num-prompts"])}`);

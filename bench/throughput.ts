@@ -1,7 +1,7 @@
 /**
  * Offline throughput of the single-GPU engine on the workload compact engines report: 256
  * requests of random token ids, prompt and output lengths uniform in 100..1024, ignore_eos
- * (../shared/workloads/random-256.jsonl, or the same draw generated when the file is absent).
+ * (bench/workloads/data/random-256.jsonl, which the repository ships).
  * Reports output tok/s and total time against the reference points measured on one H200, and
  * where step time goes: native step time per step kind versus TypeScript time per step.
  *
@@ -20,10 +20,10 @@ import { ensureModel } from "../lib/model/demo_model.ts";
 import { isPresetName, PRESET_NAMES } from "../lib/model/presets.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readJsonlWorkload } from "./workloads/jsonl.ts";
-import { randomLengthsWorkload, sharedWorkloadPath } from "./workloads/random_lengths.ts";
+import { randomLengthsWorkload, readRandom256 } from "./workloads/random_lengths.ts";
 import type { Workload } from "./workloads/types.ts";
 
-/** Reference points for random-256 on one H200 (issue 4). */
+/** Reference points for random-256 on one H200 (the Python LMPool measurement and the targets set against it). */
 export const REFERENCE = { pythonTokPerS: 1614, pythonSeconds: 83.0, targetTokPerS: 16000, rooflineTokPerS: 36500 } as const;
 
 /** Options of one throughput run. */
@@ -164,12 +164,11 @@ const entry: BenchEntry = {
     const numRequests = int("num-requests", a["num-requests"]);
     let workload: Workload;
     if (a.quick) {
+      if (a.workload !== undefined) throw new RangeError(`--workload ${JSON.stringify(a.workload)} does not apply to --quick, which runs its own short generated requests`);
       workload = randomLengthsWorkload({ numRequests: numRequests ?? 16, inputTokens: [16, 64], outputTokens: [8, 24] });
       workload.name = "random-quick";
     } else {
-      const path = a.workload ? resolve(a.workload) : tryShared();
-      workload = path ? readJsonlWorkload(path) : randomLengthsWorkload({ numRequests: numRequests ?? 256 });
-      if (!path) workload.name = "random-256 (generated)";
+      workload = a.workload ? readJsonlWorkload(resolve(a.workload)) : readRandom256();
       if (numRequests !== undefined) workload.requests = workload.requests.slice(0, numRequests);
     }
     const modelDir = a.model ?? (await ensureModel(preset));
@@ -188,13 +187,5 @@ const entry: BenchEntry = {
     if (a.json) console.log(JSON.stringify({ workload: workload.name, modelDir, ...result }));
   },
 };
-
-function tryShared(): string | null {
-  try {
-    return sharedWorkloadPath("random-256.jsonl");
-  } catch {
-    return null;
-  }
-}
 
 export default entry;

@@ -3,12 +3,10 @@
  * 256 requests of random token ids in 0..10000, prompt lengths uniform in 100..1024, max_tokens
  * uniform in 100..1024, ignore_eos, temperature 0.6. Drawn with a CPython-compatible Mersenne
  * Twister in Python's order (all prompts, then all output lengths), so seed 0 reproduces
- * ../shared/workloads/random-256.jsonl exactly; readRandom256() reads that file itself.
+ * bench/workloads/data/random-256.jsonl exactly; readRandom256() reads that file itself.
  * @module
  */
-import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { workloadDataPath } from "./data_files.ts";
 import { readJsonlWorkload } from "./jsonl.ts";
 import { PythonRandom } from "./python_random.ts";
 import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
@@ -56,17 +54,8 @@ export function randomLengthsWorkload(options: RandomLengthsOptions = {}): Workl
   };
 }
 
-/** Where the shared reference workloads live: $LMPOOL_SHARED_DIR, ../shared or ./shared of the repository. */
-export function sharedWorkloadPath(file: string): string {
-  const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.LMPOOL_SHARED_DIR;
-  const candidates = [...(env ? [join(env, "workloads", file)] : []), join(repo, "..", "shared", "workloads", file), join(repo, "shared", "workloads", file)];
-  for (const c of candidates) if (existsSync(c)) return c;
-  throw new RangeError(`reference workload ${file} not found; tried ${candidates.join(", ")}`);
-}
-
 /** Reads the published random-256.jsonl (numbers on it compare with other engines' figures). */
 export function readRandom256(): Workload {
-  const w = readJsonlWorkload(sharedWorkloadPath("random-256.jsonl"), { name: "random-256" });
+  const w = readJsonlWorkload(workloadDataPath("random-256.jsonl"), { name: "random-256" });
   return { ...w, description: "the published random-256.jsonl (256 requests, 142,827 prompt / 133,966 output tokens)" };
 }

@@ -18,7 +18,7 @@ export interface WorkloadSpec {
   seed?: number;
   /** Prefix-length multiplier of the locality workload. */
   scale?: number;
-  /** File of the jsonl workload. */
+  /** File of the jsonl workload (only that one reads a path). */
   path?: string;
   /** Generator options beyond seed/scale (e.g. numRequests for a scaled-down run). */
   overrides?: Record<string, unknown>;
@@ -38,6 +38,10 @@ export const WORKLOAD_NAMES: Readonly<Record<string, string>> = {
 
 /** Builds the named workload; throws a RangeError naming an unknown workload. */
 export function buildWorkload(spec: WorkloadSpec): Workload {
+  if (spec.path !== undefined && spec.name !== "jsonl") throw new RangeError(`a workload file (${spec.path}) is read by the jsonl workload only, not by ${JSON.stringify(spec.name)}`);
+  const fromFile = spec.name === "jsonl" || spec.name === "random-256";
+  const overrideNames = Object.keys(spec.overrides ?? {});
+  if (fromFile && overrideNames.length > 0) throw new RangeError(`the ${spec.name} workload is read from a file; generator options do not apply to it, got ${overrideNames.join(", ")}`);
   const o = { ...(spec.overrides ?? {}), ...(spec.seed !== undefined ? { seed: spec.seed } : {}) };
   switch (spec.name) {
     case "locality":
@@ -55,7 +59,7 @@ export function buildWorkload(spec: WorkloadSpec): Workload {
     case "multi-turn":
       return multiTurnWorkload(o);
     case "jsonl":
-      if (!spec.path) throw new RangeError("the jsonl workload needs a file path");
+      if (!spec.path) throw new RangeError("the jsonl workload needs a file path (--workload-file)");
       return readJsonlWorkload(spec.path);
     default:
       throw new RangeError(`unknown workload ${JSON.stringify(spec.name)}; known: ${Object.keys(WORKLOAD_NAMES).join(", ")}`);

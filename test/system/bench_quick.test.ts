@@ -103,3 +103,22 @@ test("the quick transfer_latency form verifies every forced copy round and repor
   expect(r.controlPlane).toMatchObject({ transfer_completed: 8, transfer_blocks: 4 * 1 + 4 * 4, transfer_publish_samples: 8, transfer_publish_1block_samples: 4 });
   expect(r.bytesByPath.host).toBe(r.controlPlane.transfer_bytes);
 }, 90_000);
+
+test("--gpus with a repeated device runs two ranks on that device; single-gpu runs on the first listed device", async () => {
+  const out = join(mkdtempSync(join(tmpdir(), "lmpool-bench-quick-")), "results");
+  runBench(["e2e", "--quick", "--gpus", "0,0", "--configs", "round-robin", "--repetitions", "1", "--out", out], 120_000);
+  const results = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
+  expect(results.metadata.gpusUsed).toBe(1);
+  expect(results.metadata.rankDevices).toEqual([0, 0]);
+  const rr: { status: string; description: string; repetitions: { error?: string; metrics: { perRankRequests: Record<string, number> } }[] } = results.scenarios[0].configurations[0];
+  expect(`${rr.status} ${rr.repetitions[0]?.error ?? ""}`).toBe("ok ");
+  expect(rr.description).toBe("2 ranks on devices 0,0, round-robin dispatch, transfers off");
+  expect(Object.keys(rr.repetitions[0]!.metrics.perRankRequests).sort()).toEqual(["0", "1"]);
+
+  // The CPU backend has device 0 only: asking the single-GPU engine for device 1 must reach the
+  // native library and fail there, which shows the first listed device is the one it opens.
+  const { buildConfigurations } = await import("../../bench/configurations.ts");
+  const { ensureModel } = await import("../../lib/model/demo_model.ts");
+  const [single] = buildConfigurations(["single-gpu"], { modelDir: await ensureModel("tiny"), backend: "cpu", gpus: [1, 1] });
+  await expect(single!.create()).rejects.toThrow(/device 1 does not exist/);
+}, 180_000);

@@ -121,6 +121,7 @@ describe("aggregation", () => {
       ranks: [],
       routing: { hits: count, "transfer_prefix-copy_completed": count - 1, transfer_offload_completed: 1, transfer_released_blocks: blocks - 4, transfer_publish_samples: count, transfer_publish_ms_p50: p50, transfer_publish_ms_p95: 2 * p50, transfer_publish_ms_max: 3 * p50 },
       transfers: { count, blocks, bytes: blocks * 1000 },
+      health: { ranks: [] },
     });
     const m = aggregateRun({ startedAtEpochMs: 0, elapsedMs: 500, records, statsBefore: stats(1, 4, 0.5), statsAfter: stats(3, 10, 0.25) });
     expect(m.completed).toBe(3);

@@ -1,6 +1,9 @@
 // Workloads: deterministic from their seed, with the reference's counts and trace shares.
 import { describe, expect, test } from "bun:test";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { profileTrace } from "../../../bench/trace_profile.ts";
+import { workloadDataPath } from "../../../bench/workloads/data_files.ts";
 import { loadSkewWorkload } from "../../../bench/workloads/load_skew.ts";
 import { localityWorkload } from "../../../bench/workloads/locality.ts";
 import { memorySkewWorkload } from "../../../bench/workloads/memory_skew.ts";
@@ -166,5 +169,21 @@ describe("registry", () => {
     expect(buildWorkload({ name: "locality", scale: 3 }).name).toBe("locality-3x");
     expect(buildWorkload({ name: "locality", overrides: { numRequests: 4, groups: 2 } }).requests.length).toBe(4);
     expect(() => buildWorkload({ name: "nope" })).toThrow(/unknown workload "nope"/);
+  });
+  test("a file path or generator options a workload would not read are refused, not dropped", () => {
+    expect(() => buildWorkload({ name: "locality", path: "x.jsonl" })).toThrow('a workload file (x.jsonl) is read by the jsonl workload only, not by "locality"');
+    expect(() => buildWorkload({ name: "random-256", overrides: { numRequests: 4 } })).toThrow("the random-256 workload is read from a file; generator options do not apply to it, got numRequests");
+    expect(() => buildWorkload({ name: "jsonl" })).toThrow("the jsonl workload needs a file path (--workload-file)");
+    expect(buildWorkload({ name: "random-256", seed: 0 }).requests.length).toBe(256);
+  });
+});
+
+describe("data files", () => {
+  test("ship inside the repository: found beside the workload modules, with nothing needed outside the clone", () => {
+    const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+    expect(workloadDataPath("random-256.jsonl")).toBe(join(repo, "bench", "workloads", "data", "random-256.jsonl"));
+  });
+  test("a missing one names the file and where it looked", () => {
+    expect(() => workloadDataPath("nope.jsonl")).toThrow(/^workload data file "nope.jsonl" not found at .*bench\/workloads\/data\/nope\.jsonl$/);
   });
 });
