@@ -39,6 +39,18 @@ export interface RankStats {
   /** Cumulative finished requests and generated tokens. */
   numFinished: number;
   numGeneratedTokens: number;
+  /**
+   * Blocks found still referenced, pinned or reserved when the rank last held no request and no
+   * transfer (a leak: should be 0); only an idle rank can be judged.
+   */
+  leakedBlocks?: number;
+}
+
+/** Whether one configured rank serves now, and how often its worker was restarted. */
+export interface RankHealth {
+  rank: number;
+  up: boolean;
+  restarts: number;
 }
 
 /** Engine-wide stats: one entry per rank plus routing and transfer counters. */
@@ -46,6 +58,8 @@ export interface EngineStats {
   ranks: RankStats[];
   routing: Record<string, number>;
   transfers: { count: number; blocks: number; bytes: number };
+  /** Every configured rank, serving or not (an in-process engine has one, always up). */
+  health: { ranks: RankHealth[] };
 }
 
 /** Facts about the served model. */

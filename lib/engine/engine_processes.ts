@@ -1,7 +1,11 @@
 /**
  * The launcher's side of the process tree: the socket workers connect to, the control-plane and
- * worker children, their connections, and supervision (control-plane restart, worker death).
- * LLMEngine sees ranks and messages; this file sees processes and sockets.
+ * worker children, their connections, and their supervision: one {@link Supervisor} decides when a
+ * dead child (control plane or worker, exited or declared hung) starts again. A restarted worker
+ * has a new epoch: the control plane retired the old one's blocks and transfers, so it rejoins
+ * the page table empty. Ranks that share a device start one after another, each sizing its KV
+ * cache to its share of the device. LLMEngine sees ranks and messages; this file sees processes
+ * and sockets.
  * @module
  */
 import type { RankPair } from "../global/topology.ts";
@@ -19,7 +23,10 @@ import { cpuCount, getEnv, pid } from "../runtime/env.ts";
 import { settlesWithin } from "../runtime/event_loop.ts";
 import type { ChildProcessHandle } from "../runtime/subprocess.ts";
 import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../runtime/unix_socket.ts";
-import { makeRunDir, spawnControlPlane, spawnWorker } from "./process_launch.ts";
+import type { RankHealth } from "../core/engine_api.ts";
+import { DEFAULT_GPU_MEMORY_UTILIZATION } from "./llm.ts";
+import { makeRunDir, removeStaleRunDirs, spawnControlPlane, spawnWorker } from "./process_launch.ts";
+import { type RestartPolicy, Supervisor } from "./supervisor.ts";
 
 /** What EngineProcesses.start needs. */
 export interface EngineProcessesOptions {
@@ -32,6 +39,10 @@ export interface EngineProcessesOptions {
   transfers: TransferConfig;
   heartbeat?: HeartbeatOptions;
   restartControlPlane: boolean;
+  /** Restart dead workers (default true). */
+  restartWorkers?: boolean;
+  /** Back-off and limits of restarts (lib/engine/supervisor.ts). */
+  restartPolicy?: Partial<RestartPolicy>;
   startTimeoutMs: number;
   log: (line: string) => void;
 }
@@ -42,6 +53,8 @@ interface WorkerSlot {
   proc: ChildProcessHandle;
   conn: Connection | undefined;
   ready: MessageOf<"ready"> | undefined;
+  /** The control plane holds its snapshot: routing sees it, so it serves. */
+  joined: boolean;
   alive: boolean;
   onReady?: () => void;
 }
@@ -60,21 +73,27 @@ function workerDataPath(o: EngineProcessesOptions, rank: number): WorkerDataPath
   };
 }
 
-/** Restarts allowed within a minute before the control plane is given up on. */
-const MAX_CONTROL_RESTARTS_PER_MINUTE = 10;
+/** The control plane starts in well under a second and requests route locally while it is down: retry soon. */
+const CONTROL_FIRST_RESTART_DELAY_MS = 50;
+const CONTROL = "control plane";
+const workerChild = (rank: number) => `worker ${rank}`;
 
 /** The launcher's children and their connections. */
 export class EngineProcesses {
   /** Worker messages other than hello/ready. */
   onWorkerMessage: (rank: number, m: Message) => void = () => {};
-  /** A worker died (process exit or connection loss); called once per worker. */
+  /** A worker died (process exit or connection loss); called once per incarnation that was ready. */
   onWorkerDied: (rank: number, why: string) => void = () => {};
-  /** Control-plane restarts so far. */
-  controlRestarts = 0;
+  /** A restarted worker is ready and serves again. */
+  onWorkerRestarted: (rank: number) => void = () => {};
   readonly #o: EngineProcessesOptions;
   readonly #run: { dir: string; remove(): void };
   readonly #workers = new Map<number, WorkerSlot>();
-  readonly #restartTimes: number[] = [];
+  readonly #supervisor: Supervisor;
+  /** Start-ups of ranks that share a device run one at a time (each sizes its KV to its share). */
+  readonly #deviceQueue = new Map<number, Promise<void>>();
+  readonly #restartTimers = new Set<ReturnType<typeof setTimeout>>();
+  #started = false;
   #server: UnixServer | undefined;
   #control: Connection | undefined;
   #controlProc: ChildProcessHandle | undefined;
@@ -84,7 +103,9 @@ export class EngineProcesses {
 
   private constructor(o: EngineProcessesOptions) {
     this.#o = o;
+    for (const dir of removeStaleRunDirs()) o.log(`[lmpool] removed ${dir}, left behind by a launcher that no longer runs`);
     this.#run = makeRunDir();
+    this.#supervisor = new Supervisor(o.restartPolicy).override(CONTROL, { initialDelayMs: CONTROL_FIRST_RESTART_DELAY_MS });
   }
 
   /** Starts the control plane and every worker, and waits until all are ready. */
@@ -94,8 +115,10 @@ export class EngineProcesses {
       p.#server = await listenUnix(p.launcherSocket, (s) => p.#acceptWorker(s));
       await p.#startControl();
       o.log(`[lmpool] starting ${o.worldSize} worker${o.worldSize > 1 ? "s" : ""}...`);
-      await Promise.all(Array.from({ length: o.worldSize }, (_, r) => p.#startWorker(r)));
+      await Promise.all(Array.from({ length: o.worldSize }, (_, r) => p.#startWorkerOnDevice(r)));
       await p.#waitForPageTable(o.worldSize, 30_000);
+      for (const w of p.#workers.values()) w.joined = true;
+      p.#started = true;
       return p;
     } catch (e) {
       await p.stop();
@@ -133,9 +156,22 @@ export class EngineProcesses {
     return r;
   }
 
-  /** Ranks whose worker is alive and ready. */
+  /** Control-plane restarts so far. */
+  get controlRestarts(): number {
+    return this.#supervisor.restarts(CONTROL);
+  }
+
+  /** Every configured rank: serving now or not, and its worker's restarts so far. */
+  health(): RankHealth[] {
+    return Array.from({ length: this.#o.worldSize }, (_, rank) => {
+      const w = this.#workers.get(rank);
+      return { rank, up: !!(w?.alive && w.joined && w.conn), restarts: this.#supervisor.restarts(workerChild(rank)) };
+    });
+  }
+
+  /** Ranks whose worker is alive, ready and known to routing. */
   liveRanks(): number[] {
-    return [...this.#workers.values()].filter((w) => w.alive && w.ready && w.conn).map((w) => w.rank).sort((a, b) => a - b);
+    return [...this.#workers.values()].filter((w) => w.alive && w.joined && w.conn).map((w) => w.rank).sort((a, b) => a - b);
   }
 
   /** Sends to a live worker; false when it is gone. */
@@ -203,13 +239,18 @@ export class EngineProcesses {
     }
   }
 
-  /** Stops every child (shutdown, then SIGKILL after 5 s) and removes the sockets. Idempotent. */
+  /** Stops every child (shutdown, then SIGKILL after 5 s; at once for one still loading) and removes the sockets. Idempotent. */
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    for (const t of this.#restartTimers) clearTimeout(t);
+    this.#restartTimers.clear();
     const procs = [...this.#workers.values()].map((w) => w.proc);
     if (this.#controlProc) procs.push(this.#controlProc);
-    for (const w of this.#workers.values()) w.conn?.send({ type: "shutdown", reason: "engine shutdown" });
+    for (const w of this.#workers.values()) {
+      // One still loading (a restart) has no connection to be told on, and nothing to save.
+      if (!w.conn?.send({ type: "shutdown", reason: "engine shutdown" })) w.proc.kill("SIGKILL");
+    }
     this.#control?.send({ type: "shutdown", reason: "engine shutdown" });
     const all = Promise.all(procs.map((p) => p.exited));
     if (!(await settlesWithin(all, 5000))) {
@@ -230,6 +271,21 @@ export class EngineProcesses {
       if (Date.now() > deadline) throw new Error(`the control plane did not receive snapshots of all ${n} workers within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 10));
     }
+  }
+
+  /**
+   * A restarted worker serves once the control plane holds its snapshot (so routing can choose it);
+   * while the control plane is itself down, requests route locally and the rank joins at once.
+   */
+  async #waitForJoin(rank: number, timeoutMs = 10_000): Promise<void> {
+    const slot = this.#workers.get(rank);
+    const deadline = Date.now() + timeoutMs;
+    while (slot && slot.alive && !this.#stopping && Date.now() < deadline && this.controlConnected) {
+      const healthy = (await this.controlStats().catch(() => undefined))?.healthy_ranks;
+      if (healthy !== undefined && healthy >= this.#workers.size - [...this.#workers.values()].filter((w) => !w.alive).length) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    if (slot) slot.joined = slot.alive;
   }
 
   async #startControl(): Promise<void> {
@@ -263,19 +319,73 @@ export class EngineProcesses {
     this.#controlProc = undefined;
     this.#control?.close("control plane exited");
     this.#control = undefined;
-    const now = Date.now();
-    this.#restartTimes.push(now);
-    while (this.#restartTimes.length && now - this.#restartTimes[0]! > 60_000) this.#restartTimes.shift();
-    if (!this.#o.restartControlPlane || this.#restartTimes.length > MAX_CONTROL_RESTARTS_PER_MINUTE) {
-      this.#o.log(`[lmpool] control plane exited (${why}); not restarting: requests route locally from now on`);
+    const d = this.#o.restartControlPlane ? this.#supervisor.died(CONTROL) : { restart: false as const, why: "restarts are off" };
+    if (!d.restart) {
+      this.#o.log(`[lmpool] control plane exited (${why}); not restarting (${d.why}): requests route locally from now on`);
       return;
     }
-    this.#o.log(`[lmpool] control plane exited (${why}); restarting it (workers resend full snapshots)`);
-    this.controlRestarts++;
-    this.#startControl().catch((e) => this.#o.log(`[lmpool] control plane restart failed: ${(e as Error).message}`));
+    this.#o.log(`[lmpool] control plane exited (${why}); restarting it in ${d.delayMs} ms (restart ${d.attempt}; workers resend full snapshots)`);
+    this.#later(d.delayMs, () =>
+      this.#startControl().then(
+        () => this.#supervisor.up(CONTROL),
+        (e) => this.#o.log(`[lmpool] control plane restart failed: ${(e as Error).message}`),
+      ),
+    );
   }
 
-  async #startWorker(rank: number): Promise<void> {
+  /** Runs `f` after `ms` unless the processes stop first. */
+  #later(ms: number, f: () => void): void {
+    const t = setTimeout(() => {
+      this.#restartTimers.delete(t);
+      if (!this.#stopping) f();
+    }, ms);
+    this.#restartTimers.add(t);
+  }
+
+  /**
+   * Starts rank `rank`'s worker once the other start-ups on its device are done. A rank that shares
+   * its device with k - 1 others sizes its KV cache to a 1/k share: its memory fraction counts the
+   * ranks already running there, whose memory it sees as used.
+   */
+  #startWorkerOnDevice(rank: number): Promise<void> {
+    const gpu = this.#o.gpus[rank]!;
+    const sharing = this.#o.gpus.filter((g) => g === gpu).length;
+    const run = async () => {
+      const running = this.#o.gpus.filter((g, r) => g === gpu && r !== rank && this.#workers.get(r)?.alive && this.#workers.get(r)?.ready).length;
+      const util = this.#o.engine.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION;
+      const share = sharing > 1 && this.#o.engine.numBlocks === undefined ? { gpuMemoryUtilization: (util * (running + 1)) / sharing } : {};
+      await this.#startWorker(rank, share);
+    };
+    const prev = this.#deviceQueue.get(gpu) ?? Promise.resolve();
+    const next = prev.then(run, run);
+    this.#deviceQueue.set(gpu, next.catch(() => {}));
+    return next;
+  }
+
+  /** A worker died after start-up: start it again after the supervisor's back-off. */
+  #restartWorker(rank: number, why: string): void {
+    if (!this.#started || this.#stopping || this.#o.restartWorkers === false) return;
+    const d = this.#supervisor.died(workerChild(rank));
+    if (!d.restart) {
+      this.#o.log(`[lmpool] worker ${rank} is not restarted (${d.why}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`);
+      return;
+    }
+    this.#o.log(`[lmpool] restarting worker ${rank} in ${d.delayMs} ms (restart ${d.attempt}) after: ${why}`);
+    this.#later(d.delayMs, () => {
+      this.#startWorkerOnDevice(rank).then(
+        async () => {
+          await this.#waitForJoin(rank);
+          this.#supervisor.up(workerChild(rank));
+          this.#o.log(`[lmpool] worker ${rank} rejoined (restart ${d.attempt}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`);
+          this.onWorkerRestarted(rank);
+        },
+        // Its exit (or the kill below) reaches #workerDown, which schedules the next attempt.
+        (e) => this.#o.log(`[lmpool] worker ${rank} restart failed: ${(e as Error).message}`),
+      );
+    });
+  }
+
+  async #startWorker(rank: number, engineOverrides: Partial<EngineProcessesOptions["engine"]> = {}): Promise<void> {
     const epoch = this.#nextWorkerEpoch++;
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
@@ -286,11 +396,11 @@ export class EngineProcesses {
       gpu: this.#o.gpus[rank]!,
       launcherSocketPath: this.launcherSocket,
       controlSocketPath: this.controlSocket,
-      engine: this.#o.engine,
+      engine: { ...this.#o.engine, ...engineOverrides },
       heartbeat: this.#o.heartbeat,
       ...(this.#o.transfers.mode === "off" ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
     }, workerThreadEnv(this.#o.worldSize));
-    const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, alive: true, onReady: readyResolve };
+    const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, joined: false, alive: true, onReady: readyResolve };
     this.#workers.set(rank, slot);
     void proc.exited.then((exit) => {
       const why = `worker ${rank} (pid ${proc.pid}) exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
@@ -300,6 +410,9 @@ export class EngineProcesses {
     const timer = setTimeout(() => readyReject(new Error(`worker ${rank} was not ready within ${this.#o.startTimeoutMs} ms`)), this.#o.startTimeoutMs);
     try {
       await ready;
+    } catch (e) {
+      proc.kill("SIGKILL"); // hung in start-up: its exit reports it down
+      throw e;
     } finally {
       clearTimeout(timer);
     }
@@ -341,6 +454,10 @@ export class EngineProcesses {
     this.#o.log(`[lmpool] ${why}`);
     this.sendControl({ type: "rank_down", rank: slot.rank, epoch: slot.epoch, reason: why });
     if (slot.ready) this.onWorkerDied(slot.rank, why);
+    // Restart once the process is gone for sure (a hung one exits from the SIGKILL above).
+    void slot.proc.exited.then(() => {
+      if (this.#workers.get(slot.rank) === slot) this.#restartWorker(slot.rank, why);
+    });
   }
 }
 

@@ -26,6 +26,8 @@ export interface InflightRequest {
   streamedTokens: number;
   /** abort() was called before the dispatch happened. */
   abortRequested: boolean;
+  /** Times it was dispatched again after its rank died. */
+  retries: number;
   /** Run once when the request leaves the table (e.g. detach an AbortSignal listener). */
   onEnd?: () => void;
 }
@@ -47,9 +49,9 @@ export class InflightRequests {
   }
 
   /** Registers a new request; RangeError on a duplicate id. */
-  add(r: Omit<InflightRequest, "queue" | "rank" | "streamedTokens" | "abortRequested" | "onEnd">): InflightRequest {
+  add(r: Omit<InflightRequest, "queue" | "rank" | "streamedTokens" | "abortRequested" | "retries" | "onEnd">): InflightRequest {
     if (this.#byId.has(r.requestId)) throw new RangeError(`request id ${JSON.stringify(r.requestId)} is already in use`);
-    const full: InflightRequest = { ...r, queue: new DeltaQueue<StreamDelta>(), rank: -1, streamedTokens: 0, abortRequested: false };
+    const full: InflightRequest = { ...r, queue: new DeltaQueue<StreamDelta>(), rank: -1, streamedTokens: 0, abortRequested: false, retries: 0 };
     this.#byId.set(r.requestId, full);
     return full;
   }

@@ -16,10 +16,14 @@ import { DeltaQueue } from "../local/delta_queue.ts";
 import { sizeKvCache } from "../local/kv_sizing.ts";
 import { LocalEngine } from "../local/local_engine.ts";
 import { DEFAULT_LONG_PREFILL_CHUNK } from "../local/scheduler.ts";
+import { DEFAULT_STEP_TARGET_MS } from "../local/step_budget.ts";
 import { readModelSpec } from "../model/config.ts";
 import { loadModel } from "../model/loader.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
+
+/** Fraction of device memory an engine uses when its options name none (vLLM's default). */
+export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 
 /** Options of LLM.create. */
 export interface LLMOptions {
@@ -47,6 +51,12 @@ export interface LLMOptions {
    * worse time to first token of long prompts (default 0: no limit; lib/local/scheduler.ts).
    */
   longPrefillChunk?: number;
+  /**
+   * Predicted time, in ms, that one step's prefill tokens may fill: long prompts are chunked by a
+   * budget learned from measured step times, so no step holds the thread much longer (default 500
+   * with chunked prefill; 0 turns the cap off; needs chunked prefill; lib/local/step_budget.ts).
+   */
+  stepTargetMs?: number;
   /** Native backend (default: CUDA when a GPU is visible, else CPU; LMPOOL_BACKEND overrides). */
   backend?: BackendKind;
   /** Device index (default 0). */
@@ -70,6 +80,8 @@ export interface LLMConfig {
   enablePrefixCaching: boolean;
   enableChunkedPrefill: boolean;
   longPrefillChunk: number;
+  /** 0: no cost cap on steps. */
+  stepTargetMs: number;
   backend: BackendKind;
 }
 
@@ -156,11 +168,12 @@ export class LLM implements GenerationEngine {
     let kv: KvCache | undefined;
     try {
       const numBlocks = o.numBlocks ??
-        sizeKvCache(native, nativeModel, { blockSize, gpuMemoryUtilization: o.gpuMemoryUtilization ?? 0.9, maxNumBatchedTokens, maxNumSeqs, maxModelLen }).numBlocks;
+        sizeKvCache(native, nativeModel, { blockSize, gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION, maxNumBatchedTokens, maxNumSeqs, maxModelLen }).numBlocks;
       kv = nativeModel.createKvCache(numBlocks, blockSize);
       const config: LLMConfig = {
         blockSize, numBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK, backend: native.backend,
+        enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK,
+        stepTargetMs: o.stepTargetMs ?? (enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0), backend: native.backend,
       };
       const engine = new LocalEngine({ model: nativeModel, kv, ...config, tokenizer: o.detokenize === false ? null : tokenizer, eosTokenIds: tokenizer.eosTokenIds, rank: o.rank, epoch: o.epoch });
       const model: ServedModelInfo = { name: spec.name, maxModelLen, vocabSize: spec.native.vocabSize, blockSize, backend: native.backend, numRanks: 1 };
@@ -224,7 +237,8 @@ export class LLM implements GenerationEngine {
 
   /** One rank's stats. */
   stats(): EngineStats {
-    return { ranks: [this.engine.rankStats()], routing: {}, transfers: { count: 0, blocks: 0, bytes: 0 } };
+    const stats = this.engine.rankStats();
+    return { ranks: [stats], routing: {}, transfers: { count: 0, blocks: 0, bytes: 0 }, health: { ranks: [{ rank: stats.rank, up: !this.#disposed, restarts: 0 }] } };
   }
 
   /** Aborts outstanding requests, waits for the step loop, frees the KV cache and the model. Idempotent. */

@@ -3,8 +3,9 @@
  * rank, routes every request through the control plane (KV-aware), dispatches the full sequence
  * to the chosen worker, and streams its tokens back. Supervises the children: a dead control plane
  * is restarted and rebuilt from the workers' full snapshots while they keep decoding (requests
- * route locally meanwhile); a dead worker's requests fail with WorkerDiedError (or re-run
- * elsewhere with `retryOnWorkerDeath`) and its blocks leave the page table.
+ * route locally meanwhile); a dead or hung worker is restarted with back-off and rejoins empty,
+ * its blocks leave the page table, and its requests that had streamed nothing run once more on a
+ * live rank (`retryOnWorkerDeath`), the others fail with WorkerDiedError.
  * @module
  */
 import type { EngineStats, GenerationEngine, RankStats, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
@@ -20,6 +21,7 @@ import { ModelTokenizer } from "../model/tokenizer.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import { RemoteError } from "../protocol/protocol_errors.ts";
 import { EngineProcesses } from "./engine_processes.ts";
+import type { RestartPolicy } from "./supervisor.ts";
 import { resolveTopology, type TopologyInput } from "./engine_topology.ts";
 import { InflightRequests, type InflightRequest } from "./inflight_requests.ts";
 import type { LLMOptions } from "./llm.ts";
@@ -45,10 +47,14 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
   transfers?: TransferConfigInput;
   /** Heartbeat timing of every connection (default 1 s, dead after 5 missed). */
   heartbeat?: HeartbeatOptions;
-  /** Re-run a dead worker's requests elsewhere when they have streamed nothing yet (default false). */
+  /** Re-run a dead worker's requests once elsewhere when they have streamed nothing yet (default true). */
   retryOnWorkerDeath?: boolean;
   /** Restart a dead control plane (default true). */
   restartControlPlane?: boolean;
+  /** Restart dead or hung workers (default true). */
+  restartWorkers?: boolean;
+  /** Back-off and limits of restarts (default 0.5 s doubling to 30 s, reset after a minute of health, 10 per 10 minutes). */
+  restartPolicy?: Partial<RestartPolicy>;
   /** Start-up limit for every worker to load and report ready (default 600 s). */
   startTimeoutMs?: number;
   /** Route query timeout before falling back to local routing (default 5 s). */
@@ -75,14 +81,16 @@ export class LLMEngine implements GenerationEngine {
   readonly #inflight = new InflightRequests();
   readonly #rankStats = new Map<number, RankStats>();
   readonly #o: LLMEngineOptions;
+  readonly #log: (line: string) => void;
   #routing: Record<string, number> = {};
   #nextId = 0;
   #fallbackCursor = 0;
   #closed = false;
   #statsTimer: ReturnType<typeof setInterval>;
 
-  private constructor(procs: EngineProcesses, tokenizer: TextTokenizer, model: ServedModelInfo, o: LLMEngineOptions) {
+  private constructor(procs: EngineProcesses, tokenizer: TextTokenizer, model: ServedModelInfo, o: LLMEngineOptions, log: (line: string) => void) {
     this.#procs = procs;
+    this.#log = log;
     this.tokenizer = tokenizer;
     this.model = model;
     this.#o = o;
@@ -111,7 +119,7 @@ export class LLMEngine implements GenerationEngine {
     const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
     const topology = await resolveTopology(o.topology, worldSize, log);
     const transfers = resolveTransferConfig(o.transfers); // validates before any process starts
-    const { model: _m, worldSize: _w, gpus: _g, topology: _t, routing, transfers: _x, heartbeat, retryOnWorkerDeath: _r, restartControlPlane, startTimeoutMs, routeTimeoutMs: _rt, log: _l, ...engine } = o;
+    const { model: _m, worldSize: _w, gpus: _g, topology: _t, routing, transfers: _x, heartbeat, retryOnWorkerDeath: _r, restartControlPlane, restartWorkers, restartPolicy, startTimeoutMs, routeTimeoutMs: _rt, log: _l, ...engine } = o;
     const procs = await EngineProcesses.start({
       worldSize,
       gpus,
@@ -121,6 +129,8 @@ export class LLMEngine implements GenerationEngine {
       transfers,
       heartbeat,
       restartControlPlane: restartControlPlane ?? true,
+      restartWorkers: restartWorkers ?? true,
+      ...(restartPolicy ? { restartPolicy } : {}),
       startTimeoutMs: startTimeoutMs ?? 600_000,
       log,
     });
@@ -134,7 +144,7 @@ export class LLMEngine implements GenerationEngine {
       numRanks: worldSize,
     };
     log(`[lmpool] ${worldSize} workers ready (${model.backend}, ${topology.pairs.length ? `NVLink pairs ${topology.pairs.map((p) => p.join("-")).join(",")}` : "no NVLink pairs"}, routing ${routing?.policy ?? "lmpool"})`);
-    return new LLMEngine(procs, tokenizer, model, o);
+    return new LLMEngine(procs, tokenizer, model, o, log);
   }
 
   /** True while the engine accepts requests (some worker alive, not shut down). */
@@ -199,6 +209,7 @@ export class LLMEngine implements GenerationEngine {
       ranks,
       routing: { ...r, control_plane_restarts: this.#procs.controlRestarts },
       transfers: { count: r.transfer_completed ?? 0, blocks: r.transfer_blocks ?? 0, bytes: r.transfer_bytes ?? 0 },
+      health: { ranks: this.#procs.health() },
     };
   }
 
@@ -301,15 +312,23 @@ export class LLMEngine implements GenerationEngine {
     for (const r of this.#inflight.onRank(rank)) this.#onRequestLost(r, why);
   }
 
+  /**
+   * A request's rank died. Before its first token it runs once more on a live rank; after that, or
+   * when it was already retried or no rank serves, it fails saying why.
+   */
   #onRequestLost(r: InflightRequest, why: string): void {
     const rank = r.rank;
     this.#procs.sendControl({ type: "route_release", requestId: r.requestId });
-    if (this.#o.retryOnWorkerDeath && r.streamedTokens === 0 && !r.abortRequested && this.#procs.liveRanks().length > 0) {
+    const canRetry = (this.#o.retryOnWorkerDeath ?? true) && r.streamedTokens === 0 && !r.abortRequested;
+    if (canRetry && r.retries === 0 && this.#procs.liveRanks().length > 0) {
+      r.retries++;
       r.rank = -1;
+      this.#log(`[lmpool] ${r.requestId}: worker ${rank} died before its first token; running it again on a live rank`);
       void this.#routeAndDispatch(r);
       return;
     }
-    this.#inflight.fail(r, new WorkerDiedError(`worker ${rank} died while running ${r.requestId}: ${why}`, rank));
+    const after = r.streamedTokens > 0 ? ` after ${r.streamedTokens} streamed tokens` : r.retries > 0 ? " (its second attempt)" : this.#procs.liveRanks().length === 0 ? "; no rank serves" : "";
+    this.#inflight.fail(r, new WorkerDiedError(`worker ${rank} died while running ${r.requestId}${after}: ${why}`, rank));
   }
 
   async #pollRouting(): Promise<void> {

@@ -7,7 +7,7 @@
  */
 import { codecWarmupRounds, warmTransferCodec } from "../protocol/codec_warmup.ts";
 import { pid } from "../runtime/env.ts";
-import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
+import { exitProcess, onParentExit, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { RoutingConfigInput } from "./routing_config.ts";
 import type { TransferConfigInput } from "./transfer_config.ts";
@@ -41,6 +41,7 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
     exitProcess(code);
   };
   onTerminationSignal((sig) => void stop(0, sig));
+  onParentExit(() => void stop(1, "the launcher is gone"));
   const noLauncher = setTimeout(() => void stop(1, "no launcher connected"), config.launcherTimeoutMs ?? 60_000);
   plane = await ControlPlane.listen({
     socketPath: config.socketPath,

@@ -72,6 +72,22 @@ const EXIT_STEP_WAIT_MS = 5000;
 const PLAN_AWAKE_MAX_MS = 2000;
 /** Longest a block change of a plan still open here waits to be reported (see #afterTransferChange). */
 const TRANSFER_REPORT_HOLD_MAX_MS = 5;
+/**
+ * The least a step computed on this thread is announced as (busy heartbeat): the first step after
+ * idle has no measured predecessor, and the announcement costs the peers' hang detection only
+ * a few times this much.
+ */
+const MIN_ANNOUNCED_STEP_MS = 250;
+/** How fast the remembered longest recent step decays per step (it follows slower steps at once). */
+const STEP_MS_DECAY = 0.9;
+/**
+ * A step computed on the device while this thread stays free (heartbeats keep flowing) is judged
+ * by a watchdog instead: one that runs past this many times the longest recent step, and at
+ * least {@link MIN_STEP_HANG_MS}, means the device is stuck (a kernel that never ends).
+ */
+const STEP_HANG_FACTOR = 50;
+/** Floor of the step watchdog: covers first steps that build graphs and warm libraries. */
+const MIN_STEP_HANG_MS = 20_000;
 
 /** One worker's event loop around its engine. */
 export class WorkerHost {
@@ -95,6 +111,11 @@ export class WorkerHost {
   readonly #stepWait = new StepWaitEstimator();
   /** True while #run steps the engine (on the CPU, control messages then wait for the current step to end). */
   #stepping = false;
+  /** Longest recent step wall time, decaying: what the next step is expected to take at most. */
+  #recentStepMs = 0;
+  /** Blocks found still held when the worker last went idle (a leak), and invariant violations seen. */
+  #leakedBlocks = 0;
+  #invariantViolations = 0;
 
   constructor(o: WorkerHostOptions) {
     this.#o = o;
@@ -177,9 +198,18 @@ export class WorkerHost {
       this.#stepping = this.#engine.hasWork && !this.#exiting;
       if (this.#stepping) this.#report();
       while (this.#engine.hasWork && !this.#exiting) {
+        this.#announceBusyStep();
         const t0 = performance.now();
-        const report = await this.#engine.stepAsync(yieldToEventLoop);
-        if (report.kind !== "idle") this.#stepWait.observe(performance.now() - t0);
+        const watchdog = this.#watchStep();
+        let report;
+        try {
+          report = await this.#engine.stepAsync(yieldToEventLoop);
+        } finally {
+          clearTimeout(watchdog);
+        }
+        const stepMs = performance.now() - t0;
+        if (report.kind !== "idle") this.#stepWait.observe(stepMs);
+        this.#recentStepMs = Math.max(stepMs, this.#recentStepMs * STEP_MS_DECAY);
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
           if (d.finished) this.#finish(d);
@@ -201,6 +231,7 @@ export class WorkerHost {
       }
       // Idle (or parked on blocks a transfer holds): messages are read at once, so step_wait_ms is 0.
       this.#stepping = false;
+      this.#auditIdleBlocks();
       this.#report();
       const spin = this.#o.idleSpinMs ?? 0;
       if (spin > 0 && !this.#exiting) keepAwakeWhile(() => !this.#exiting, spin);
@@ -223,6 +254,7 @@ export class WorkerHost {
       tokenIds: d.tokenIds,
       text: d.text,
       ...(d.logprobs ? { logprobs: d.logprobs } : {}),
+      ...(d.error ? { error: d.error } : {}),
       ...(o
         ? {
             output: {
@@ -370,13 +402,55 @@ export class WorkerHost {
   }
 
   #reportTransferChange(): void {
+    this.#auditIdleBlocks();
     this.#report();
     if (this.#engine.hasWork && !this.#exiting) this.#loop ??= this.#run();
   }
 
-  /** The launcher's view of this rank: engine stats, data-path counters, the rank. */
+  /** The launcher's view of this rank: engine stats, data-path counters, the rank, leaked blocks. */
   #rankCounters(stats: RankStats): Record<string, number> {
-    return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank };
+    return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank, leakedBlocks: this.#leakedBlocks, invariantViolations: this.#invariantViolations };
+  }
+
+  /**
+   * A step computed on this thread keeps heartbeats from going out while it runs: the peers are
+   * told first how long it may take (protocol/heartbeat_monitor.ts), twice the longest recent step.
+   */
+  #announceBusyStep(): void {
+    if (this.#engine.readsMessagesDuringSteps) return;
+    const expectedMs = Math.max(MIN_ANNOUNCED_STEP_MS, 2 * this.#recentStepMs);
+    this.#o.launcher.announceBusy(expectedMs);
+    this.#control?.announceBusy(expectedMs);
+  }
+
+  /**
+   * On a backend whose steps leave this thread free, a step that never ends would go unnoticed by
+   * heartbeats: past its deadline the worker gives up its connections, and the launcher kills,
+   * restarts and re-routes (its requests that had streamed nothing run elsewhere).
+   */
+  #watchStep(): ReturnType<typeof setTimeout> | undefined {
+    if (!this.#engine.readsMessagesDuringSteps) return undefined; // the peers' heartbeat checks judge it
+    const limitMs = Math.max(MIN_STEP_HANG_MS, STEP_HANG_FACTOR * this.#recentStepMs);
+    return setTimeout(() => {
+      this.#log(`[worker ${this.#o.rank}] a step has run for more than ${Math.round(limitMs)} ms: the device is stuck; giving up this worker`);
+      this.#exit(1, "a step never ended");
+    }, limitMs);
+  }
+
+  /**
+   * With no request and no transfer plan here, every block must be free or a reclaimable cache
+   * entry: any other is a leak. Checked on each transition to idle (it walks every block once).
+   */
+  #auditIdleBlocks(): void {
+    if (this.#engine.hasWork || this.#held.size > 0 || (this.#o.transfers?.openPlans ?? 0) > 0) return;
+    const b = this.#engine.blocks;
+    this.#leakedBlocks = b.numLiveBlocks + b.numReservedBlocks;
+    try {
+      b.checkInvariants({ drained: true });
+    } catch (e) {
+      this.#invariantViolations++;
+      this.#log(`[worker ${this.#o.rank}] ${(e as Error).message}`);
+    }
   }
 
   /**
@@ -390,7 +464,7 @@ export class WorkerHost {
     // once; so is every message while the device computes a step apart from this thread.
     const readsDuringSteps = this.#engine.readsMessagesDuringSteps;
     const busy = this.#stepping && this.#engine.hasWork && !readsDuringSteps;
-    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.config.maxNumBatchedTokens, reads_during_steps: readsDuringSteps ? 1 : 0 };
+    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.stepTokenBudget, reads_during_steps: readsDuringSteps ? 1 : 0 };
     return { type: "stats", rank: this.#o.rank, counters };
   }
 

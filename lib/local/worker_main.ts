@@ -9,7 +9,7 @@ import { LLM, type LLMOptions, openNative } from "../engine/llm.ts";
 import { codecWarmupRounds, warmTransferCodec } from "../protocol/codec_warmup.ts";
 import { Connection } from "../protocol/connection.ts";
 import { getEnv, pid } from "../runtime/env.ts";
-import { exitProcess, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
+import { exitProcess, onParentExit, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import { idleSpinMs } from "./idle_spin.ts";
 import type { PerPeerDataPath } from "./per_peer_data_path.ts";
@@ -59,6 +59,11 @@ async function openDataPath(config: WorkerMainConfig, llm: LLM, log: (line: stri
 export async function runWorker(config: WorkerMainConfig): Promise<void> {
   const tag = `[worker ${config.rank}]`;
   const log = (line: string) => console.error(line);
+  // From the start: a launcher killed while this worker loads must not leave it behind.
+  onParentExit(() => {
+    log(`${tag} the launcher is gone; exiting`);
+    exitProcess(1);
+  });
   // Load before connecting: loading can block the event loop longer than heartbeats allow.
   const t0 = performance.now();
   // Which backend loads (CUDA when a GPU is visible) says whether `gpu` applies; LLM.create reuses this handle.

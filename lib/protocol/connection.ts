@@ -99,6 +99,19 @@ export class Connection {
     return this;
   }
 
+  /**
+   * Tells the peer that this side is about to block its event loop for about `expectedMs` (a step
+   * computed on this thread), so the peer's heartbeat check allows for it. False when closed.
+   */
+  announceBusy(expectedMs: number): boolean {
+    return this.#sendRaw({ type: "heartbeat", seq: 0, sentAt: Date.now(), busyMs: Math.max(0, expectedMs) });
+  }
+
+  /** Milliseconds of this side's own event-loop stalls its heartbeat check discounted. */
+  get ownStallMs(): number {
+    return this.#heartbeat?.ownStallMs ?? 0;
+  }
+
   /** Sends a one-way message; false when the connection is closed. */
   send(message: Outgoing): boolean {
     return this.#sendRaw(message as Message);
@@ -164,6 +177,7 @@ export class Connection {
     this.counters.received++;
     if (m.type === "heartbeat") {
       this.counters.heartbeatsReceived++;
+      if (m.busyMs !== undefined) this.#heartbeat?.heardBusy(m.busyMs);
       return;
     }
     if (m.replyTo !== undefined) {

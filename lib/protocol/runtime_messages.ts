@@ -140,8 +140,11 @@ export const FinishMessage = z.object({
 /** Launcher -> worker: stop a request and free its blocks. */
 export const AbortMessage = z.object({ type: z.literal("abort"), ...envelope, requestId: z.string(), reason: z.string().optional() });
 
-/** Liveness, both ways. */
-export const HeartbeatMessage = z.object({ type: z.literal("heartbeat"), ...envelope, seq: Count, sentAt: z.number() });
+/**
+ * Liveness, both ways. `busyMs`: the sender is about to block its event loop for about that long
+ * (a step on its own thread); the receiver allows that much more silence (protocol/heartbeat_monitor.ts).
+ */
+export const HeartbeatMessage = z.object({ type: z.literal("heartbeat"), ...envelope, seq: Count, sentAt: z.number(), busyMs: z.number().nonnegative().optional() });
 
 /** Orderly stop of the receiving process. */
 export const ShutdownMessage = z.object({ type: z.literal("shutdown"), ...envelope, reason: z.string().optional() });

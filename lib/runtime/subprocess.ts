@@ -60,11 +60,13 @@ interface DenoLike {
   args: string[];
   Command: new (cmd: string, o: { args: string[]; env?: Record<string, string>; clearEnv?: boolean; cwd?: string; stdin: string; stdout: string; stderr: string }) => { spawn(): DenoChild };
   execPath(): string;
+  readonly ppid: number;
   exit(code?: number): never;
   addSignalListener(signal: string, handler: () => void): void;
 }
 interface NodeProcessLike {
   argv: string[];
+  readonly ppid: number;
   execPath: string;
   exit(code?: number): never;
   on(event: string, handler: () => void): void;
@@ -154,4 +156,24 @@ export function onTerminationSignal(handler: (signal: "SIGTERM" | "SIGINT") => v
     if (g.Deno) g.Deno.addSignalListener(sig, () => handler(sig));
     else g.process?.on(sig, () => handler(sig));
   }
+}
+
+/** This process's parent pid now (it changes when the parent dies and the process is re-parented). */
+function parentPid(): number | undefined {
+  return g.Deno?.ppid ?? g.process?.ppid;
+}
+
+/**
+ * Runs `handler` once when this process's parent has gone (polled every `intervalMs`): a child
+ * whose launcher was SIGKILLed must not live on as an orphan, even while its sockets look open.
+ */
+export function onParentExit(handler: () => void, intervalMs = 1000): void {
+  const parent = parentPid();
+  if (parent === undefined) return;
+  const timer = setInterval(() => {
+    if (parentPid() === parent) return;
+    clearInterval(timer);
+    handler();
+  }, intervalMs);
+  (timer as { unref?: () => void }).unref?.();
 }
