@@ -11,6 +11,24 @@ export interface HttpServerOptions {
   /** 0 picks a free port. */
   port: number;
   fetch(req: Request): Response | Promise<Response>;
+  /**
+   * Bodies the runtime itself refuses past this many bytes (Bun: maxRequestBodySize), so memory
+   * stays bounded even before the handler reads. Deno has no such setting: there the handler's own
+   * limit, which stops reading at its bound, is the only one.
+   */
+  maxRequestBodySize?: number;
+}
+
+/** The port is taken (or not ours to bind); the message names it. */
+export class PortInUseError extends Error {
+  override readonly name = "PortInUseError";
+  constructor(
+    readonly hostname: string,
+    readonly port: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot listen on ${hostname}:${port}: the port is in use`, options);
+  }
 }
 
 /** A listening server. */
@@ -25,7 +43,7 @@ export interface HttpServer {
 }
 
 interface BunServe {
-  serve(options: { hostname: string; port: number; idleTimeout: number; fetch: (req: Request) => Response | Promise<Response> }): {
+  serve(options: { hostname: string; port: number; idleTimeout: number; maxRequestBodySize?: number; fetch: (req: Request) => Response | Promise<Response> }): {
     port?: number;
     stop(closeActiveConnections?: boolean): Promise<void>;
   };
@@ -54,6 +72,7 @@ function startBun(o: HttpServerOptions): HttpServer {
     port: o.port,
     // 0 disables the idle timeout: a long prefill sends nothing for a while and must not be cut.
     idleTimeout: 0,
+    ...(o.maxRequestBodySize !== undefined ? { maxRequestBodySize: o.maxRequestBodySize } : {}),
     fetch: (req) => o.fetch(req),
   });
   const port = server.port ?? o.port;
@@ -82,10 +101,19 @@ function startDeno(o: HttpServerOptions): HttpServer {
   };
 }
 
-/** Starts listening; resolves once the port is bound. */
+function isAddressInUse(e: unknown): boolean {
+  const err = e as { code?: unknown; name?: unknown } | null;
+  return err?.code === "EADDRINUSE" || err?.name === "AddrInUse";
+}
+
+/** Starts listening; resolves once the port is bound. A taken port throws PortInUseError. */
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const rt = runtimeName();
-  if (rt === "bun") return startBun(options);
-  if (rt === "deno") return startDeno(options);
-  throw new Error(`startHttpServer needs Bun or Deno; this runtime is ${rt}`);
+  if (rt !== "bun" && rt !== "deno") throw new Error(`startHttpServer needs Bun or Deno; this runtime is ${rt}`);
+  try {
+    return rt === "bun" ? startBun(options) : startDeno(options);
+  } catch (e) {
+    if (isAddressInUse(e)) throw new PortInUseError(options.hostname, options.port, { cause: e });
+    throw e;
+  }
 }

@@ -4,11 +4,11 @@
  * @module
  */
 import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, unixSeconds, type ServerContext } from "./context.ts";
+import { checkModel, newResponseId, parseJsonBody, promptContext, unixSeconds, type ServerContext } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { chatLogprobs } from "./logprobs.ts";
-import { chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
+import { chunkEnvelope, startRequestChoices, type ChunkEnvelope } from "./openai_choices.ts";
 import { chatPrompt, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "./schemas.ts";
@@ -20,17 +20,24 @@ interface Prepared {
   runs: ChoiceRun[];
   id: string;
   created: number;
+  /** Tokens streamed so far (the usage of a stream that ends early). */
+  completionTokens: number;
+}
+
+/** The usage chunk of a stream that ends now (undefined unless the client asked for usage). */
+function usageSoFar(p: Prepared, envelope: ChunkEnvelope): unknown {
+  return envelope.includeUsage ? envelope.usage(usageOf([p.prompt], p.completionTokens)) : undefined;
 }
 
 /** Handles POST /v1/chat/completions. */
 export async function handleChatCompletions(req: Request, ctx: ServerContext, scope: RequestScope): Promise<Response> {
-  const body = await parseJsonBody(req, chatCompletionRequestSchema);
+  const body = await parseJsonBody(req, ctx, chatCompletionRequestSchema);
   checkModel(ctx, body.model);
   const { engine } = ctx;
   if (body.top_logprobs != null && body.top_logprobs > 0 && body.logprobs !== true) {
     throw badRequest("top_logprobs requires logprobs to be true", "top_logprobs");
   }
-  const prompt = chatPrompt(body.messages, engine.tokenizer, engine.model.vocabSize, body.add_generation_prompt ?? true);
+  const prompt = await chatPrompt(body.messages, promptContext(ctx, scope), body.add_generation_prompt ?? true);
   const maxModelLen = engine.model.maxModelLen;
   // Without a limit the completion may use the rest of the context, as in vLLM (unless the server
   // sets a default, as it does for the random-weight demo model that rarely samples EOS).
@@ -40,8 +47,11 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   const params = toSamplingParams(body, maxTokens, body.logprobs === true);
   const id = newResponseId("chatcmpl");
   const runs = startRequestChoices(req, ctx, scope, body, { id, prompts: [prompt], params });
-  const prepared: Prepared = { body, prompt, runs, id, created: unixSeconds() };
-  if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
+  const prepared: Prepared = { body, prompt, runs, id, created: unixSeconds(), completionTokens: 0 };
+  if (body.stream) {
+    const envelope = chunkEnvelope(ctx, body, { id, object: "chat.completion.chunk", created: prepared.created });
+    return sseResponse(streamChunks(ctx, prepared, envelope), scope, { usageSoFar: () => usageSoFar(prepared, envelope) });
+  }
   return Response.json(await completeAll(ctx, prepared, scope));
 }
 
@@ -65,14 +75,12 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
   return { id: p.id, object: "chat.completion", created: p.created, model: ctx.modelName, choices, usage: usageOf([p.prompt], completionTokens) };
 }
 
-async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
-  const envelope = chunkEnvelope(ctx, p.body, { id: p.id, object: "chat.completion.chunk", created: p.created });
+async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnvelope): AsyncGenerator<unknown> {
   const chunk = envelope.choice;
   // The role comes first in every choice, as OpenAI streams it.
   for (const r of p.runs) yield chunk({ index: r.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
-  let completionTokens = 0;
   for await (const { run, delta } of mergeChoices(p.runs)) {
-    completionTokens += delta.tokenIds.length;
+    p.completionTokens += delta.tokenIds.length;
     const withLogprobs = p.body.logprobs === true && delta.tokenIds.length > 0;
     if (!delta.finished && delta.text === "" && !withLogprobs) continue;
     yield chunk({
@@ -82,5 +90,5 @@ async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<un
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
     });
   }
-  if (envelope.includeUsage) yield envelope.usage(usageOf([p.prompt], completionTokens));
+  if (envelope.includeUsage) yield envelope.usage(usageOf([p.prompt], p.completionTokens));
 }

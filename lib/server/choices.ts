@@ -6,6 +6,7 @@
 import type { GenerationEngine } from "../core/engine_api.ts";
 import type { FinishReason, StreamDelta } from "../core/outputs.ts";
 import type { SamplingParams } from "../core/sampling_params.ts";
+import { ApiError } from "./errors.ts";
 import type { ServerMetrics } from "./metrics.ts";
 import type { TokenizedPrompt } from "./prompts.ts";
 import { paramsForChoice } from "./sampling.ts";
@@ -39,6 +40,12 @@ export interface FinishedChoice {
   finishReason: FinishReason;
 }
 
+/** 500 for a sequence the engine failed on its own (the others of its batch went on). */
+function generationFailed(d: StreamDelta): ApiError {
+  const why = d.error ? `${d.error.name}: ${d.error.message}` : "no reason given";
+  return new ApiError(500, `Generation failed in the engine for request ${d.requestId}: ${why}`, "server_error", null, "generation_failed");
+}
+
 /** Wraps an engine stream, recording TTFT, inter-token gaps and e2e latency once it ends. */
 async function* timed(
   source: AsyncIterable<StreamDelta>,
@@ -64,6 +71,7 @@ async function* timed(
       if (d.finished) {
         finishReason = d.finishReason ?? "stop";
         if (d.output) rank = d.output.metrics.rank;
+        if (finishReason === "error") throw generationFailed(d);
       }
       yield d;
     }

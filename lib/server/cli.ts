@@ -4,12 +4,18 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { TRANSFER_MODES, type TransferModeSetting } from "../global/transfer_config.ts";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
+import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
+import { MAX_TIMEOUT_SECONDS } from "./request_timeout.ts";
+import { DEFAULT_TOKENIZER_THREADS } from "./tokenizer_pool.ts";
 
 /** Parsed serve options. */
 export interface ServeCliOptions {
   /** HF model directory; absent means the embedded random-weight demo model. */
   model?: string;
-  gpus: number;
+  /** A rank count (ranks on devices 0..n-1), or the device of each rank (repeats: ranks sharing a device). */
+  gpus: number | number[];
   host: string;
   port: number;
   maxModelLen?: number;
@@ -24,6 +30,18 @@ export interface ServeCliOptions {
   apiKey?: string;
   servedModelName?: string;
   backend?: "cpu" | "cuda";
+  /** KV blocks per rank, overriding the memory-based sizing (vLLM's --num-gpu-blocks-override). */
+  numGpuBlocksOverride?: number;
+  /** KV transfers between ranks (default auto). */
+  kvTransfers?: TransferModeSetting;
+  /** Largest request body in bytes. */
+  maxRequestBytes: number;
+  /** Time limit of every request in seconds (absent: none). */
+  requestTimeout?: number;
+  /** Longest SIGTERM drain in seconds before remaining requests are ended. */
+  drainTimeout: number;
+  /** Threads that tokenize and template large inputs. */
+  tokenizerThreads: number;
   help: boolean;
 }
 
@@ -35,7 +53,9 @@ random weights (its text is random), generated once and cached.
 
 Options:
   --model <dir>                     Hugging Face model directory (Qwen3 or Llama)
-  --gpus <n>                        GPUs to serve on, one replica each (default 1)
+  --gpus <n|ids>                    Ranks to serve with, one replica each (default 1): a count n (devices
+                                    0..n-1) or a comma list of device ids, repeats allowed (0,0: two
+                                    ranks on device 0; one id alone needs a trailing comma: 3,)
   --host <addr>                     Address to listen on (default 127.0.0.1)
   --port <n>                        Port to listen on; 0 picks a free one (default 8000)
   --max-model-len <n>               Context length limit (default: the model's)
@@ -50,6 +70,15 @@ Options:
   --api-key <key>                   Require 'Authorization: Bearer <key>' on /v1/*
   --served-model-name <name>        Model name clients use (default: the model's)
   --backend <cpu|cuda>              Native backend (default: CUDA when a GPU is found, else CPU)
+  --num-gpu-blocks-override <n>     KV cache blocks per rank, instead of sizing from free memory
+  --kv-transfers <off|auto|force>   KV transfers between ranks: off, auto (when they pay; default) or
+                                    force (every valid candidate, for tests)
+  --max-request-bytes <n>           Largest request body; larger ones get 413 (default ${DEFAULT_MAX_REQUEST_BYTES})
+  --request-timeout <s>             Time limit of every request; 504 after it (default: none). A client
+                                    may shorten its own with the header x-request-timeout: <s>
+  --drain-timeout <s>               On SIGTERM, longest wait for in-flight requests before they are
+                                    ended with an error (default ${DEFAULT_DRAIN_TIMEOUT_SECONDS})
+  --tokenizer-threads <n>           Threads that tokenize and template large inputs (default ${DEFAULT_TOKENIZER_THREADS})
   -h, --help                        Show this help
 `;
 
@@ -65,6 +94,29 @@ function fraction(flag: string, v: string | undefined): number | undefined {
   const n = Number(v);
   if (v.trim() === "" || !(n > 0 && n <= 1)) throw new RangeError(`--${flag} must be a number in (0, 1], got ${JSON.stringify(v)}`);
   return n;
+}
+
+function seconds(flag: string, v: string | undefined, min: number, minInclusive: boolean): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  const ok = v.trim() !== "" && Number.isFinite(n) && (minInclusive ? n >= min : n > min) && n <= MAX_TIMEOUT_SECONDS;
+  if (!ok) throw new RangeError(`--${flag} must be a number of seconds ${minInclusive ? ">=" : ">"} ${min} and <= ${MAX_TIMEOUT_SECONDS}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Parses --gpus: a rank count ("2") or a comma list of device ids with repeats ("0,0", "3,"). */
+export function parseGpus(v: string): number | number[] {
+  if (!v.includes(",")) {
+    const n = Number(v);
+    if (v.trim() === "" || !Number.isSafeInteger(n) || n < 1) throw new RangeError(`--gpus must be a count >= 1 or a comma list of device ids, got ${JSON.stringify(v)}`);
+    return n;
+  }
+  const parts = v.split(",");
+  if (parts.at(-1)?.trim() === "") parts.pop();
+  return parts.map((part) => {
+    if (!/^\s*\d+\s*$/.test(part)) throw new RangeError(`--gpus entries must be device ids (integers >= 0), got ${JSON.stringify(part)} in ${JSON.stringify(v)}`);
+    return Number(part);
+  });
 }
 
 /** Parses "0-1,2-3" into [[0, 1], [2, 3]]. */
@@ -98,12 +150,22 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
       "api-key": { type: "string" },
       "served-model-name": { type: "string" },
       backend: { type: "string" },
+      "num-gpu-blocks-override": { type: "string" },
+      "kv-transfers": { type: "string" },
+      "max-request-bytes": { type: "string" },
+      "request-timeout": { type: "string" },
+      "drain-timeout": { type: "string" },
+      "tokenizer-threads": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (positionals.length > 0) throw new RangeError(`unexpected argument ${JSON.stringify(positionals[0])}; see --help`);
   const backend = values.backend;
   if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  const kvTransfers = values["kv-transfers"];
+  if (kvTransfers !== undefined && !(TRANSFER_MODES as readonly string[]).includes(kvTransfers)) {
+    throw new RangeError(`--kv-transfers must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(kvTransfers)}`);
+  }
   const port = integer("port", values.port, 0) ?? 8000;
   if (port > 65535) throw new RangeError(`--port must be at most 65535, got ${port}`);
   for (const [flag, v] of [["model", values.model], ["host", values.host], ["api-key", values["api-key"]], ["served-model-name", values["served-model-name"]]] as const) {
@@ -111,7 +173,7 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
   }
   return {
     model: values.model,
-    gpus: integer("gpus", values.gpus, 1) ?? 1,
+    gpus: values.gpus === undefined ? 1 : parseGpus(values.gpus),
     host: values.host ?? "127.0.0.1",
     port,
     maxModelLen: integer("max-model-len", values["max-model-len"], 1),
@@ -125,6 +187,12 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     apiKey: values["api-key"],
     servedModelName: values["served-model-name"],
     backend,
+    numGpuBlocksOverride: integer("num-gpu-blocks-override", values["num-gpu-blocks-override"], 1),
+    kvTransfers: kvTransfers as TransferModeSetting | undefined,
+    maxRequestBytes: integer("max-request-bytes", values["max-request-bytes"], 1) ?? DEFAULT_MAX_REQUEST_BYTES,
+    requestTimeout: seconds("request-timeout", values["request-timeout"], 0, false),
+    drainTimeout: seconds("drain-timeout", values["drain-timeout"], 0, true) ?? DEFAULT_DRAIN_TIMEOUT_SECONDS,
+    tokenizerThreads: integer("tokenizer-threads", values["tokenizer-threads"], 1) ?? DEFAULT_TOKENIZER_THREADS,
     help: values.help ?? false,
   };
 }

@@ -3,11 +3,11 @@
  * @module
  */
 import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, unixSeconds, type ServerContext } from "./context.ts";
+import { checkModel, newResponseId, parseJsonBody, promptContext, unixSeconds, type ServerContext } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { completionLogprobs } from "./logprobs.ts";
-import { chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
+import { chunkEnvelope, startRequestChoices, type ChunkEnvelope } from "./openai_choices.ts";
 import { completionPrompts, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { completionRequestSchema, type CompletionRequest } from "./schemas.ts";
@@ -22,22 +22,32 @@ interface Prepared {
   runs: ChoiceRun[];
   id: string;
   created: number;
+  /** Tokens streamed so far (the usage of a stream that ends early). */
+  completionTokens: number;
+}
+
+/** The usage chunk of a stream that ends now (undefined unless the client asked for usage). */
+function usageSoFar(p: Prepared, envelope: ChunkEnvelope): unknown {
+  return envelope.includeUsage ? envelope.usage(usageOf(p.prompts, p.completionTokens)) : undefined;
 }
 
 /** Handles POST /v1/completions. */
 export async function handleCompletions(req: Request, ctx: ServerContext, scope: RequestScope): Promise<Response> {
-  const body = await parseJsonBody(req, completionRequestSchema);
+  const body = await parseJsonBody(req, ctx, completionRequestSchema);
   checkModel(ctx, body.model);
   const { engine } = ctx;
-  const prompts = completionPrompts(body.prompt, engine.tokenizer, engine.model.vocabSize);
+  const prompts = await completionPrompts(body.prompt, promptContext(ctx, scope));
   const maxTokens = body.max_tokens ?? DEFAULT_MAX_TOKENS;
   prompts.forEach((p, i) => checkContextLength(p.tokenIds.length, maxTokens, engine.model.maxModelLen, prompts.length > 1 ? `prompt[${i}]` : "prompt"));
   if (body.echo && body.logprobs != null) throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
   const params = toSamplingParams(body, maxTokens, body.logprobs != null);
   const id = newResponseId("cmpl");
   const runs = startRequestChoices(req, ctx, scope, body, { id, prompts, params });
-  const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds() };
-  if (body.stream) return sseResponse(streamChunks(ctx, prepared), scope);
+  const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds(), completionTokens: 0 };
+  if (body.stream) {
+    const envelope = chunkEnvelope(ctx, body, { id, object: "text_completion", created: prepared.created });
+    return sseResponse(streamChunks(ctx, prepared, envelope), scope, { usageSoFar: () => usageSoFar(prepared, envelope) });
+  }
   return Response.json(await completeAll(ctx, prepared, scope));
 }
 
@@ -58,9 +68,8 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
   return { id: p.id, object: "text_completion", created: p.created, model: ctx.modelName, choices, usage: usageOf(p.prompts, completionTokens) };
 }
 
-async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<unknown> {
+async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnvelope): AsyncGenerator<unknown> {
   const withLogprobs = p.body.logprobs != null;
-  const envelope = chunkEnvelope(ctx, p.body, { id: p.id, object: "text_completion", created: p.created });
   const chunk = envelope.choice;
   if (p.body.echo) {
     for (const r of p.runs) {
@@ -68,9 +77,8 @@ async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<un
     }
   }
   const textOffsets = new Map<number, number>();
-  let completionTokens = 0;
   for await (const { run, delta } of mergeChoices(p.runs)) {
-    completionTokens += delta.tokenIds.length;
+    p.completionTokens += delta.tokenIds.length;
     if (!delta.finished && delta.text === "" && (!withLogprobs || delta.tokenIds.length === 0)) continue;
     const offset = textOffsets.get(run.index) ?? 0;
     textOffsets.set(run.index, offset + delta.text.length);
@@ -81,5 +89,5 @@ async function* streamChunks(ctx: ServerContext, p: Prepared): AsyncGenerator<un
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
     });
   }
-  if (envelope.includeUsage) yield envelope.usage(usageOf(p.prompts, completionTokens));
+  if (envelope.includeUsage) yield envelope.usage(usageOf(p.prompts, p.completionTokens));
 }

@@ -1,6 +1,7 @@
 /**
- * What every route handler gets: the engine, the served model name, metrics and lifecycle, plus the
- * request helpers they share (JSON body parsing, model-name check, session id).
+ * What every route handler gets: the engine, the served model name, metrics, lifecycle, tokenizer
+ * and limits, plus the request helpers they share (bounded JSON body parsing, model-name check,
+ * session id).
  * @module
  */
 import type { z } from "zod";
@@ -8,6 +9,9 @@ import type { GenerationEngine } from "../core/engine_api.ts";
 import { badRequest, fromZodError, notFound } from "./errors.ts";
 import type { RequestScope, ServerLifecycle } from "./lifecycle.ts";
 import type { ServerMetrics } from "./metrics.ts";
+import type { PromptTokenizer } from "./prompt_tokenizer.ts";
+import type { PromptContext } from "./prompts.ts";
+import { readBodyText } from "./request_body.ts";
 
 /** Shared state of one running server. */
 export interface ServerContext {
@@ -20,14 +24,26 @@ export interface ServerContext {
   startedAt: number;
   /** Chat max_tokens when the request sets none (default: the rest of the context, as vLLM). */
   defaultChatMaxTokens?: number;
+  /** Tokenization for the routes (large inputs off the main thread when a pool runs). */
+  tokenizer: PromptTokenizer;
+  /** Largest request body in bytes (`--max-request-bytes`). */
+  maxRequestBytes: number;
+}
+
+/** What tokenizing this request's prompts needs: the server's tokenizer and the model's limits. */
+export function promptContext(ctx: ServerContext, scope: RequestScope): PromptContext {
+  return { tokenizer: ctx.tokenizer, vocabSize: ctx.engine.model.vocabSize, maxModelLen: ctx.engine.model.maxModelLen, signal: scope.signal };
 }
 
 /** One route: handles a request within its scope. */
 export type RouteHandler = (req: Request, ctx: ServerContext, scope: RequestScope) => Response | Promise<Response>;
 
-/** Reads a JSON body and validates it; non-JSON and schema violations become 400s naming the field. */
-export async function parseJsonBody<S extends z.ZodType>(req: Request, schema: S): Promise<z.infer<S>> {
-  const text = await req.text();
+/**
+ * Reads a JSON body (at most `ctx.maxRequestBytes`, else 413) and validates it; non-JSON and schema
+ * violations become 400s naming the field.
+ */
+export async function parseJsonBody<S extends z.ZodType>(req: Request, ctx: ServerContext, schema: S): Promise<z.infer<S>> {
+  const text = await readBodyText(req, ctx.maxRequestBytes);
   let raw: unknown;
   try {
     raw = JSON.parse(text);

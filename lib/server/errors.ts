@@ -51,9 +51,19 @@ export function methodNotAllowed(method: string, path: string): ApiError {
   return new ApiError(405, `Method ${method} is not allowed on ${path}`, "invalid_request_error", null, "method_not_allowed");
 }
 
-/** 503 while the engine is dead or the server drains. */
+/** 503 while the engine is dead, loading, or the server drains. */
 export function unavailable(message: string): ApiError {
   return new ApiError(503, message, "server_error", null, "service_unavailable");
+}
+
+/** 504 when a request outlives its time limit (`--request-timeout` or `x-request-timeout`). */
+export function requestTimedOut(seconds: number, source: string): ApiError {
+  return new ApiError(504, `The request did not finish within its ${seconds} s time limit (${source}) and was stopped`, "server_error", null, "request_timeout");
+}
+
+/** 503 for a request the server ended because it shut down (the drain deadline passed). */
+export function shutDown(drainSeconds: number): ApiError {
+  return new ApiError(503, `The server shut down before this request finished (--drain-timeout ${drainSeconds} s passed)`, "server_error", null, "shutdown");
 }
 
 /** Renders an ApiError as a JSON response. */
@@ -98,7 +108,8 @@ export function fromZodError(error: z.ZodError): ApiError {
 }
 
 /**
- * Maps anything a route threw to an ApiError: engine capacity 400s, a dead worker 503, else 500.
+ * Maps anything a route threw to an ApiError: engine capacity 400s, a dead worker 503 (code
+ * worker_died, saying why), else 500.
  * (Bad arguments are caught as 400s where the server validates them, so a stray TypeError here is
  * our bug and stays a 500.)
  */
@@ -106,7 +117,10 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof CapacityError) return badRequest(err.message, null, "capacity_exceeded");
   if (err instanceof AbortedError) return new ApiError(499, err.message, "invalid_request_error", null, "request_aborted");
-  if (err instanceof WorkerDiedError) return new ApiError(503, err.message, "server_error", null, "worker_died");
+  if (err instanceof WorkerDiedError) {
+    const rank = err.rank >= 0 ? ` (rank ${err.rank})` : "";
+    return new ApiError(503, `The worker serving this request died${rank} before it finished; retry it: ${err.message}`, "server_error", null, "worker_died", { cause: err });
+  }
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError(500, `Internal server error: ${message}`, "server_error", null, "internal_error", { cause: err });
 }

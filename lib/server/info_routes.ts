@@ -4,6 +4,7 @@
  */
 import type { ServerContext } from "./context.ts";
 import { errorResponse, unavailable } from "./errors.ts";
+import { rankHealth } from "./metrics.ts";
 import { LMPOOL_VERSION } from "./version.ts";
 
 /** GET /v1/models: the one served model, in OpenAI's list shape plus vLLM's max_model_len. */
@@ -24,10 +25,13 @@ export function handleModels(_req: Request, ctx: ServerContext): Response {
   });
 }
 
-/** GET /health: 200 with an empty body while serving; 503 once the engine is dead or the server drains. */
+/**
+ * GET /health: 200 with an empty body while at least one rank serves (fewer than all is reduced
+ * capacity, not down); 503 once none does or the server drains.
+ */
 export function handleHealth(_req: Request, ctx: ServerContext): Response {
   if (ctx.lifecycle.draining) return errorResponse(unavailable("The server is shutting down"));
-  if (!ctx.engine.healthy) return errorResponse(unavailable("The engine is not healthy"));
+  if (!ctx.engine.healthy) return errorResponse(unavailable("No worker rank is serving"));
   return new Response(null, { status: 200 });
 }
 
@@ -39,6 +43,8 @@ export function handleVersion(): Response {
 /** GET /metrics: Prometheus text exposition. */
 export function handleMetrics(_req: Request, ctx: ServerContext): Response {
   // This scrape is itself in flight; it is not a request being served.
-  const text = ctx.metrics.render(ctx.engine.stats(), Math.max(0, ctx.lifecycle.inFlight - 1));
+  const stats = ctx.engine.stats();
+  const health = rankHealth(stats, ctx.engine.model.numRanks, ctx.engine.healthy);
+  const text = ctx.metrics.render(stats, Math.max(0, ctx.lifecycle.inFlight - 1), health);
   return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
 }

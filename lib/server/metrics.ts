@@ -4,7 +4,7 @@
  * scrape time. Names and buckets follow vLLM's so existing routers and dashboards work unchanged.
  * @module
  */
-import type { EngineStats } from "../core/engine_api.ts";
+import type { EngineStats, RankHealth } from "../core/engine_api.ts";
 import type { FinishReason } from "../core/outputs.ts";
 import { LabeledCounter, LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
 
@@ -26,6 +26,26 @@ export interface StreamTiming {
   promptTokens: number;
   generationTokens: number;
   finishReason: FinishReason;
+}
+
+// Control-plane counters that are levels, not counts: they are gauges of their own, never
+// samples of the route decision counter (a counter must only grow).
+const ROUTING_GAUGES: Record<string, [name: string, help: string]> = {
+  reservations: ["lmpool_route_reservations", "KV reservations the control plane holds for routed requests."],
+  cached_blocks: ["lmpool_cached_blocks", "KV blocks in the control plane's page table, over all ranks."],
+};
+// Read as their own series: healthy ranks is lmpool_healthy_ranks, restarts their own counter.
+const ROUTING_NOT_DECISIONS = new Set(["healthy_ranks", "control_plane_restarts", ...Object.keys(ROUTING_GAUGES)]);
+
+/**
+ * Per-rank health of `numRanks` configured ranks: `stats.health` as the engine reports it; from an
+ * engine that leaves it out, a rank counts as up while it reports stats and the engine is healthy.
+ */
+export function rankHealth(stats: EngineStats, numRanks: number, engineHealthy: boolean): RankHealth[] {
+  const reported = (stats as Partial<Pick<EngineStats, "health">>).health?.ranks;
+  if (reported) return [...reported].sort((a, b) => a.rank - b.rank);
+  const reporting = new Set(stats.ranks.map((r) => r.rank));
+  return Array.from({ length: numRanks }, (_, rank) => ({ rank, up: engineHealthy && reporting.has(rank), restarts: 0 }));
 }
 
 /** Server-recorded request metrics plus the scrape-time rendering of engine stats. */
@@ -53,8 +73,9 @@ export class ServerMetrics {
   }
 
   /** The whole exposition: engine gauges and counters from `stats`, then the recorded series. */
-  render(stats: EngineStats, inFlightRequests: number): string {
+  render(stats: EngineStats, inFlightRequests: number, health: readonly RankHealth[] = rankHealth(stats, stats.ranks.length, true)): string {
     const model = this.modelName;
+    const byRank = (f: (h: RankHealth) => number): Sample[] => health.map((h) => ({ labels: { model_name: model, engine: String(h.rank) }, value: f(h) }));
     const per = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>
       stats.ranks.map((r) => ({ labels: { model_name: model, engine: String(r.rank) }, value: f(r) }));
     const parts = [
@@ -90,13 +111,29 @@ export class ServerMetrics {
           ];
         }),
       ),
+      renderGauge(
+        "lmpool_kv_leaked_blocks",
+        "KV blocks still referenced while the rank is idle (0 unless blocks leak).",
+        per((r) => r.leakedBlocks ?? 0),
+      ),
+      renderGauge("lmpool_healthy_ranks", "Worker ranks serving now.", [{ labels: { model_name: model }, value: health.filter((h) => h.up).length }]),
+      renderGauge("lmpool_rank_up", "1 while the rank serves, 0 while it is down or restarting.", byRank((h) => (h.up ? 1 : 0))),
+      renderCounter("lmpool_worker_restarts", "Times the launcher restarted the rank's worker.", byRank((h) => h.restarts)),
       renderCounter("lmpool_engine_finished_requests", "Requests finished per rank, as the engine counts them.", per((r) => r.numFinished)),
       renderCounter("lmpool_engine_generated_tokens", "Tokens generated per rank, as the engine counts them.", per((r) => r.numGeneratedTokens)),
       renderCounter(
         "lmpool_route_decisions",
         "Routing decisions of the control plane, by decision kind.",
-        Object.entries(stats.routing).map(([decision, value]) => ({ labels: { model_name: model, decision }, value })),
+        Object.entries(stats.routing)
+          .filter(([decision]) => !ROUTING_NOT_DECISIONS.has(decision))
+          .map(([decision, value]) => ({ labels: { model_name: model, decision }, value })),
       ),
+      ...Object.entries(ROUTING_GAUGES)
+        .filter(([key]) => stats.routing[key] !== undefined)
+        .map(([key, [name, help]]) => renderGauge(name, help, [{ labels: { model_name: model }, value: stats.routing[key]! }])),
+      renderCounter("lmpool_control_plane_restarts", "Times the launcher restarted the control plane.", [
+        { labels: { model_name: model }, value: stats.routing.control_plane_restarts ?? 0 },
+      ]),
       renderCounter("lmpool_transfers", "KV transfers between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.count }]),
       renderCounter("lmpool_transfer_blocks", "KV blocks moved or copied between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.blocks }]),
       renderCounter("lmpool_transfer_bytes", "KV bytes sent between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.bytes }]),

@@ -1,16 +1,47 @@
 /**
  * Turns request prompts (completion prompts, chat messages) into token ids, checking that each is
- * non-empty and uses only ids the model knows.
+ * non-empty and uses only ids the model knows. Text is measured before it is tokenized: one longer
+ * than any prompt that fits the context could be is refused without tokenizing it.
  * @module
  */
-import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
+import type { ChatMessage } from "../core/engine_api.ts";
 import { badRequest } from "./errors.ts";
+import type { PromptTokenizer } from "./prompt_tokenizer.ts";
 import type { ChatMessageInput } from "./schemas.ts";
 
 /** One prompt ready for the engine, with its text when it came as text (for echo). */
 export interface TokenizedPrompt {
   tokenIds: number[];
   text?: string;
+}
+
+/** What tokenizing a request's prompts needs. */
+export interface PromptContext {
+  tokenizer: PromptTokenizer;
+  vocabSize: number;
+  maxModelLen: number;
+  /** Aborts queued tokenization when the request goes away. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Longest text (UTF-16 units) whose tokens can still fit `maxModelLen`: max_model_len times the most
+ * characters one token stands for. Infinity when the tokenizer has no such bound.
+ */
+export function maxPromptChars(maxModelLen: number, maxInputCharsPerToken: number): number {
+  return maxModelLen * maxInputCharsPerToken;
+}
+
+/** Refuses a text that is longer than any prompt that fits the context (400 naming `param`). */
+export function checkPromptChars(chars: number, ctx: PromptContext, param: string): void {
+  const limit = maxPromptChars(ctx.maxModelLen, ctx.tokenizer.maxInputCharsPerToken);
+  if (chars > limit) {
+    throw badRequest(
+      `${param} has ${chars} characters, more than any prompt within this model's maximum context length of ${ctx.maxModelLen} tokens can have (${limit}). Please reduce the length of the input.`,
+      param,
+      "context_length_exceeded",
+    );
+  }
 }
 
 function checkIds(ids: number[], vocabSize: number, param: string): void {
@@ -21,17 +52,21 @@ function checkIds(ids: number[], vocabSize: number, param: string): void {
 }
 
 /** Normalizes a completions `prompt` (text, texts, ids, id lists) to one token-id list per prompt. */
-export function completionPrompts(
-  prompt: string | string[] | number[] | number[][],
-  tokenizer: TextTokenizer,
-  vocabSize: number,
-): TokenizedPrompt[] {
+export async function completionPrompts(prompt: string | string[] | number[] | number[][], ctx: PromptContext): Promise<TokenizedPrompt[]> {
+  const paramOf = (i: number, count: number) => (count > 1 ? `prompt[${i}]` : "prompt");
   let out: TokenizedPrompt[];
-  if (typeof prompt === "string") out = [{ tokenIds: tokenizer.encode(prompt), text: prompt }];
-  else if (prompt.every((p) => typeof p === "string")) out = (prompt as string[]).map((t) => ({ tokenIds: tokenizer.encode(t), text: t }));
-  else if (prompt.every((p) => typeof p === "number")) out = [{ tokenIds: [...(prompt as number[])] }];
-  else out = (prompt as number[][]).map((ids) => ({ tokenIds: [...ids] }));
-  out.forEach((p, i) => checkIds(p.tokenIds, vocabSize, out.length > 1 ? `prompt[${i}]` : "prompt"));
+  if (typeof prompt === "string" || prompt.every((p) => typeof p === "string")) {
+    const texts = typeof prompt === "string" ? [prompt] : (prompt as string[]);
+    texts.forEach((t, i) => checkPromptChars(t.length, ctx, paramOf(i, texts.length)));
+    out = [];
+    // One at a time: a list of large prompts must not fill the pool's queue on its own.
+    for (const text of texts) out.push({ tokenIds: await ctx.tokenizer.encode(text, { addSpecialTokens: true, signal: ctx.signal }), text });
+  } else if (prompt.every((p) => typeof p === "number")) {
+    out = [{ tokenIds: [...(prompt as number[])] }];
+  } else {
+    out = (prompt as number[][]).map((ids) => ({ tokenIds: [...ids] }));
+  }
+  out.forEach((p, i) => checkIds(p.tokenIds, ctx.vocabSize, paramOf(i, out.length)));
   return out;
 }
 
@@ -47,25 +82,23 @@ export function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessa
   return messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: messageText(m) }));
 }
 
-/** Renders messages with the model's chat template; a template that rejects them is a 400. */
-export function renderChat(messages: readonly ChatMessageInput[], tokenizer: TextTokenizer, addGenerationPrompt: boolean): string {
-  try {
-    return tokenizer.applyChatTemplate(toChatMessages(messages), { addGenerationPrompt });
-  } catch (err) {
-    // A template can reject a conversation (e.g. roles out of order); that is the request's fault.
-    throw badRequest(`messages could not be rendered with the chat template: ${err instanceof Error ? err.message : String(err)}`, "messages", "invalid_messages");
-  }
+/**
+ * Renders messages with the chat template and tokenizes the result. `addSpecialTokens` is off for
+ * generation (the template already wrote them), and /tokenize lets the client choose.
+ */
+export async function chatTokenIds(
+  messages: readonly ChatMessageInput[],
+  ctx: PromptContext,
+  options: { addGenerationPrompt: boolean; addSpecialTokens?: boolean },
+): Promise<number[]> {
+  const chat = toChatMessages(messages);
+  checkPromptChars(chat.reduce((n, m) => n + m.content.length, 0), ctx, "messages");
+  return ctx.tokenizer.encodeChat(chat, { addGenerationPrompt: options.addGenerationPrompt, addSpecialTokens: options.addSpecialTokens ?? false, signal: ctx.signal });
 }
 
-/** Renders messages with the chat template and tokenizes the result (no extra special tokens). */
-export function chatPrompt(
-  messages: readonly ChatMessageInput[],
-  tokenizer: TextTokenizer,
-  vocabSize: number,
-  addGenerationPrompt: boolean,
-): TokenizedPrompt {
-  const text = renderChat(messages, tokenizer, addGenerationPrompt);
-  const tokenIds = tokenizer.encode(text, { addSpecialTokens: false });
-  checkIds(tokenIds, vocabSize, "messages");
-  return { tokenIds, text };
+/** A chat prompt ready for the engine (rendered, tokenized, checked against the vocabulary). */
+export async function chatPrompt(messages: readonly ChatMessageInput[], ctx: PromptContext, addGenerationPrompt: boolean): Promise<TokenizedPrompt> {
+  const tokenIds = await chatTokenIds(messages, ctx, { addGenerationPrompt });
+  checkIds(tokenIds, ctx.vocabSize, "messages");
+  return { tokenIds };
 }

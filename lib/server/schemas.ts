@@ -1,17 +1,28 @@
 /**
  * Zod schemas of the request bodies the server accepts: completions, chat completions, tokenize and
  * detokenize, in the OpenAI/vLLM field names. Unknown fields are dropped (as vLLM does); known
- * fields with wrong types or out-of-range values are rejected before anything reaches the engine.
+ * fields with wrong types or out-of-range values are rejected before anything reaches the engine;
+ * numbers are checked as the engine reads them (finite float32, int32) within their documented ranges.
  * `null` is accepted wherever a field is optional, since many clients send it for "unset".
  * @module
  */
 import { z } from "zod";
+import { float32In, int32In } from "./number_schemas.ts";
 
-const tokenId = z.int().min(0);
+const tokenId = int32In(0);
+
+/** Most choices per prompt (`n`). */
+export const MAX_CHOICES = 128;
+
+/**
+ * Largest seed: choice j of n samples with seed + j, which must stay a safe integer (what the
+ * engine accepts; the native sampler takes it as a uint64).
+ */
+export const MAX_SEED = Number.MAX_SAFE_INTEGER - (MAX_CHOICES - 1);
 
 /** Only the value that means "off" is accepted for features the engine does not have. */
 function onlyOff(value: number, feature: string) {
-  return z.number().refine((v) => v === value, { error: `${feature} is not supported; only ${value} is accepted` }).nullish();
+  return float32In().refine((v) => v === value, { error: `${feature} is not supported; only ${value} is accepted` }).nullish();
 }
 
 const stopSchema = z
@@ -26,16 +37,16 @@ const streamOptionsSchema = z.object({
 /** Fields shared by completions and chat completions (sampling, streaming, session). */
 const commonFields = {
   model: z.string().nullish(),
-  max_tokens: z.int().min(1).nullish(),
-  temperature: z.number().min(0).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.int().min(-1).nullish(),
-  n: z.int().min(1).max(128).nullish(),
-  seed: z.int().min(0).nullish(),
+  max_tokens: int32In(1).nullish(),
+  temperature: float32In({ min: 0 }).nullish(),
+  top_p: float32In({ min: 0, minExclusive: true, max: 1 }).nullish(),
+  top_k: int32In(-1).nullish(),
+  n: int32In(1, MAX_CHOICES).nullish(),
+  seed: z.int().min(0).max(MAX_SEED, { error: `must be an integer in [0, ${MAX_SEED}]` }).nullish(),
   stop: stopSchema,
   stop_token_ids: z.array(tokenId).nullish(),
   ignore_eos: z.boolean().nullish(),
-  min_tokens: z.int().min(0).nullish(),
+  min_tokens: int32In(0).nullish(),
   stream: z.boolean().nullish(),
   stream_options: streamOptionsSchema.nullish(),
   user: z.string().nullish(),
@@ -43,8 +54,9 @@ const commonFields = {
   presence_penalty: onlyOff(0, "presence_penalty"),
   frequency_penalty: onlyOff(0, "frequency_penalty"),
   repetition_penalty: onlyOff(1, "repetition_penalty"),
+  min_p: onlyOff(0, "min_p"),
   best_of: onlyOff(1, "best_of"),
-  logit_bias: z.record(z.string(), z.number()).refine((m) => Object.keys(m).length === 0, { error: "logit_bias is not supported" }).nullish(),
+  logit_bias: z.record(z.string(), float32In({ min: -100, max: 100 })).refine((m) => Object.keys(m).length === 0, { error: "logit_bias is not supported" }).nullish(),
 };
 
 /** A prompt: text, a list of texts, token ids, or a list of token-id lists. */
@@ -58,7 +70,7 @@ export const completionRequestSchema = z.object({
   ...commonFields,
   prompt: promptSchema,
   /** Completions return the chosen token's logprob when this is set (top-k alternatives are not computed). */
-  logprobs: z.int().min(0).max(20).nullish(),
+  logprobs: int32In(0, 20).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.null().optional(),
 });
@@ -86,9 +98,9 @@ export type ChatMessageInput = z.infer<typeof chatMessageSchema>;
 export const chatCompletionRequestSchema = z.object({
   ...commonFields,
   messages: z.array(chatMessageSchema).min(1),
-  max_completion_tokens: z.int().min(1).nullish(),
+  max_completion_tokens: int32In(1).nullish(),
   logprobs: z.boolean().nullish(),
-  top_logprobs: z.int().min(0).max(20).nullish(),
+  top_logprobs: int32In(0, 20).nullish(),
   add_generation_prompt: z.boolean().nullish(),
   tools: z.array(z.unknown()).max(0, { error: "tools are not supported" }).nullish(),
   response_format: z.object({ type: z.literal("text", { error: "only response_format {\"type\": \"text\"} is supported" }) }).nullish(),

@@ -1,32 +1,143 @@
 /**
- * Starts the OpenAI-compatible server around an engine and shuts it down gracefully: drain
- * (503 for new requests, in-flight ones finish), stop listening, shut the engine down.
+ * Starts the OpenAI-compatible server around an engine and shuts it down gracefully: drain (503
+ * for new requests, in-flight ones finish, those still running at the drain deadline are ended),
+ * stop listening, shut the engine down. `listen()` binds the port before there is an engine, so a
+ * taken port is found before a model loads; until `serve()` swaps the app in, every route answers
+ * 503 (code "loading").
  * @module
  */
 import type { GenerationEngine } from "../core/engine_api.ts";
-import { startHttpServer } from "../runtime/http_server.ts";
+import { startHttpServer, type HttpServer } from "../runtime/http_server.ts";
 import { createApp, type ServerApp } from "./app.ts";
+import { ApiError, errorResponse } from "./errors.ts";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
+import { inlinePromptTokenizer, pooledPromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
+import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
+import { DEFAULT_TOKENIZER_THREADS, TokenizerPool } from "./tokenizer_pool.ts";
 
-/** Options of serve(). */
-export interface ServeOptions {
-  engine: GenerationEngine;
+/** Where to listen. */
+export interface ListenOptions {
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 8000; 0 picks a free port. */
   port?: number;
+  /** Largest request body in bytes (default 4 MiB); the listener refuses well past it on its own. */
+  maxRequestBytes?: number;
+}
+
+/** What the app needs once the engine is up. */
+export interface AppServeOptions {
+  engine: GenerationEngine;
   apiKey?: string;
   servedModelName?: string;
   /** Chat max_tokens when a request sets none (default: the rest of the context). */
   defaultChatMaxTokens?: number;
+  /** Time limit of every request in seconds (default none); clients may shorten theirs (x-request-timeout). */
+  requestTimeoutSeconds?: number;
+  /** Longest drain on close() before the remaining requests are ended (default 30 s). */
+  drainTimeoutSeconds?: number;
+  /**
+   * The model directory (tokenizer.json ...): large inputs are then tokenized and templated on a
+   * pool of threads that load it. Without it, tokenization runs inline on the engine's tokenizer.
+   */
+  tokenizerDir?: string;
+  /** Threads of that pool (default 2). */
+  tokenizerThreads?: number;
+  /** Jobs waiting for a pool thread before new ones get 503 (default 64). */
+  tokenizerQueue?: number;
+  /** Longest one tokenization may run on a pool thread (default 30 s). */
+  tokenizerJobTimeoutMs?: number;
 }
+
+/** Options of serve(). */
+export interface ServeOptions extends ListenOptions, AppServeOptions {}
 
 /** A running server. */
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
   readonly app: ServerApp;
-  /** Drains, stops listening, then shuts the engine down. Idempotent. */
+  /** Drains (for at most the drain timeout), stops listening, then shuts the engine down. Idempotent. */
   close(): Promise<void>;
+}
+
+/** A bound port that answers 503 until serve() swaps the app in. */
+export interface ServerListener {
+  readonly url: string;
+  readonly port: number;
+  /** Builds the app around the engine and serves it on this port. */
+  serve(options: AppServeOptions): Promise<RunningServer>;
+  /** Stops listening (when start-up fails before serve()). Idempotent. */
+  close(): Promise<void>;
+}
+
+// How far past the app's body limit the runtime's own bound sits: the app answers 413 with an
+// OpenAI error body first, the runtime only stops what the app never gets to read.
+const RUNTIME_BODY_MARGIN = 64 * 1024;
+
+function loading(): Response {
+  return errorResponse(new ApiError(503, "The server is loading the model; retry shortly", "server_error", null, "loading"), { "retry-after": "5" });
+}
+
+/** Binds the port now and answers every request with 503 "loading" until serve() is called. */
+export async function listen(options: ListenOptions = {}): Promise<ServerListener> {
+  const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  let handler: (req: Request) => Response | Promise<Response> = loading;
+  const http: HttpServer = await startHttpServer({
+    hostname: options.host ?? "127.0.0.1",
+    port: options.port ?? 8000,
+    maxRequestBodySize: maxRequestBytes + RUNTIME_BODY_MARGIN,
+    fetch: (req) => handler(req),
+  });
+  return {
+    url: http.url,
+    port: http.port,
+    close: () => http.stop(true),
+    async serve(o) {
+      const tokenizer = await startTokenizer(o);
+      let app: ServerApp;
+      try {
+        app = createApp({
+          engine: o.engine,
+          apiKey: o.apiKey,
+          servedModelName: o.servedModelName,
+          defaultChatMaxTokens: o.defaultChatMaxTokens,
+          maxRequestBytes,
+          requestTimeoutSeconds: o.requestTimeoutSeconds,
+          tokenizer,
+        });
+      } catch (e) {
+        tokenizer.close();
+        throw e;
+      }
+      const drainSeconds = o.drainTimeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
+      if (!(drainSeconds >= 0 && Number.isFinite(drainSeconds))) throw new RangeError(`drainTimeoutSeconds must be a number >= 0, got ${drainSeconds}`);
+      handler = app.fetch;
+      let closing: Promise<void> | undefined;
+      const close = async () => {
+        try {
+          await app.drain(drainSeconds);
+          // Nothing is in flight any more: close idle keep-alive connections too, or stop would wait on them.
+          await http.stop(true);
+        } finally {
+          tokenizer.close();
+          await o.engine.shutdown();
+        }
+      };
+      return { url: http.url, port: http.port, app, close: () => (closing ??= close()) };
+    },
+  };
+}
+
+async function startTokenizer(o: AppServeOptions): Promise<PromptTokenizer> {
+  if (o.tokenizerDir === undefined) return inlinePromptTokenizer(o.engine.tokenizer);
+  const pool = await TokenizerPool.start({
+    dir: o.tokenizerDir,
+    threads: o.tokenizerThreads ?? DEFAULT_TOKENIZER_THREADS,
+    maxQueue: o.tokenizerQueue,
+    jobTimeoutMs: o.tokenizerJobTimeoutMs,
+  });
+  return pooledPromptTokenizer(o.engine.tokenizer, pool);
 }
 
 /**
@@ -35,25 +146,17 @@ export interface RunningServer {
  * @example
  * ```ts
  * const llm = await LLM.create({ model: "/models/Qwen3-0.6B" });
- * const server = await serve({ engine: llm, port: 8000 });
+ * const server = await serve({ engine: llm, port: 8000, tokenizerDir: "/models/Qwen3-0.6B" });
  * // ... later
  * await server.close();
  * ```
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
-  const app = createApp({
-    engine: options.engine,
-    apiKey: options.apiKey,
-    servedModelName: options.servedModelName,
-    defaultChatMaxTokens: options.defaultChatMaxTokens,
-  });
-  const http = await startHttpServer({ hostname: options.host ?? "127.0.0.1", port: options.port ?? 8000, fetch: app.fetch });
-  let closing: Promise<void> | undefined;
-  const close = async () => {
-    await app.drain();
-    // Nothing is in flight any more: close idle keep-alive connections too, or stop would wait on them.
-    await http.stop(true);
-    await options.engine.shutdown();
-  };
-  return { url: http.url, port: http.port, app, close: () => (closing ??= close()) };
+  const listener = await listen(options);
+  try {
+    return await listener.serve(options);
+  } catch (e) {
+    await listener.close();
+    throw e;
+  }
 }

@@ -34,6 +34,8 @@ export class FakeEngine implements GenerationEngine {
   tokenDelayMs = 0;
   /** Throw this from stream() after the first token. */
   failAfterFirstToken: Error | undefined;
+  /** After the first token, never yield again and ignore aborts (a hung worker). */
+  hangAfterFirstToken = false;
   readonly requests: RecordedRequest[] = [];
   live = 0;
   private finished = 0;
@@ -59,6 +61,7 @@ export class FakeEngine implements GenerationEngine {
           break;
         }
         if (i === 1 && this.failAfterFirstToken) throw this.failAfterFirstToken;
+        if (i === 1 && this.hangAfterFirstToken) await new Promise(() => {});
         // Letters a..z chosen by seed and position: different seeds give different text.
         const id = 97 + (((p.seed ?? 7) * 31 + i * 7 + promptTokenIds.length) % 26);
         tokenIds.push(id);
@@ -118,6 +121,7 @@ export class FakeEngine implements GenerationEngine {
       ],
       routing: { prefix_hit: 3, load_balance: 2 },
       transfers: { count: 1, blocks: 8, bytes: 4096 },
+      health: { ranks: [{ rank: 0, up: this.healthy, restarts: 0 }] },
     };
   }
 

@@ -1,0 +1,102 @@
+/**
+ * How the server turns request text into token ids (and back): small inputs inline on the main
+ * thread, where a thread hop would cost more than the work; large ones on the tokenizer pool, so a
+ * multi-megabyte prompt never stalls the thread that serves HTTP and relays the workers' heartbeats.
+ * Without a pool (an engine passed in-process, no model directory) everything runs inline.
+ * @module
+ */
+import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
+import { badRequest } from "./errors.ts";
+import type { PoolJob, PoolResult, TokenizerPool } from "./tokenizer_pool.ts";
+
+/** Inputs at least this long (UTF-16 units of text, or token ids to decode) go to the pool. */
+export const INLINE_LIMIT_CHARS = 8 * 1024;
+const INLINE_LIMIT_IDS = 2 * 1024;
+
+/** Tokenization as the routes need it; every method may run off the main thread. */
+export interface PromptTokenizer {
+  /**
+   * Most input characters one token stands for (Infinity: no bound known). The server refuses a
+   * text longer than max_model_len times this before tokenizing it.
+   */
+  readonly maxInputCharsPerToken: number;
+  encode(text: string, options: { addSpecialTokens: boolean; signal?: AbortSignal }): Promise<number[]>;
+  /** Renders `messages` with the chat template and encodes the result; a template refusal is a 400 on `messages`. */
+  encodeChat(messages: ChatMessage[], options: { addGenerationPrompt: boolean; addSpecialTokens: boolean; signal?: AbortSignal }): Promise<number[]>;
+  decode(ids: readonly number[], options?: { signal?: AbortSignal }): Promise<string>;
+  /** Stops the pool's threads (inline: nothing). Idempotent. */
+  close(): void;
+}
+
+/**
+ * Per-token bound without a tokenizer.json to measure: longer than the longest vocabulary entry of
+ * the tokenizers LMPool loads, with room for Unicode normalization, so it never refuses a prompt
+ * that fits the context.
+ */
+export const DEFAULT_MAX_INPUT_CHARS_PER_TOKEN = 1024;
+
+function templateRefused(message: string) {
+  // A template can reject a conversation (e.g. roles out of order); that is the request's fault.
+  return badRequest(`messages could not be rendered with the chat template: ${message}`, "messages", "invalid_messages");
+}
+
+function renderInline(tokenizer: TextTokenizer, messages: ChatMessage[], addGenerationPrompt: boolean): string {
+  try {
+    return tokenizer.applyChatTemplate(messages, { addGenerationPrompt });
+  } catch (err) {
+    throw templateRefused(err instanceof Error ? err.message : String(err));
+  }
+}
+
+function chatChars(messages: readonly ChatMessage[]): number {
+  return messages.reduce((n, m) => n + m.content.length, 0);
+}
+
+/** Everything on the calling thread. */
+export function inlinePromptTokenizer(tokenizer: TextTokenizer, maxInputCharsPerToken = DEFAULT_MAX_INPUT_CHARS_PER_TOKEN): PromptTokenizer {
+  return {
+    maxInputCharsPerToken,
+    encode: (text, o) => Promise.resolve().then(() => tokenizer.encode(text, { addSpecialTokens: o.addSpecialTokens })),
+    encodeChat: (messages, o) =>
+      Promise.resolve().then(() => tokenizer.encode(renderInline(tokenizer, messages, o.addGenerationPrompt), { addSpecialTokens: o.addSpecialTokens })),
+    decode: (ids) => Promise.resolve().then(() => tokenizer.decode(ids)),
+    close: () => {},
+  };
+}
+
+function idsOf(r: PoolResult): number[] {
+  if (r.type === "failed") {
+    if (r.kind === "template") throw templateRefused(r.message);
+    throw new Error(`tokenizer thread: ${r.message}`);
+  }
+  // A plain indexed copy: Array.from over a large typed array is several times slower, and this
+  // runs on the main thread.
+  const ids = r.ids ?? new Int32Array(0);
+  const out = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i]!;
+  return out;
+}
+
+/** Small inputs inline with `tokenizer`, large ones on `pool` (which this object then owns). */
+export function pooledPromptTokenizer(tokenizer: TextTokenizer, pool: TokenizerPool): PromptTokenizer {
+  const inline = inlinePromptTokenizer(tokenizer, pool.maxInputCharsPerToken);
+  const run = (job: PoolJob, signal?: AbortSignal) => pool.run(job, signal);
+  return {
+    maxInputCharsPerToken: pool.maxInputCharsPerToken,
+    async encode(text, o) {
+      if (text.length < INLINE_LIMIT_CHARS) return inline.encode(text, o);
+      return idsOf(await run({ op: "encode", text, addSpecialTokens: o.addSpecialTokens }, o.signal));
+    },
+    async encodeChat(messages, o) {
+      if (chatChars(messages) < INLINE_LIMIT_CHARS) return inline.encodeChat(messages, o);
+      return idsOf(await run({ op: "chat", messages, addGenerationPrompt: o.addGenerationPrompt, addSpecialTokens: o.addSpecialTokens }, o.signal));
+    },
+    async decode(ids, o) {
+      if (ids.length < INLINE_LIMIT_IDS) return inline.decode(ids);
+      const r = await run({ op: "decode", ids: Int32Array.from(ids) }, o?.signal);
+      if (r.type === "failed") throw new Error(`tokenizer thread: ${r.message}`);
+      return r.text ?? "";
+    },
+    close: () => pool.close(),
+  };
+}
