@@ -3,6 +3,7 @@
  * RangeError names the option and the text given.
  * @module
  */
+import { gpuDevices, parseGpuList } from "../lib/core/gpu_list.ts";
 
 /** `--name`'s integer value (at least `min`), or `fallback` when it was not given. */
 export function intOption(name: string, text: string | undefined, fallback: number, min = 1): number {
@@ -22,32 +23,10 @@ export function intListOption(name: string, text: string): number[] {
 }
 
 // A decimal digit string only: Number() alone would take "", " ", "0x1" and "1e1".
-const DIGITS = /^\d+$/;
 
-/**
- * `--name`'s GPUs as the CUDA device of each rank (LLMEngine's `gpus: number[]`), or `fallback`
- * ranks on devices 0..fallback-1 when it was not given. The text is either a count ("2": ranks on
- * devices 0 and 1) or a comma-separated list of device ids, one per rank, where a repeated id puts
- * several ranks on one device ("0,0": two ranks on device 0; "3,": one rank on device 3).
- */
+/** `--<name>`: a GPU count or each rank's device (lib/core/gpu_list.ts); `fallback` GPUs when absent. */
 export function gpusOption(name: string, text: string | undefined, fallback: number): number[] {
-  const fail = (): never => {
-    throw new RangeError(`--${name} must be a GPU count (e.g. 2) or a comma-separated list of device ids, one per rank (e.g. 0,1 or 0,0), got ${JSON.stringify(text)}`);
-  };
-  if (text === undefined) return Array.from({ length: fallback }, (_, i) => i);
-  const t = text.trim();
-  if (!t.includes(",")) {
-    if (!DIGITS.test(t)) fail();
-    const count = Number(t);
-    if (!Number.isSafeInteger(count) || count < 1) fail();
-    return Array.from({ length: count }, (_, i) => i);
-  }
-  // One trailing comma marks a one-entry list ("3,"), which a bare "3" (a count) cannot say.
-  const parts = (t.endsWith(",") ? t.slice(0, -1) : t).split(",").map((s) => s.trim());
-  if (parts.some((s) => !DIGITS.test(s))) fail();
-  const ids = parts.map(Number);
-  if (ids.some((x) => !Number.isSafeInteger(x))) fail();
-  return ids;
+  return gpuDevices(text === undefined ? fallback : parseGpuList(name, text));
 }
 
 /** A GPU list in words for logs and descriptions: "2 GPUs" for devices 0..n-1, else "2 ranks on devices 0,0" or "1 rank on device 3". */

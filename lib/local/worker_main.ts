@@ -126,5 +126,12 @@ if (import.meta.main) {
     console.error("usage: worker_main.ts '<json WorkerMainConfig>'");
     exitProcess(2);
   }
-  await runWorker(JSON.parse(arg) as WorkerMainConfig);
+  const config = JSON.parse(arg) as WorkerMainConfig;
+  try {
+    await runWorker(config);
+  } catch (e) {
+    // One line: the launcher's log names the rank and the exit; the user needs the reason, not a stack.
+    console.error(`[worker ${config.rank}] start-up failed: ${(e as Error).message}`);
+    exitProcess(1);
+  }
 }

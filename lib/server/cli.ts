@@ -3,6 +3,7 @@
  * node:util parseArgs. Bad values throw RangeError naming the flag and the value.
  * @module
  */
+import { parseGpuList } from "../core/gpu_list.ts";
 import { parseArgs } from "node:util";
 import { TRANSFER_MODES, type TransferModeSetting } from "../global/transfer_config.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
@@ -106,17 +107,7 @@ function seconds(flag: string, v: string | undefined, min: number, minInclusive:
 
 /** Parses --gpus: a rank count ("2") or a comma list of device ids with repeats ("0,0", "3,"). */
 export function parseGpus(v: string): number | number[] {
-  if (!v.includes(",")) {
-    const n = Number(v);
-    if (v.trim() === "" || !Number.isSafeInteger(n) || n < 1) throw new RangeError(`--gpus must be a count >= 1 or a comma list of device ids, got ${JSON.stringify(v)}`);
-    return n;
-  }
-  const parts = v.split(",");
-  if (parts.at(-1)?.trim() === "") parts.pop();
-  return parts.map((part) => {
-    if (!/^\s*\d+\s*$/.test(part)) throw new RangeError(`--gpus entries must be device ids (integers >= 0), got ${JSON.stringify(part)} in ${JSON.stringify(v)}`);
-    return Number(part);
-  });
+  return parseGpuList("gpus", v);
 }
 
 /** Parses "0-1,2-3" into [[0, 1], [2, 3]]. */

@@ -38,7 +38,7 @@ describe("parseServeArgs", () => {
     expect(() => parseServeArgs(["--nvlink-pairs", "0-0"])).toThrow(/--nvlink-pairs/);
     expect(() => parseServeArgs(["--bogus"])).toThrow();
     expect(() => parseServeArgs(["extra"])).toThrow(/unexpected argument/);
-    expect(() => parseServeArgs(["--gpus", "0,x"])).toThrow(/--gpus.*"x"/);
+    expect(() => parseServeArgs(["--gpus", "0,x"])).toThrow(/--gpus.*"0,x"/);
     expect(() => parseServeArgs(["--gpus=-1,0"])).toThrow(/--gpus/);
     expect(() => parseServeArgs(["--gpus", ","])).toThrow(/--gpus/);
     expect(() => parseServeArgs(["--kv-transfers", "sometimes"])).toThrow(/--kv-transfers.*off, auto, force.*"sometimes"/);
