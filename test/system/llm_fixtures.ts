@@ -16,14 +16,21 @@ export const ENGINE_TEST_VOCAB = 4096;
 
 /** Directory of the context-sensitive tiny Qwen3 model (generated once, cached under build/). */
 export function engineTestModelDir(): string {
-  const config = { ...presetConfig("tiny"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 };
+  return cachedSyntheticModelDir("engine", { ...presetConfig("tiny"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 }, 7);
+}
+
+/**
+ * A synthetic model of `config`, written once under build/ in a folder named by `prefix` and the
+ * config's hash (concurrent test files may race to write it: the first rename wins).
+ */
+export function cachedSyntheticModelDir(prefix: string, config: Record<string, unknown>, seed: number): string {
   const root = testModelCacheRoot();
-  const dir = `${root}engine-${createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 12)}`;
+  const dir = `${root}${prefix}-${createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 12)}`;
   if (existsSync(`${dir}/config.json`)) return dir;
   const tmp = `${dir}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   try {
     mkdirSync(root, { recursive: true });
-    writeSyntheticModel(tmp, { config, seed: 7 });
+    writeSyntheticModel(tmp, { config, seed });
     renameSync(tmp, dir);
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });

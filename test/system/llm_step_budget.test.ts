@@ -3,33 +3,16 @@
 // each step stays well under 1.5 s, and the greedy output is the same as the unchunked run's.
 // Demo-sized Qwen3 with the engine tests' larger weights and 4096-token vocabulary (outputs depend
 // on the whole cached context; see llm_fixtures.ts), generated once under build/.
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { LLM, type LLMOptions } from "../../lib/engine/llm.ts";
 import { presetConfig } from "../../lib/model/presets.ts";
-import { writeSyntheticModel } from "../../lib/model/synthetic_writer.ts";
-import { testModelCacheRoot } from "../helpers/tiny_model_dir.ts";
-import { ENGINE_TEST_VOCAB, randomTokens, rng } from "./llm_fixtures.ts";
+import { cachedSyntheticModelDir, ENGINE_TEST_VOCAB, randomTokens, rng } from "./llm_fixtures.ts";
 
 const PROMPT_TOKENS = 4096;
 const STEP_LIMIT_MS = 1500;
 
 function demoEngineModelDir(): string {
-  const config = { ...presetConfig("demo"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 };
-  const root = testModelCacheRoot();
-  const dir = `${root}demo-engine-${createHash("sha256").update(JSON.stringify(config)).digest("hex").slice(0, 12)}`;
-  if (existsSync(`${dir}/config.json`)) return dir;
-  const tmp = `${dir}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  try {
-    mkdirSync(root, { recursive: true });
-    writeSyntheticModel(tmp, { config, seed: 3 });
-    renameSync(tmp, dir);
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    if (!existsSync(`${dir}/config.json`)) throw e;
-  }
-  return dir;
+  return cachedSyntheticModelDir("demo-engine", { ...presetConfig("demo"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 }, 3);
 }
 
 let model: string;
