@@ -1,6 +1,6 @@
 /**
  * The physical blocks of one KV cache: their state, generation, reference and pin counts, and the
- * free list. Knows nothing about hashes; the block manager layers the prefix cache on top.
+ * free list. Knows nothing about hashes; the PrefixCache layers the hash -> block map on top.
  * @module
  */
 
@@ -31,13 +31,15 @@ export class BlockPool {
   readonly generation: Uint32Array;
   /** Sequences whose block table holds the block. */
   readonly refCount: Int32Array;
-  /** Outgoing transfers reading the block (issue 6); a pinned block is never reclaimed. */
+  /** Outgoing transfers reading the block; a pinned block is never reclaimed. */
   readonly pinCount: Int32Array;
   readonly #freeStack: Int32Array;
   #numFree: number;
 
   constructor(numBlocks: number) {
-    if (!Number.isInteger(numBlocks) || numBlocks <= 0) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
+    if (!Number.isInteger(numBlocks) || numBlocks <= 0) {
+      throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
+    }
     this.numBlocks = numBlocks;
     this.state = new Uint8Array(numBlocks);
     this.generation = new Uint32Array(numBlocks);
@@ -79,6 +81,8 @@ export class BlockPool {
 
   /** Throws a RangeError unless `b` is a block id of this pool. */
   checkId(b: number): void {
-    if (!Number.isInteger(b) || b < 0 || b >= this.numBlocks) throw new RangeError(`block id ${b} is outside 0..${this.numBlocks - 1}`);
+    if (!Number.isInteger(b) || b < 0 || b >= this.numBlocks) {
+      throw new RangeError(`block id ${b} is outside 0..${this.numBlocks - 1}`);
+    }
   }
 }
