@@ -18,6 +18,7 @@ export const BENCH_ENTRY_MODULES: readonly { name: string; module: string }[] = 
   { name: "profile", module: "./profile.ts" },
   { name: "transfer", module: "./transfer.ts" },
   { name: "transfer_latency", module: "./transfer_latency.ts" },
+  { name: "faults", module: "./faults.ts" },
 ];
 
 /** An entry that loaded, or why it did not. */

@@ -71,9 +71,11 @@ export interface ServerListener {
   close(): Promise<void>;
 }
 
-// How far past the app's body limit the runtime's own bound sits: the app answers 413 with an
-// OpenAI error body first, the runtime only stops what the app never gets to read.
-const RUNTIME_BODY_MARGIN = 64 * 1024;
+// The runtime's own body bound. Bun answers a body past it with a bare 413 before the app sees the
+// request, so it sits far above the app's limit: the app refuses by Content-Length before reading
+// and stops a streamed body at its limit (with an OpenAI error body either way), and never buffers
+// more than its limit; only absurd bodies meet the runtime's bare 413.
+const RUNTIME_BODY_BOUND = 1024 ** 3;
 
 function loading(): Response {
   return errorResponse(new ApiError(503, "The server is loading the model; retry shortly", "server_error", null, "loading"), { "retry-after": "5" });
@@ -86,7 +88,7 @@ export async function listen(options: ListenOptions = {}): Promise<ServerListene
   const http: HttpServer = await startHttpServer({
     hostname: options.host ?? "127.0.0.1",
     port: options.port ?? 8000,
-    maxRequestBodySize: maxRequestBytes + RUNTIME_BODY_MARGIN,
+    maxRequestBodySize: Math.max(RUNTIME_BODY_BOUND, 2 * maxRequestBytes),
     fetch: (req) => handler(req),
   });
   return {
