@@ -4,10 +4,10 @@ BUN      := node_modules/.bin/bun
 DENO     := node_modules/.bin/deno
 BUILD    := build
 CC       ?= gcc
-CFLAGS   := -std=c11 -O3 -march=x86-64-v2 -fPIC -Wall -Wextra -Wno-unused-parameter -fopenmp
+CFLAGS   := -std=c11 -O3 -march=x86-64-v2 -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -fopenmp
 CUDA_HOME ?= /usr/local/cuda
 NVCC     ?= $(CUDA_HOME)/bin/nvcc
-NVFLAGS  := -O3 -std=c++17 -arch=sm_90a -Xcompiler -fPIC --expt-relaxed-constexpr -lineinfo
+NVFLAGS  := -O3 -std=c++17 -arch=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden --expt-relaxed-constexpr -lineinfo
 # NCCL lives inside python's nvidia packages on the GPU machine (see .gpu/env.sh). Its headers
 # are needed at build time only: the library dlopens libnccl.so.2 at run time (csrc/cuda/nccl_api.cu),
 # so it still loads where NCCL is missing and only the NCCL transfer calls report it.
@@ -52,10 +52,14 @@ $(CUDA_OBJ_DIR)/%.cu.o: csrc/%.cu $(HEADERS)
 
 $(CUDA_OBJ_DIR)/%.c.o: csrc/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O3 -fPIC -Wall -Wextra -Wno-unused-parameter -c -o $@ $<
+	$(CC) -std=c11 -O3 -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -c -o $@ $<
 
-$(CUDA_LIB): $(CUDA_OBJ)
-	$(NVCC) $(NVFLAGS) -shared -o $@ $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB)
+# Only the lp_* functions lmpool.h marks LP_API leave the library (see csrc/cuda/exports.map).
+CUDA_EXPORTS := csrc/cuda/exports.map
+
+$(CUDA_LIB): $(CUDA_OBJ) $(CUDA_EXPORTS)
+	$(NVCC) $(NVFLAGS) -shared -o $@ $(CUDA_OBJ) -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt $(NCCL_LIB) \
+		-Xlinker --version-script=$(CUDA_EXPORTS)
 
 test: deps native-cpu
 	$(BUN) test --timeout 120000

@@ -1,6 +1,7 @@
 /**
  * The only dlopen in LMPool: opens a shared library with bun:ffi under Bun and Deno.dlopen under
- * Deno, from the one table in ffi/symbols.ts, and returns plain callable functions.
+ * Deno, from the one table in ffi/symbols.ts, and returns plain callable functions; and the one
+ * way to take a typed array's address for a pointer field of a struct (ffi/step_batch.ts).
  * @module
  */
 import type { NativeSignature, NativeType } from "./symbols.ts";
@@ -37,6 +38,10 @@ interface DenoFfi {
     symbols: Record<string, NativeFunction>;
     close(): void;
   };
+  UnsafePointer: {
+    of(view: ArrayBufferView): unknown;
+    value(pointer: unknown): number | bigint;
+  };
 }
 
 interface BunFfi {
@@ -44,6 +49,31 @@ interface BunFfi {
     symbols: Record<string, NativeFunction>;
     close(): void;
   };
+  ptr(view: ArrayBufferView): number;
+}
+
+let bunFfi: BunFfi | null = null;
+
+/** bun:ffi, loaded once (import.meta.require is Bun's synchronous loader; bun:ffi is only reachable there). */
+function loadBunFfi(): BunFfi {
+  bunFfi ??= (import.meta as unknown as { require(id: string): unknown }).require("bun:ffi") as BunFfi;
+  return bunFfi;
+}
+
+/**
+ * The address of `view`'s first element, for a pointer field of a struct handed to native code; 0n
+ * (NULL) for an empty view. The caller keeps the view alive for as long as native code may use it.
+ */
+export function addressOf(view: ArrayBufferView): bigint {
+  if (view.byteLength === 0) return 0n;
+  // A small typed array may keep its elements inside the engine's object until something asks for
+  // its buffer, and then moves them out: asking first fixes where they live, so an address taken
+  // now stays valid for a launched step whose outputs land later.
+  void view.buffer;
+  const g = globalThis as { Deno?: DenoFfi; Bun?: unknown };
+  if (g.Deno) return BigInt(g.Deno.UnsafePointer.value(g.Deno.UnsafePointer.of(view)));
+  if (g.Bun) return BigInt(loadBunFfi().ptr(view));
+  throw new Error("LMPool's native library needs Bun or Deno (no FFI in this runtime)");
 }
 
 /** Opens `path` and binds every symbol of `table`; throws the loader's own error if it fails. */
@@ -61,9 +91,7 @@ export function openLibrary<K extends string>(
     return { symbols: lib.symbols as Record<K, NativeFunction>, close: () => lib.close() };
   }
   if (g.Bun) {
-    // import.meta.require is Bun's synchronous loader; bun:ffi is only reachable there.
-    const req = (import.meta as unknown as { require(id: string): unknown }).require;
-    const ffi = req("bun:ffi") as BunFfi;
+    const ffi = loadBunFfi();
     const decl: Record<string, unknown> = {};
     for (const [name, sig] of Object.entries<NativeSignature>(table)) {
       decl[name] = { args: sig.args.map((t) => BUN_TYPES[t]), returns: BUN_TYPES[sig.returns] };

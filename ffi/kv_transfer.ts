@@ -46,8 +46,11 @@ function blockIds(ids: Int32Array | readonly number[], kv: KvBlocks, what: strin
 
 /** An enqueued transfer. Handle 0 means it was complete when returned (CPU backend, sync calls). */
 export class TransferJob extends NativeHandle {
-  constructor(native: Native, handle: bigint) {
-    super(native, handle, "TransferJob");
+  constructor(
+    readonly native: Native,
+    handle: bigint,
+  ) {
+    super(handle, "TransferJob");
   }
 
   /** Whether the transfer has completed; throws if it failed (e.g. its NCCL pair was aborted). */
@@ -94,13 +97,18 @@ function startJob(native: Native, call: (out: BigUint64Array) => number | bigint
 
 /** A device allocation for packed payloads (host memory on the CPU backend). */
 export class DeviceBuffer extends NativeHandle {
+  /** Its size as the library recorded it (lp_dev_buffer_bytes). */
+  readonly bytes: number;
+
   constructor(
-    native: Native,
+    readonly native: Native,
     handle: bigint,
     readonly device: number,
-    readonly bytes: number,
   ) {
-    super(native, handle, "DeviceBuffer");
+    super(handle, "DeviceBuffer");
+    const out = new BigInt64Array(1);
+    native.check(native.symbols.lp_dev_buffer_bytes(handle, out), "lp_dev_buffer_bytes");
+    this.bytes = Number(out[0]);
   }
 
   /** Copies host bytes in at `offset` (complete on return). */
@@ -123,12 +131,12 @@ export class DeviceBuffer extends NativeHandle {
 /** Another process's KV cache mapped through CUDA IPC; usable wherever a transfer takes a cache. */
 export class RemoteKvCache extends NativeHandle implements KvBlocks {
   constructor(
-    native: Native,
+    readonly native: Native,
     handle: bigint,
     readonly numBlocks: number,
     readonly blockBytes: number,
   ) {
-    super(native, handle, "RemoteKvCache");
+    super(handle, "RemoteKvCache");
   }
 
   protected release(handle: bigint): void {
@@ -148,6 +156,14 @@ export interface PairOptions {
 
 /** Releases an NCCL pair: finalize (bounded), or nothing more after abort. */
 abstract class PairHandle extends NativeHandle {
+  constructor(
+    readonly native: Native,
+    handle: bigint,
+    kind: string,
+  ) {
+    super(handle, kind);
+  }
+
   /** Stops the pair's device work (pending jobs fail); call after a wait timed out. */
   abort(): void {
     this.native.check(this.native.symbols.lp_nccl_pair_abort(this.handle), "lp_nccl_pair_abort");
@@ -220,7 +236,7 @@ export class KvTransferEngine {
   allocBuffer(device: number, bytes: number): DeviceBuffer {
     const out = new BigUint64Array(1);
     this.native.check(this.native.symbols.lp_dev_buffer_alloc(device, bytes, out), `lp_dev_buffer_alloc(device=${device}, ${bytes} bytes)`);
-    return new DeviceBuffer(this.native, out[0]!, device, bytes);
+    return new DeviceBuffer(this.native, out[0]!, device);
   }
 
   /** Raw copy-engine baseline: cudaMemcpyPeerAsync of `bytes` from src to dst. */

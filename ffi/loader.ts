@@ -7,7 +7,7 @@ import { NativeLibraryNotFoundError } from "../lib/core/errors.ts";
 import { getEnv } from "../lib/runtime/env.ts";
 import { pathExists } from "../lib/runtime/files.ts";
 import { openLibrary, type OpenedLibrary } from "./dlopen.ts";
-import { SYMBOLS, type SymbolName } from "./symbols.ts";
+import { ABI_VERSION, SYMBOLS, type SymbolName } from "./symbols.ts";
 
 /** The backends the native library is built for. */
 export type BackendKind = "cpu" | "cuda";
@@ -35,12 +35,21 @@ function tryOpen(path: string, tried: string[], errors: string[]): OpenedLibrary
     errors.push(`${path}: not found`);
     return null;
   }
+  let lib: OpenedLibrary<SymbolName>;
   try {
-    return openLibrary(path, SYMBOLS);
+    lib = openLibrary(path, SYMBOLS);
   } catch (e) {
     errors.push(`${path}: ${(e as Error).message}`);
     return null;
   }
+  // Same names with other arguments would be called wrongly, not refused: a stale build stops here.
+  const abi = Number(lib.symbols.lp_abi_version());
+  if (abi !== ABI_VERSION) {
+    errors.push(`${path}: built for ABI version ${abi}, this code needs ${ABI_VERSION}`);
+    lib.close();
+    return null;
+  }
+  return lib;
 }
 
 function countDevices(lib: OpenedLibrary<SymbolName>): number {

@@ -9,7 +9,7 @@ import { type BackendKind, loadLibrary } from "./loader.ts";
 import { NativeHandle } from "./native_handle.ts";
 import type { SymbolName } from "./symbols.ts";
 import { encodeModelConfig, type NativeModelConfig } from "./model_config.ts";
-import type { StepBatch } from "./step_batch.ts";
+import { type StepBatch, StepBatchPacker } from "./step_batch.ts";
 
 export type { NativeModelConfig } from "./model_config.ts";
 export type { StepBatch } from "./step_batch.ts";
@@ -72,6 +72,13 @@ export class Native {
     return Number(this.#lib.symbols.lp_abi_version());
   }
 
+  /** lp_step_batch as this build laid it out: "size=S name@offset ..." (see ffi/step_batch.ts). */
+  stepBatchLayout(): string {
+    const buf = new Uint8Array(1024);
+    const length = Number(this.#lib.symbols.lp_step_batch_layout(buf, buf.length));
+    return new TextDecoder().decode(buf.subarray(0, Math.min(length, buf.length - 1)));
+  }
+
   deviceCount(): number {
     const out = new Int32Array(1);
     this.check(this.#lib.symbols.lp_device_count(out), "lp_device_count");
@@ -132,13 +139,16 @@ export class Native {
 export class NativeModel extends NativeHandle {
   /** lp_step_collect's out_done. */
   readonly #done = new Int32Array(1);
+  /** The lp_step_batch of this model's steps (one at a time). */
+  readonly #batch: StepBatchPacker;
 
   constructor(
-    native: Native,
+    readonly native: Native,
     handle: bigint,
     readonly config: NativeModelConfig,
   ) {
-    super(native, handle, "NativeModel");
+    super(handle, "NativeModel");
+    this.#batch = new StepBatchPacker(config.vocabSize);
   }
 
   /** Hands one weight over; `data` holds `numel` elements of `dtype`. */
@@ -206,14 +216,9 @@ export class NativeModel extends NativeHandle {
   }
 
   #call(name: "lp_step" | "lp_step_launch", kv: KvCache, b: StepBatch): void {
+    const batch = this.#batch.pack(b);
     this.native.check(
-      this.native.symbols[name](
-        this.handle, kv.handle, b.numSeqs, b.numTokens,
-        b.tokenIds, b.positions, b.slotMapping, b.queryStart, b.contextLens,
-        b.blockTables, b.maxBlocksPerSeq,
-        b.numRows, b.sampleIndex, b.temperature, b.topK, b.topP, b.seed,
-        b.outTokens, b.outLogprobs, b.outLogits ?? null,
-      ),
+      this.native.symbols[name](this.handle, kv.handle, batch),
       `${name}(num_seqs=${b.numSeqs}, num_tokens=${b.numTokens})`,
     );
   }
@@ -226,6 +231,7 @@ export class NativeModel extends NativeHandle {
 /** A paged KV cache [L, 2, numBlocks, blockSize, kvHeads, headDim]. */
 export class KvCache extends NativeHandle {
   readonly blockBytes: number;
+  readonly native: Native;
 
   constructor(
     readonly model: NativeModel,
@@ -233,7 +239,8 @@ export class KvCache extends NativeHandle {
     readonly numBlocks: number,
     readonly blockSize: number,
   ) {
-    super(model.native, handle, "KvCache");
+    super(handle, "KvCache");
+    this.native = model.native;
     const out = new BigInt64Array(1);
     model.native.check(model.native.symbols.lp_kv_block_bytes(handle, out), "lp_kv_block_bytes");
     this.blockBytes = Number(out[0]);
@@ -265,10 +272,22 @@ export class KvCache extends NativeHandle {
   }
 }
 
-let shared: Native | null = null;
+// One library per backend for the process: closing a library whose OpenMP threads or FFI
+// trampolines are still around crashes the runtime, and reopening gains nothing.
+const opened = new Map<BackendKind | "auto", Native>();
 
-/** The process-wide native library, opened on first use. */
-export function native(): Native {
-  shared ??= new Native();
-  return shared;
+/**
+ * The process's native library for `backend` (undefined: the loader's choice, see ffi/loader.ts),
+ * opened on first use; every caller that asks with the same `backend` gets the same one. Only this
+ * cache opens libraries for LMPool itself; `new Native()` is for tests and benchmarks that want one
+ * of their own.
+ */
+export function native(backend?: BackendKind): Native {
+  const key = backend ?? "auto";
+  let n = opened.get(key);
+  if (!n) {
+    n = new Native({ backend });
+    opened.set(key, n);
+  }
+  return n;
 }

@@ -1,15 +1,15 @@
 /**
  * Base of the classes that own a native handle: idempotent dispose(), use after dispose throws.
+ * It knows nothing of the library the handle came from; each subclass keeps its own reference
+ * and says how to free the handle.
  * @module
  */
 import { DisposedError } from "../lib/core/errors.ts";
-import type { Native } from "./native.ts";
 
 /** A native object owned by TypeScript; subclasses say how to free it. */
 export abstract class NativeHandle {
   #handle: bigint | null;
   constructor(
-    readonly native: Native,
     handle: bigint,
     readonly kind: string,
   ) {

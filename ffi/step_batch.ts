@@ -1,10 +1,13 @@
 /**
- * The flat arrays of one forward step (see lp_step in csrc/include/lmpool.h). The model runner
- * preallocates them at their maximum sizes and passes views.
+ * One forward step's batch: the flat arrays the model runner fills ({@link StepBatch}) and their
+ * packing into the C struct lp_step_batch (csrc/include/lmpool.h) that lp_step and lp_step_launch
+ * take. The field table below is the one statement of that struct on the TypeScript side; a
+ * native test holds it against lp_step_batch_layout(), the compiler's own offsets.
  * @module
  */
+import { addressOf } from "./dlopen.ts";
 
-/** One step's batch metadata and outputs. */
+/** One step's batch metadata and outputs. The model runner preallocates the arrays at their maximum sizes and passes views. */
 export interface StepBatch {
   numSeqs: number;
   numTokens: number;
@@ -24,4 +27,104 @@ export interface StepBatch {
   outTokens: Int32Array; // [numRows]
   outLogprobs: Float32Array; // [numRows]
   outLogits?: Float32Array | null; // [numRows * vocab], tests only
+}
+
+type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows";
+type ArrayKey = Exclude<keyof StepBatch, CountKey>;
+
+/** A count field: an int32 in C. */
+interface CountField {
+  readonly c: string;
+  readonly key: CountKey;
+}
+
+/** A pointer field: the array's address, or NULL for an array the counts leave unread. */
+interface ArrayField {
+  readonly c: string;
+  readonly key: ArrayKey;
+  /** Elements the native step reads from it, given the counts and the vocabulary size. */
+  readonly needs: (b: StepBatch, vocab: number) => number;
+  /** An absent optional array is passed as NULL (the step then skips that output). */
+  readonly optional?: boolean;
+}
+
+const tokens = (b: StepBatch) => b.numTokens;
+const rows = (b: StepBatch) => b.numRows;
+
+/** lp_step_batch's int32 counts, in declaration order (they come first). */
+const COUNT_FIELDS: readonly CountField[] = [
+  { c: "num_seqs", key: "numSeqs" },
+  { c: "num_tokens", key: "numTokens" },
+  { c: "max_blocks_per_seq", key: "maxBlocksPerSeq" },
+  { c: "num_rows", key: "numRows" },
+];
+
+/** lp_step_batch's pointers, in declaration order (after the counts). */
+const ARRAY_FIELDS: readonly ArrayField[] = [
+  { c: "token_ids", key: "tokenIds", needs: tokens },
+  { c: "positions", key: "positions", needs: tokens },
+  { c: "slot_mapping", key: "slotMapping", needs: tokens },
+  // An empty step reads no sequence arrays at all.
+  { c: "query_start", key: "queryStart", needs: (b) => (b.numTokens > 0 ? b.numSeqs + 1 : 0) },
+  { c: "context_lens", key: "contextLens", needs: (b) => (b.numTokens > 0 ? b.numSeqs : 0) },
+  { c: "block_tables", key: "blockTables", needs: (b) => (b.numTokens > 0 ? b.numSeqs * b.maxBlocksPerSeq : 0) },
+  { c: "sample_index", key: "sampleIndex", needs: rows },
+  { c: "temperature", key: "temperature", needs: rows },
+  { c: "top_k", key: "topK", needs: rows },
+  { c: "top_p", key: "topP", needs: rows },
+  { c: "seed", key: "seed", needs: rows },
+  { c: "out_tokens", key: "outTokens", needs: rows },
+  { c: "out_logprobs", key: "outLogprobs", needs: rows },
+  { c: "out_logits", key: "outLogits", needs: (b, vocab) => b.numRows * vocab, optional: true },
+];
+
+const COUNT_BYTES = 4;
+const POINTER_BYTES = 8;
+const POINTERS_AT = COUNT_FIELDS.length * COUNT_BYTES;
+
+/** Bytes of lp_step_batch on the 64-bit targets LMPool builds for. */
+export const STEP_BATCH_BYTES = POINTERS_AT + ARRAY_FIELDS.length * POINTER_BYTES;
+
+/** The layout this module packs, in lp_step_batch_layout()'s words: "size=S name@offset ...". */
+export function stepBatchLayout(): string {
+  const counts = COUNT_FIELDS.map((f, i) => `${f.c}@${i * COUNT_BYTES}`);
+  const arrays = ARRAY_FIELDS.map((f, i) => `${f.c}@${POINTERS_AT + i * POINTER_BYTES}`);
+  return [`size=${STEP_BATCH_BYTES}`, ...counts, ...arrays].join(" ");
+}
+
+/**
+ * Packs batches into one reusable lp_step_batch buffer. The buffer is rewritten by every pack, so
+ * one packer serves one step at a time (as a model does); the C side reads the struct during the
+ * call only.
+ */
+export class StepBatchPacker {
+  readonly #bytes = new Uint8Array(STEP_BATCH_BYTES);
+  readonly #view = new DataView(this.#bytes.buffer);
+
+  /** `vocab`: the model's vocabulary size, which out_logits must hold numRows times. */
+  constructor(readonly vocab: number) {}
+
+  /**
+   * The struct for `b`. Each array must hold at least what the counts make the step read, so a
+   * wrong count is a RangeError naming the field, never a native read past an array's end.
+   */
+  pack(b: StepBatch): Uint8Array {
+    const v = this.#view;
+    COUNT_FIELDS.forEach((f, i) => {
+      const n = b[f.key];
+      if (!Number.isInteger(n) || n < 0 || n > 0x7fffffff) {
+        throw new RangeError(`StepBatch.${f.key} must be an int32 >= 0, got ${n}`);
+      }
+      v.setInt32(i * COUNT_BYTES, n, true);
+    });
+    ARRAY_FIELDS.forEach((f, i) => {
+      const array = b[f.key] as (ArrayBufferView & { length: number }) | null | undefined;
+      const needs = array == null && f.optional ? 0 : f.needs(b, this.vocab);
+      if ((array?.length ?? 0) < needs) {
+        throw new RangeError(`StepBatch.${f.key} has ${array?.length ?? 0} elements; the counts need ${needs}`);
+      }
+      v.setBigUint64(POINTERS_AT + i * POINTER_BYTES, array ? addressOf(array) : 0n, true);
+    });
+    return this.#bytes;
+  }
 }

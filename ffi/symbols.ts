@@ -4,7 +4,11 @@
  * @module
  */
 
-/** Argument/return kinds: integers and floats by value, `buf` a typed array (or null), `u64` handles. */
+/**
+ * Argument/return kinds: integers and floats by value, `buf` a typed array (or null), `u64` handles
+ * (the typed opaque pointers of lmpool.h, passed as 64-bit integers: the same registers on x86-64
+ * and aarch64) and 64-bit values.
+ */
 export type NativeType = "i32" | "i64" | "u64" | "f32" | "buf" | "void";
 
 /** One C function: its argument kinds and its return kind. */
@@ -13,19 +17,10 @@ export interface NativeSignature {
   readonly returns: NativeType;
 }
 
-/** lp_step and lp_step_launch take the same arguments. */
-const STEP_SIGNATURE = {
-  args: [
-    "u64", "u64", "i32", "i32", // model, kv, num_seqs, num_tokens
-    "buf", "buf", "buf", // token_ids, positions, slot_mapping
-    "buf", "buf", // query_start, context_lens
-    "buf", "i32", // block_tables, max_blocks_per_seq
-    "i32", "buf", "buf", "buf", "buf", "buf", // num_rows, sample_index, temperature, top_k, top_p, seed
-    "buf", "buf", "buf", // out_tokens, out_logprobs, out_logits
-  ],
-  returns: "i32",
-} as const satisfies NativeSignature;
+/** LP_ABI_VERSION of the lmpool.h this table states; the loader refuses a library of another. */
+export const ABI_VERSION = 2;
 
+/** Every function lmpool.h exports (test/native/exported_abi.test.ts holds the two together). */
 export const SYMBOLS = {
   lp_last_error: { args: ["buf", "i32"], returns: "i32" },
   lp_abi_version: { args: [], returns: "i32" },
@@ -49,6 +44,7 @@ export const SYMBOLS = {
   // KV transfer (lmpool.h "KV transfer between GPUs"); facade: ffi/kv_transfer.ts.
   lp_dev_buffer_alloc: { args: ["i32", "i64", "buf"], returns: "i32" },
   lp_dev_buffer_free: { args: ["u64"], returns: "i32" },
+  lp_dev_buffer_bytes: { args: ["u64", "buf"], returns: "i32" },
   lp_dev_buffer_write: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
   lp_dev_buffer_read: { args: ["u64", "i64", "buf", "i64"], returns: "i32" },
   lp_dev_buffer_copy: { args: ["u64", "u64", "i64", "buf"], returns: "i32" },
@@ -74,8 +70,10 @@ export const SYMBOLS = {
   lp_kv_recv: { args: ["u64", "u64", "buf", "i32", "i32", "i64", "buf"], returns: "i32" },
   lp_kv_transfer_local: { args: ["u64", "i32", "u64", "buf", "u64", "buf", "i32", "i64", "buf"], returns: "i32" },
   lp_nccl_local_sendrecv: { args: ["u64", "i32", "u64", "u64", "i64", "buf"], returns: "i32" },
-  lp_step: STEP_SIGNATURE,
-  lp_step_launch: STEP_SIGNATURE,
+  // The batch is one lp_step_batch struct, packed by ffi/step_batch.ts.
+  lp_step_batch_layout: { args: ["buf", "i32"], returns: "i32" },
+  lp_step: { args: ["u64", "u64", "buf"], returns: "i32" },
+  lp_step_launch: { args: ["u64", "u64", "buf"], returns: "i32" },
   lp_step_collect: { args: ["u64", "i32", "buf"], returns: "i32" },
   lp_bench_copy_bandwidth: { args: ["i64", "i32", "buf"], returns: "i32" },
   lp_bench_gemm_bf16: { args: ["i32", "i32", "i32", "i32", "buf"], returns: "i32" },

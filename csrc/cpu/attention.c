@@ -11,7 +11,7 @@
 #include "cpu_math.h"
 #include "cpu_model.h"
 
-void cpu_attention(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cpu_step *s) {
+void cpu_attention(const lp_model *m, const lp_kv *kv, int32_t layer, const lp_step_batch *s) {
   const cpu_workspace *ws = &m->ws;
   const int64_t hd = m->cfg.head_dim, kvh = m->cfg.num_kv_heads;
   const int64_t group = m->cfg.num_heads / kvh, row = kvh * hd, bs = kv->block_size;

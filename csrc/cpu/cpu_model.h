@@ -58,7 +58,8 @@ typedef struct cpu_workspace {
   float *gumbel_bounds;  /* [2 * LP_GUMBEL_BUCKETS] */
 } cpu_workspace;
 
-typedef struct cpu_model {
+/* The lp_model handle of lmpool.h. */
+struct lp_model {
   uint64_t magic;
   lp_model_config cfg;
   int64_t q_dim, kv_dim, qkv_dim;
@@ -70,39 +71,37 @@ typedef struct cpu_model {
   double last_step_ms; /* compute time of the last lp_step that ran tokens */
   int step_pending;    /* a launched step not yet collected (the CPU computes it at launch) */
   cpu_workspace ws;
-} cpu_model;
+};
 
-typedef struct cpu_kv {
+/* The lp_kv handle of lmpool.h. */
+struct lp_kv {
   uint64_t magic;
   int32_t num_layers, num_blocks, block_size, kv_heads, head_dim;
   int64_t block_floats; /* one block of K (or V) of one layer: block_size * kv_heads * head_dim */
   float *data;          /* [L, 2, num_blocks, block_size, kv_heads, head_dim] */
-} cpu_kv;
+};
 
-/* Batch metadata of one lp_step, as passed in. */
-typedef struct cpu_step {
-  int32_t num_seqs, num_tokens, max_blocks_per_seq;
-  const int32_t *token_ids, *positions, *slot_mapping, *query_start, *context_lens, *block_tables;
-} cpu_step;
-
-/* Handle lookups: LP_ERR_INVALID for NULL or a handle of another kind. */
-lp_status cpu_model_from_handle(uint64_t handle, cpu_model **out);
-lp_status cpu_kv_from_handle(uint64_t handle, cpu_kv **out);
+/* Handle checks: LP_ERR_INVALID for NULL or a handle of another kind (or a freed one). */
+lp_status cpu_model_check(const lp_model *m);
+lp_status cpu_kv_check(const lp_kv *kv);
 
 /* First float of block `block`'s chunk layer_side (= layer * 2 + K/V). */
-static inline float *cpu_kv_chunk(const cpu_kv *kv, int64_t layer_side, int64_t block) {
+static inline float *cpu_kv_chunk(const lp_kv *kv, int64_t layer_side, int64_t block) {
   return kv->data + (layer_side * kv->num_blocks + block) * kv->block_floats;
 }
 /* Checks that ids[0, n) are blocks of kv; the error names the id as "<which>block id". */
-lp_status cpu_kv_check_ids(const cpu_kv *kv, const int32_t *ids, int32_t n, const char *which);
+lp_status cpu_kv_check_ids(const lp_kv *kv, const int32_t *ids, int32_t n, const char *which);
 
-/* Weights (weights.c): allocation of the fused buffers and the completeness check. */
-lp_status cpu_weights_alloc(cpu_model *m);
-void cpu_weights_free(cpu_model *m);
-lp_status cpu_weights_check_complete(const cpu_model *m);
+/* Weights (weights.c): allocation of the fused buffers, hand-over of one weight (numel elements
+ * of dtype, converted to fp32), the bytes held, and the completeness check. */
+lp_status cpu_weights_alloc(lp_model *m);
+void cpu_weights_free(lp_model *m);
+lp_status cpu_weights_set(lp_model *m, int32_t layer, int32_t kind, int32_t dtype, const void *data, int64_t numel);
+int64_t cpu_weights_bytes(const lp_model *m);
+lp_status cpu_weights_check_complete(const lp_model *m);
 
 /* Workspaces (workspace.c). */
-lp_status cpu_workspace_alloc(cpu_model *m, int32_t max_tokens, int32_t max_rows);
+lp_status cpu_workspace_alloc(lp_model *m, int32_t max_tokens, int32_t max_rows);
 void cpu_workspace_free(cpu_workspace *ws);
 
 /* Kernels. The step runs one at a time per model: its workspaces are shared. */
@@ -115,16 +114,13 @@ void cpu_linear(const float *x, int64_t ldx, int64_t tokens, int64_t in, const f
 int cpu_has_avx2(void);
 void cpu_dot_2x4_avx2(const float *w0, const float *w1, const float *x, int64_t ldx, int64_t n,
                       float out[2][4]);
-void cpu_rope_table(const cpu_model *m, const int32_t *positions, int64_t tokens);
-void cpu_rope_apply(const cpu_model *m, float *qkv, int64_t tokens);
-void cpu_kv_write(const cpu_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
+void cpu_rope_table(const lp_model *m, const int32_t *positions, int64_t tokens);
+void cpu_rope_apply(const lp_model *m, float *qkv, int64_t tokens);
+void cpu_kv_write(const lp_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
                   int64_t k_offset, int64_t v_offset, const int32_t *slot_mapping, int64_t tokens);
-void cpu_attention(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cpu_step *s);
-lp_status cpu_step_validate(const cpu_model *m, const cpu_kv *kv, const cpu_step *s,
-                            int32_t num_rows, const int32_t *sample_index,
-                            const float *temperature, const int32_t *top_k, const float *top_p,
-                            const uint64_t *seed, const int32_t *out_tokens,
-                            const float *out_logprobs);
+void cpu_attention(const lp_model *m, const lp_kv *kv, int32_t layer, const lp_step_batch *s);
+/* Checks a step batch against the model's limits and the cache (step_check.c). */
+lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch *s);
 /* Fills bounds[0, B) with lower and bounds[B, 2B) with upper bounds of g per bucket. */
 void cpu_gumbel_bounds(float *bounds);
 /* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. A row

@@ -5,12 +5,14 @@
 
 #define LP_CPU_BUFFER_MAGIC 0x4c50434255460000ULL /* "LPCBUF" */
 
-typedef struct cpu_buffer {
+/* The lp_dev_buffer handle of lmpool.h. */
+struct lp_dev_buffer {
   uint64_t magic;
   int64_t bytes;
   char *data;
-} cpu_buffer;
+};
 
-lp_status cpu_buffer_from_handle(uint64_t handle, cpu_buffer **out);
+/* LP_ERR_INVALID for NULL or a handle that is not a live buffer. */
+lp_status cpu_buffer_check(const lp_dev_buffer *b);
 
 #endif

@@ -8,7 +8,7 @@
 #include "cpu_math.h"
 #include "cpu_model.h"
 
-static void embed_tokens(const cpu_model *m, const cpu_step *s) {
+static void embed_tokens(const lp_model *m, const lp_step_batch *s) {
   const int64_t H = m->cfg.hidden_size;
   for (int32_t t = 0; t < s->num_tokens; t++)
     memcpy(m->ws.h + t * H, m->embed + (int64_t)s->token_ids[t] * H, (size_t)H * sizeof(float));
@@ -17,7 +17,7 @@ static void embed_tokens(const cpu_model *m, const cpu_step *s) {
 }
 
 /* Qwen3: RMSNorm over head_dim of every q and k head, before RoPE. */
-static void qk_norm(const cpu_model *m, const cpu_layer *L, int64_t tokens) {
+static void qk_norm(const lp_model *m, const cpu_layer *L, int64_t tokens) {
   const int64_t hd = m->cfg.head_dim, nh = m->cfg.num_heads, kvh = m->cfg.num_kv_heads;
   const float eps = m->cfg.rms_norm_eps;
 #pragma omp parallel for schedule(static) if (tokens * m->qkv_dim * 4 >= LP_PARALLEL_MIN_WORK)
@@ -29,7 +29,7 @@ static void qk_norm(const cpu_model *m, const cpu_layer *L, int64_t tokens) {
   }
 }
 
-static void swiglu(const cpu_model *m, int64_t tokens) {
+static void swiglu(const lp_model *m, int64_t tokens) {
   const int64_t I = m->cfg.intermediate_size;
 #pragma omp parallel for schedule(static) if (tokens * I * 16 >= LP_PARALLEL_MIN_WORK)
   for (int64_t t = 0; t < tokens; t++) {
@@ -39,7 +39,7 @@ static void swiglu(const cpu_model *m, int64_t tokens) {
   }
 }
 
-static void decoder_layer(const cpu_model *m, const cpu_kv *kv, int32_t layer, const cpu_step *s) {
+static void decoder_layer(const lp_model *m, const lp_kv *kv, int32_t layer, const lp_step_batch *s) {
   const cpu_layer *L = &m->layers[layer];
   const cpu_workspace *ws = &m->ws;
   const int64_t T = s->num_tokens, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
@@ -59,69 +59,54 @@ static void decoder_layer(const cpu_model *m, const cpu_kv *kv, int32_t layer, c
   cpu_linear(ws->act, I, T, I, L->down, H, ws->h, H, 1);
 }
 
-static void sample_rows(const cpu_model *m, const cpu_step *s, int32_t num_rows,
-                        const int32_t *sample_index, const float *temperature,
-                        const int32_t *top_k, const float *top_p, const uint64_t *seed,
-                        int32_t *out_tokens, float *out_logprobs) {
+static void sample_rows(const lp_model *m, const lp_step_batch *s) {
   const int64_t V = m->cfg.vocab_size;
   const cpu_workspace *ws = &m->ws;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ws->threads) \
-    if (num_rows > 1 && num_rows * V * 8 >= LP_PARALLEL_MIN_WORK)
-  for (int32_t r = 0; r < num_rows; r++) {
+    if (s->num_rows > 1 && s->num_rows * V * 8 >= LP_PARALLEL_MIN_WORK)
+  for (int32_t r = 0; r < s->num_rows; r++) {
     float *scratch = ws->sample_scratch + (int64_t)omp_get_thread_num() * 3 * V;
-    cpu_sample_row(ws->logits + r * V, V, temperature[r], top_k[r], top_p[r], seed[r],
-                   s->positions[sample_index[r]], ws->gumbel_bounds, scratch, &out_tokens[r], &out_logprobs[r]);
+    cpu_sample_row(ws->logits + r * V, V, s->temperature[r], s->top_k[r], s->top_p[r], s->seed[r],
+                   s->positions[s->sample_index[r]], ws->gumbel_bounds, scratch, &s->out_tokens[r],
+                   &s->out_logprobs[r]);
   }
 }
 
 /* Everything after validation: the layers, the LM head at the sampled rows, sampling. */
-static void step_compute(cpu_model *m, cpu_kv *kv, const cpu_step *s, int32_t num_rows, const int32_t *sample_index,
-                         const float *temperature, const int32_t *top_k, const float *top_p, const uint64_t *seed,
-                         int32_t *out_tokens, float *out_logprobs, float *out_logits) {
+static void step_compute(lp_model *m, lp_kv *kv, const lp_step_batch *s) {
   const int64_t H = m->cfg.hidden_size, V = m->cfg.vocab_size;
+  const int32_t num_rows = s->num_rows;
   embed_tokens(m, s);
   cpu_rope_table(m, s->positions, s->num_tokens);
   for (int32_t l = 0; l < m->cfg.num_layers; l++) decoder_layer(m, kv, l, s);
   if (num_rows == 0) return;
 
   for (int32_t r = 0; r < num_rows; r++)
-    cpu_rmsnorm_row(m->ws.h + (int64_t)sample_index[r] * H, m->final_norm, m->ws.row_x + r * H, H,
+    cpu_rmsnorm_row(m->ws.h + (int64_t)s->sample_index[r] * H, m->final_norm, m->ws.row_x + r * H, H,
                     m->cfg.rms_norm_eps);
   const float *head = m->cfg.tie_word_embeddings ? m->embed : m->lm_head;
   cpu_linear(m->ws.row_x, H, num_rows, H, head, V, m->ws.logits, V, 0);
-  if (out_logits) memcpy(out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
-  sample_rows(m, s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs);
+  if (s->out_logits) memcpy(s->out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
+  sample_rows(m, s);
 }
 
-lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
-                         const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
-                         const int32_t *query_start, const int32_t *context_lens,
-                         const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
-                         const int32_t *sample_index, const float *temperature, const int32_t *top_k,
-                         const float *top_p, const uint64_t *seed, int32_t *out_tokens,
-                         float *out_logprobs, float *out_logits) {
-  cpu_model *m;
-  cpu_kv *kv;
-  LP_TRY(cpu_model_from_handle(model, &m));
-  LP_TRY(cpu_kv_from_handle(kv_handle, &kv));
+lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch *batch) {
+  LP_TRY(cpu_model_check(m));
+  LP_TRY(cpu_kv_check(kv));
+  LP_REQUIRE(batch, "batch is NULL");
   if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_launch while the last launched step is not collected");
-  const cpu_step s = {num_seqs,     num_tokens,   max_blocks_per_seq, token_ids, positions,
-                      slot_mapping, query_start, context_lens,       block_tables};
-  LP_TRY(cpu_step_validate(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed,
-                           out_tokens, out_logprobs));
-  if (num_tokens > 0) {
+  LP_TRY(cpu_step_validate(m, kv, batch));
+  if (batch->num_tokens > 0) {
     const double t0 = cpu_clock_ms();
-    step_compute(m, kv, &s, num_rows, sample_index, temperature, top_k, top_p, seed, out_tokens, out_logprobs,
-                 out_logits);
+    step_compute(m, kv, batch);
     m->last_step_ms = cpu_clock_ms() - t0;
   }
   m->step_pending = 1;
   return LP_OK;
 }
 
-lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
+lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_done) {
+  LP_TRY(cpu_model_check(m));
   LP_REQUIRE(out_done, "out_done is NULL");
   (void)wait; /* the step ran in lp_step_launch */
   if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
@@ -130,9 +115,8 @@ lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
   return LP_OK;
 }
 
-lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
+lp_status lp_model_last_step_ms(lp_model *m, double *out_ms) {
+  LP_TRY(cpu_model_check(m));
   LP_REQUIRE(out_ms, "out_ms is NULL");
   *out_ms = m->last_step_ms;
   return LP_OK;

@@ -1,16 +1,14 @@
-/* Model lifecycle of the CPU backend: config checks, create, finalize, destroy, handle lookup. */
+/* Model lifecycle of the CPU backend: config checks, create, weight hand-over, finalize, destroy,
+ * and the handle check. Weight storage itself is weights.c's; it calls nothing here. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "../common/rope_freq.h"
 #include "cpu_model.h"
 
-lp_status cpu_model_from_handle(uint64_t handle, cpu_model **out) {
-  cpu_model *m = (cpu_model *)(uintptr_t)handle;
-  LP_REQUIRE(m, "model handle is 0");
-  LP_REQUIRE(m->magic == LP_CPU_MODEL_MAGIC, "handle 0x%llx is not a live CPU model",
-             (unsigned long long)handle);
-  *out = m;
+lp_status cpu_model_check(const lp_model *m) {
+  LP_REQUIRE(m, "model handle is NULL");
+  LP_REQUIRE(m->magic == LP_CPU_MODEL_MAGIC, "handle %p is not a live CPU model", (const void *)m);
   return LP_OK;
 }
 
@@ -44,7 +42,7 @@ static lp_status check_config(const lp_model_config *c) {
   return LP_OK;
 }
 
-static void model_free(cpu_model *m) {
+static void model_free(lp_model *m) {
   cpu_workspace_free(&m->ws);
   cpu_weights_free(m);
   free(m->inv_freq);
@@ -52,11 +50,11 @@ static void model_free(cpu_model *m) {
   free(m);
 }
 
-lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model) {
+lp_status lp_model_create(const lp_model_config *cfg, lp_model **out_model) {
   LP_REQUIRE(cfg && out_model, "null pointer (cfg=%p out_model=%p)", (const void *)cfg,
              (void *)out_model);
   LP_TRY(check_config(cfg));
-  cpu_model *m = calloc(1, sizeof *m);
+  lp_model *m = calloc(1, sizeof *m);
   if (!m) return LP_FAIL(LP_ERR_OOM, "out of memory allocating the model");
   m->magic = LP_CPU_MODEL_MAGIC;
   m->cfg = *cfg;
@@ -71,13 +69,25 @@ lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model) {
     model_free(m);
     return st;
   }
-  *out_model = (uint64_t)(uintptr_t)m;
+  *out_model = m;
   return LP_OK;
 }
 
-lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_num_seqs) {
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
+lp_status lp_model_set_weight(lp_model *m, int32_t layer, int32_t kind, int32_t dtype, const void *data,
+                              int64_t numel) {
+  LP_TRY(cpu_model_check(m));
+  return cpu_weights_set(m, layer, kind, dtype, data, numel);
+}
+
+lp_status lp_model_weight_bytes(lp_model *m, int64_t *out_bytes) {
+  LP_TRY(cpu_model_check(m));
+  LP_REQUIRE(out_bytes, "out_bytes is NULL");
+  *out_bytes = cpu_weights_bytes(m);
+  return LP_OK;
+}
+
+lp_status lp_model_finalize(lp_model *m, int32_t max_num_tokens, int32_t max_num_seqs) {
+  LP_TRY(cpu_model_check(m));
   LP_REQUIRE(max_num_tokens > 0 && max_num_seqs > 0,
              "max_num_tokens=%d and max_num_seqs=%d must be positive", max_num_tokens, max_num_seqs);
   LP_TRY(cpu_weights_check_complete(m));
@@ -88,10 +98,9 @@ lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_
   return LP_OK;
 }
 
-lp_status lp_model_destroy(uint64_t model) {
-  if (model == 0) return LP_OK;
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
+lp_status lp_model_destroy(lp_model *m) {
+  if (!m) return LP_OK;
+  LP_TRY(cpu_model_check(m));
   model_free(m);
   return LP_OK;
 }

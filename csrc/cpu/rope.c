@@ -6,7 +6,7 @@
 
 /* cos/sin of angle = inv_freq[i] * position, the product rounded to fp32 as transformers computes
  * it, for every token of the step. */
-void cpu_rope_table(const cpu_model *m, const int32_t *positions, int64_t tokens) {
+void cpu_rope_table(const lp_model *m, const int32_t *positions, int64_t tokens) {
   const int64_t half = m->cfg.head_dim / 2;
 #pragma omp parallel for schedule(static) if (tokens * half * 32 >= LP_PARALLEL_MIN_WORK)
   for (int64_t t = 0; t < tokens; t++) {
@@ -19,7 +19,7 @@ void cpu_rope_table(const cpu_model *m, const int32_t *positions, int64_t tokens
 }
 
 /* Rotates every q and k head of every token in place (q heads then k heads lead each qkv row). */
-void cpu_rope_apply(const cpu_model *m, float *qkv, int64_t tokens) {
+void cpu_rope_apply(const lp_model *m, float *qkv, int64_t tokens) {
   const int64_t hd = m->cfg.head_dim, half = hd / 2;
   const int64_t heads = m->cfg.num_heads + m->cfg.num_kv_heads;
 #pragma omp parallel for schedule(static) if (tokens * heads * hd * 2 >= LP_PARALLEL_MIN_WORK)

@@ -2,7 +2,7 @@
  * hot loops can trust them and a bad batch is an error naming the value, never a crash. */
 #include "cpu_model.h"
 
-static lp_status check_sequences(const cpu_model *m, const cpu_kv *kv, const cpu_step *s) {
+static lp_status check_sequences(const lp_model *m, const lp_kv *kv, const lp_step_batch *s) {
   LP_REQUIRE(s->query_start[0] == 0, "query_start[0]=%d must be 0", s->query_start[0]);
   LP_REQUIRE(s->query_start[s->num_seqs] == s->num_tokens,
              "query_start[num_seqs=%d]=%d must equal num_tokens=%d", s->num_seqs,
@@ -35,7 +35,7 @@ static lp_status check_sequences(const cpu_model *m, const cpu_kv *kv, const cpu
   return LP_OK;
 }
 
-static lp_status check_tokens(const cpu_model *m, const cpu_kv *kv, const cpu_step *s) {
+static lp_status check_tokens(const lp_model *m, const lp_kv *kv, const lp_step_batch *s) {
   const int64_t slots = (int64_t)kv->num_blocks * kv->block_size;
   for (int32_t t = 0; t < s->num_tokens; t++) {
     LP_REQUIRE(s->token_ids[t] >= 0 && s->token_ids[t] < m->cfg.vocab_size,
@@ -51,19 +51,16 @@ static lp_status check_tokens(const cpu_model *m, const cpu_kv *kv, const cpu_st
 
 /* Only the row's token index is structural: a row with invalid sampling parameters is skipped
  * by the sampler (lp_sampling_row_ok), not an error of the step. */
-static lp_status check_rows(const cpu_step *s, int32_t num_rows, const int32_t *sample_index) {
-  for (int32_t r = 0; r < num_rows; r++)
-    LP_REQUIRE(sample_index[r] >= 0 && sample_index[r] < s->num_tokens,
-               "row %d: sample_index %d out of range [0, num_tokens=%d)", r, sample_index[r],
+static lp_status check_rows(const lp_step_batch *s) {
+  for (int32_t r = 0; r < s->num_rows; r++)
+    LP_REQUIRE(s->sample_index[r] >= 0 && s->sample_index[r] < s->num_tokens,
+               "row %d: sample_index %d out of range [0, num_tokens=%d)", r, s->sample_index[r],
                s->num_tokens);
   return LP_OK;
 }
 
-lp_status cpu_step_validate(const cpu_model *m, const cpu_kv *kv, const cpu_step *s,
-                            int32_t num_rows, const int32_t *sample_index,
-                            const float *temperature, const int32_t *top_k, const float *top_p,
-                            const uint64_t *seed, const int32_t *out_tokens,
-                            const float *out_logprobs) {
+lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch *s) {
+  const int32_t num_rows = s->num_rows;
   if (!m->finalized) return LP_FAIL(LP_ERR_STATE, "lp_step before lp_model_finalize");
   LP_REQUIRE(kv->num_layers == m->cfg.num_layers && kv->kv_heads == m->cfg.num_kv_heads &&
                  kv->head_dim == m->cfg.head_dim,
@@ -93,13 +90,14 @@ lp_status cpu_step_validate(const cpu_model *m, const cpu_kv *kv, const cpu_step
     LP_TRY(check_sequences(m, kv, s));
   }
   if (num_rows > 0) {
-    LP_REQUIRE(sample_index && temperature && top_k && top_p && seed && out_tokens && out_logprobs,
+    LP_REQUIRE(s->sample_index && s->temperature && s->top_k && s->top_p && s->seed && s->out_tokens &&
+                   s->out_logprobs,
                "null sampling array (sample_index=%p temperature=%p top_k=%p top_p=%p seed=%p "
                "out_tokens=%p out_logprobs=%p)",
-               (const void *)sample_index, (const void *)temperature, (const void *)top_k,
-               (const void *)top_p, (const void *)seed, (const void *)out_tokens,
-               (const void *)out_logprobs);
-    LP_TRY(check_rows(s, num_rows, sample_index));
+               (const void *)s->sample_index, (const void *)s->temperature, (const void *)s->top_k,
+               (const void *)s->top_p, (const void *)s->seed, (const void *)s->out_tokens,
+               (const void *)s->out_logprobs);
+    LP_TRY(check_rows(s));
   }
   return LP_OK;
 }

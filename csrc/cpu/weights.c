@@ -1,5 +1,6 @@
 /* Model weights of the CPU backend: where each (layer, kind) lives in the fused fp32 buffers,
- * conversion from bf16/f16/f32 on set, and the completeness check of finalize(). */
+ * conversion from bf16/f16/f32 on set, the bytes held, and the completeness check of finalize().
+ * model.c's ABI entry points call these; nothing here calls back into model.c. */
 #include <stdlib.h>
 
 #include "../common/bf16.h"
@@ -8,7 +9,7 @@
 
 /* Where a weight goes and how many elements it has. *dst is NULL for lm_head of a tied model,
  * whose value transformers discards in favour of embed_tokens. */
-static lp_status locate(const cpu_model *m, int32_t layer, int32_t kind, float **dst, int64_t *numel) {
+static lp_status locate(const lp_model *m, int32_t layer, int32_t kind, float **dst, int64_t *numel) {
   const lp_model_config *c = &m->cfg;
   const int64_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, D = c->head_dim;
   const char *name = lp_weight_kind_name(kind);
@@ -41,13 +42,13 @@ static lp_status locate(const cpu_model *m, int32_t layer, int32_t kind, float *
   return LP_OK;
 }
 
-static int is_required(const cpu_model *m, int32_t kind) {
+static int is_required(const lp_model *m, int32_t kind) {
   if (kind == LP_W_LM_HEAD) return !m->cfg.tie_word_embeddings;
   if (kind == LP_W_Q_NORM || kind == LP_W_K_NORM) return m->cfg.arch == LP_ARCH_QWEN3;
   return 1;
 }
 
-static int is_present(const cpu_model *m, int32_t layer, int32_t kind) {
+static int is_present(const lp_model *m, int32_t layer, int32_t kind) {
   if (lp_weight_kind_is_global(kind)) return (m->global_present >> kind) & 1u;
   return (m->layers[layer].present >> (kind - LP_W_INPUT_NORM)) & 1u;
 }
@@ -62,10 +63,7 @@ static void convert_to_f32(float *dst, int32_t dtype, const void *src, int64_t n
                                      : f[i];
 }
 
-lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32_t dtype,
-                              const void *data, int64_t numel) {
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
+lp_status cpu_weights_set(lp_model *m, int32_t layer, int32_t kind, int32_t dtype, const void *data, int64_t numel) {
   LP_REQUIRE(dtype == LP_DTYPE_BF16 || dtype == LP_DTYPE_F16 || dtype == LP_DTYPE_F32,
              "unknown dtype %d", dtype);
   float *dst;
@@ -81,7 +79,7 @@ lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32
   return LP_OK;
 }
 
-lp_status cpu_weights_check_complete(const cpu_model *m) {
+lp_status cpu_weights_check_complete(const lp_model *m) {
   for (int32_t kind = LP_W_EMBED; kind <= LP_W_LM_HEAD; kind++)
     if (is_required(m, kind) && !is_present(m, -1, kind))
       return LP_FAIL(LP_ERR_STATE, "missing weight %s", lp_weight_kind_name(kind));
@@ -92,10 +90,7 @@ lp_status cpu_weights_check_complete(const cpu_model *m) {
   return LP_OK;
 }
 
-lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes) {
-  cpu_model *m;
-  LP_TRY(cpu_model_from_handle(model, &m));
-  LP_REQUIRE(out_bytes, "out_bytes is NULL");
+int64_t cpu_weights_bytes(const lp_model *m) {
   int64_t total = 0;
   for (int32_t l = -1; l < m->cfg.num_layers; l++) {
     int32_t first = l < 0 ? LP_W_EMBED : LP_W_INPUT_NORM, last = l < 0 ? LP_W_LM_HEAD : LP_W_DOWN;
@@ -106,11 +101,10 @@ lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes) {
       if (locate(m, l, kind, &dst, &numel) == LP_OK) total += numel * (int64_t)sizeof(float);
     }
   }
-  *out_bytes = total;
-  return LP_OK;
+  return total;
 }
 
-lp_status cpu_weights_alloc(cpu_model *m) {
+lp_status cpu_weights_alloc(lp_model *m) {
   const lp_model_config *c = &m->cfg;
   const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size,
                V = (size_t)c->vocab_size, D = (size_t)c->head_dim, f = sizeof(float);
@@ -131,7 +125,7 @@ lp_status cpu_weights_alloc(cpu_model *m) {
   return LP_OK;
 }
 
-void cpu_weights_free(cpu_model *m) {
+void cpu_weights_free(lp_model *m) {
   if (m->layers) {
     for (int32_t l = 0; l < m->cfg.num_layers; l++) {
       cpu_layer *L = &m->layers[l];

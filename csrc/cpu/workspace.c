@@ -11,7 +11,7 @@ void cpu_workspace_free(cpu_workspace *ws) {
   *ws = (cpu_workspace){0};
 }
 
-lp_status cpu_workspace_alloc(cpu_model *m, int32_t max_tokens, int32_t max_rows) {
+lp_status cpu_workspace_alloc(lp_model *m, int32_t max_tokens, int32_t max_rows) {
   const lp_model_config *c = &m->cfg;
   cpu_workspace *ws = &m->ws;
   const size_t T = (size_t)max_tokens, R = (size_t)max_rows, H = (size_t)c->hidden_size,

@@ -5,7 +5,7 @@ namespace {
 
 constexpr uint64_t kBufferMagic = 0x4c5044455642ULL;  // "LPDEVB"
 
-lp_status check_range(const LpDevBuffer *b, int64_t offset, int64_t bytes, const void *host) {
+lp_status check_range(const lp_dev_buffer *b, int64_t offset, int64_t bytes, const void *host) {
   LP_REQUIRE(offset >= 0 && bytes >= 0 && (size_t)offset <= b->bytes && (size_t)bytes <= b->bytes - (size_t)offset,
              "range [%lld, %lld) outside the %zu-byte buffer", (long long)offset, (long long)(offset + bytes),
              b->bytes);
@@ -15,14 +15,12 @@ lp_status check_range(const LpDevBuffer *b, int64_t offset, int64_t bytes, const
 
 }  // namespace
 
-lp_status dev_buffer_from_handle(uint64_t handle, LpDevBuffer **out) {
-  LpDevBuffer *b = (LpDevBuffer *)(uintptr_t)handle;
-  LP_REQUIRE(b && b->magic == kBufferMagic, "handle 0x%llx is not a live device buffer", (unsigned long long)handle);
-  *out = b;
+lp_status dev_buffer_check(const lp_dev_buffer *b) {
+  LP_REQUIRE(b && b->magic == kBufferMagic, "handle %p is not a live device buffer", (const void *)b);
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, uint64_t *out_buf) {
+extern "C" lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, lp_dev_buffer **out_buf) {
   LP_REQUIRE(out_buf, "out_buf is NULL");
   LP_REQUIRE(bytes > 0, "bytes=%lld must be positive", (long long)bytes);
   CUDA_CHECK(cudaSetDevice(device));
@@ -31,15 +29,14 @@ extern "C" lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, uint64_t
   if (e != cudaSuccess)
     return LP_FAIL(LP_ERR_OOM, "device buffer of %lld bytes on device %d: %s", (long long)bytes, device,
                    cudaGetErrorString(e));
-  LpDevBuffer *b = new LpDevBuffer{kBufferMagic, device, ptr, (size_t)bytes};
-  *out_buf = (uint64_t)(uintptr_t)b;
+  lp_dev_buffer *b = new lp_dev_buffer{kBufferMagic, device, ptr, (size_t)bytes};
+  *out_buf = b;
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_free(uint64_t handle) {
-  if (handle == 0) return LP_OK;
-  LpDevBuffer *b;
-  LP_TRY(dev_buffer_from_handle(handle, &b));
+extern "C" lp_status lp_dev_buffer_free(lp_dev_buffer *b) {
+  if (!b) return LP_OK;
+  LP_TRY(dev_buffer_check(b));
   b->magic = 0;
   cudaSetDevice(b->device);
   cudaFree(b->ptr);  // cudaFree waits for work still using the buffer
@@ -47,17 +44,15 @@ extern "C" lp_status lp_dev_buffer_free(uint64_t handle) {
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_bytes(uint64_t handle, int64_t *out_bytes) {
-  LpDevBuffer *b;
-  LP_TRY(dev_buffer_from_handle(handle, &b));
+extern "C" lp_status lp_dev_buffer_bytes(lp_dev_buffer *b, int64_t *out_bytes) {
+  LP_TRY(dev_buffer_check(b));
   LP_REQUIRE(out_bytes, "out_bytes is NULL");
   *out_bytes = (int64_t)b->bytes;
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_write(uint64_t handle, int64_t offset, const void *src, int64_t bytes) {
-  LpDevBuffer *b;
-  LP_TRY(dev_buffer_from_handle(handle, &b));
+extern "C" lp_status lp_dev_buffer_write(lp_dev_buffer *b, int64_t offset, const void *src, int64_t bytes) {
+  LP_TRY(dev_buffer_check(b));
   LP_TRY(check_range(b, offset, bytes, src));
   if (bytes == 0) return LP_OK;
   CUDA_CHECK(cudaSetDevice(b->device));
@@ -65,9 +60,8 @@ extern "C" lp_status lp_dev_buffer_write(uint64_t handle, int64_t offset, const 
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_read(uint64_t handle, int64_t offset, void *dst, int64_t bytes) {
-  LpDevBuffer *b;
-  LP_TRY(dev_buffer_from_handle(handle, &b));
+extern "C" lp_status lp_dev_buffer_read(lp_dev_buffer *b, int64_t offset, void *dst, int64_t bytes) {
+  LP_TRY(dev_buffer_check(b));
   LP_TRY(check_range(b, offset, bytes, dst));
   if (bytes == 0) return LP_OK;
   CUDA_CHECK(cudaSetDevice(b->device));
@@ -75,10 +69,10 @@ extern "C" lp_status lp_dev_buffer_read(uint64_t handle, int64_t offset, void *d
   return LP_OK;
 }
 
-extern "C" lp_status lp_dev_buffer_copy(uint64_t dst_handle, uint64_t src_handle, int64_t bytes, uint64_t *out_job) {
-  LpDevBuffer *dst, *src;
-  LP_TRY(dev_buffer_from_handle(dst_handle, &dst));
-  LP_TRY(dev_buffer_from_handle(src_handle, &src));
+extern "C" lp_status lp_dev_buffer_copy(lp_dev_buffer *dst, lp_dev_buffer *src, int64_t bytes,
+                                        lp_xfer_job **out_job) {
+  LP_TRY(dev_buffer_check(dst));
+  LP_TRY(dev_buffer_check(src));
   LP_REQUIRE(bytes >= 0 && (size_t)bytes <= dst->bytes && (size_t)bytes <= src->bytes,
              "bytes=%lld exceeds the source (%zu) or destination (%zu) buffer", (long long)bytes, src->bytes,
              dst->bytes);
@@ -88,7 +82,7 @@ extern "C" lp_status lp_dev_buffer_copy(uint64_t dst_handle, uint64_t src_handle
   std::lock_guard<std::mutex> lock(ctx->mu);
   CUDA_CHECK(cudaSetDevice(src->device));
   CUDA_CHECK(cudaMemcpyPeerAsync(dst->ptr, dst->device, src->ptr, src->device, (size_t)bytes, ctx->copy));
-  LpXferJob *job;
+  lp_xfer_job *job;
   LP_TRY(job_create(nullptr, &job));
   const lp_status st = job_record(job, src->device, ctx->copy);
   if (st != LP_OK) {

@@ -19,12 +19,12 @@ bool fast_attention(const lp_model_config &cfg) {
 
 // Whether the decode kernel does the per-token prologue itself: every token of the step is a
 // decode token and the decode kernel runs.
-bool prologue_fused(const LpModel *m, const StepCounts &c) {
+bool prologue_fused(const lp_model *m, const StepCounts &c) {
   return c.prefill_tiles == 0 && c.decode_seqs == c.tokens && fast_attention(m->cfg);
 }
 
 // `fused`: the prologue the decode kernel takes over (NULL: rope.cu ran it).
-lp_status attention(LpModel *m, LpKvCache *kv, int layer, const StepCounts &c, const StepMeta &dm,
+lp_status attention(lp_model *m, lp_kv *kv, int layer, const StepCounts &c, const StepMeta &dm,
                     const RopeArgs *fused) {
   const lp_model_config &cfg = m->cfg;
   AttnArgs a = {};
@@ -61,7 +61,7 @@ GemvArgs gemv_args(const bf16 *w, int n_out, int k, int tokens, const void *x, c
 
 }  // namespace
 
-lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta &dm) {
+lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
   const lp_model_config &cfg = m->cfg;
   StepBuffers &b = m->buf;
   const int T = c.tokens, h = cfg.hidden_size, inter = cfg.intermediate_size, L = cfg.num_layers;
@@ -132,28 +132,20 @@ lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const 
                          head_gemv ? b.head_stats : nullptr, b.head_stats_parts, st);
 }
 
-extern "C" lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t num_seqs, int32_t num_tokens,
-                                    const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
-                                    const int32_t *query_start, const int32_t *context_lens,
-                                    const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
-                                    const int32_t *sample_index, const float *temperature, const int32_t *top_k,
-                                    const float *top_p, const uint64_t *seed, int32_t *out_tokens,
-                                    float *out_logprobs, float *out_logits) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
-  LpKvCache *kv = (LpKvCache *)(uintptr_t)kv_handle;
-  LP_REQUIRE(m && kv, "null model or kv");
+extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch *batch) {
+  LP_REQUIRE(m && kv && batch, "null model, kv or batch");
   if (!m->finalized) return LP_FAIL(LP_ERR_STATE, "lp_step before lp_model_finalize");
   if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_launch while the last launched step is not collected");
   LP_REQUIRE(kv->num_layers == m->cfg.num_layers && kv->kv_heads == m->cfg.num_kv_heads &&
                  kv->head_dim == m->cfg.head_dim,
              "KV cache shape (layers %d, kv_heads %d, head_dim %d) does not match the model (%d, %d, %d)",
              kv->num_layers, kv->kv_heads, kv->head_dim, m->cfg.num_layers, m->cfg.num_kv_heads, m->cfg.head_dim);
-  const StepInput in = {num_seqs, num_tokens, num_rows, max_blocks_per_seq, token_ids, positions, slot_mapping,
-                        query_start, context_lens, block_tables, sample_index, top_k, temperature, top_p, seed};
+  const lp_step_batch &in = *batch;
+  const int num_seqs = in.num_seqs, num_tokens = in.num_tokens, num_rows = in.num_rows;
   StepCounts c;
   bool pure_decode = false;
   LP_TRY(step_validate(m, kv, in, &c, &pure_decode));
-  LP_REQUIRE(num_rows == 0 || (out_tokens && out_logprobs), "null output array");
+  LP_REQUIRE(num_rows == 0 || (in.out_tokens && in.out_logprobs), "null output array");
   CUDA_CHECK(cudaSetDevice(m->device));
   m->pending_rows = 0;
   m->pending_skipped = 0;
@@ -174,22 +166,21 @@ extern "C" lp_status lp_step_launch(uint64_t model, uint64_t kv_handle, int32_t 
     if (num_rows > 0) {
       CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
                                  m->stream));
-      if (out_logits)
-        CUDA_CHECK(cudaMemcpyAsync(out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
+      if (in.out_logits)
+        CUDA_CHECK(cudaMemcpyAsync(in.out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
                                    cudaMemcpyDeviceToHost, m->stream));
     }
     m->pending_rows = num_rows;
     m->pending_crows = c.rows;
   }
   CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
-  m->pending_tokens = out_tokens;
-  m->pending_logprobs = out_logprobs;
+  m->pending_tokens = in.out_tokens;
+  m->pending_logprobs = in.out_logprobs;
   m->step_pending = true;
   return LP_OK;
 }
 
-extern "C" lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
+extern "C" lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_done) {
   LP_REQUIRE(m && out_done, "null model or out_done");
   if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
   CUDA_CHECK(cudaSetDevice(m->device));

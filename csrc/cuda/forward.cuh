@@ -7,9 +7,9 @@
 
 // Enqueues embedding, every layer, the LM head on the sample rows and sampling. Results land in
 // m->buf.sample_out: tokens at [0, rows), logprob bits at [rows, 2 rows); logits in m->buf.logits.
-lp_status forward_enqueue(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta &dm);
+lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm);
 
 // Runs each GEMM shape forward_enqueue can use once and waits (gemm_warmup.cu); after workspaces.
-lp_status gemm_warmup(LpModel *m);
+lp_status gemm_warmup(lp_model *m);
 
 #endif

@@ -6,7 +6,7 @@
 #include "forward.cuh"
 #include "ops.cuh"
 
-lp_status gemm_warmup(LpModel *m) {
+lp_status gemm_warmup(lp_model *m) {
   const lp_model_config &cfg = m->cfg;
   const LayerWeights &w = m->layers[0];
   StepBuffers &b = m->buf;

@@ -22,7 +22,7 @@ struct DecodeGraphs {
   const void *kv_data[kNumSizes];  // another cache may share the id)
 };
 
-lp_status decode_graphs_create(const LpModel *m, DecodeGraphs **out) {
+lp_status decode_graphs_create(const lp_model *m, DecodeGraphs **out) {
   DecodeGraphs *g = (DecodeGraphs *)calloc(1, sizeof(DecodeGraphs));
   if (!g) return LP_FAIL(LP_ERR_OOM, "host allocation of the graph table failed");
   while (g->count < kNumSizes && kSizes[g->count] <= m->max_seqs && kSizes[g->count] <= m->max_tokens) g->count++;
@@ -49,7 +49,7 @@ int decode_graph_batch(const DecodeGraphs *g, int batch) {
 
 namespace {
 
-lp_status capture(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta &dm, cudaGraphExec_t *exec) {
+lp_status capture(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm, cudaGraphExec_t *exec) {
   CUDA_CHECK(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal));
   const lp_status st = forward_enqueue(m, kv, c, dm);
   cudaGraph_t graph = nullptr;
@@ -68,7 +68,7 @@ lp_status capture(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta
 
 }  // namespace
 
-lp_status decode_graph_run(LpModel *m, LpKvCache *kv, const StepCounts &c, const StepMeta &dm) {
+lp_status decode_graph_run(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
   DecodeGraphs *g = m->graphs;
   int i = 0;
   while (i < g->count && kSizes[i] != c.seqs) i++;

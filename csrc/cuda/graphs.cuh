@@ -5,12 +5,12 @@
 #include "model.cuh"
 #include "step_meta.cuh"
 
-lp_status decode_graphs_create(const LpModel *m, DecodeGraphs **out);
+lp_status decode_graphs_create(const lp_model *m, DecodeGraphs **out);
 void decode_graphs_destroy(DecodeGraphs *g);
 // The padded batch size whose graph serves `batch` decode sequences, or 0 (run eagerly).
 int decode_graph_batch(const DecodeGraphs *g, int batch);
 // Runs the forward step of the padded batch counts.seqs through its graph (captured on first
 // use, and again when the KV cache changed). dev_meta views the device metadata.
-lp_status decode_graph_run(LpModel *m, LpKvCache *kv, const StepCounts &counts, const StepMeta &dev_meta);
+lp_status decode_graph_run(lp_model *m, lp_kv *kv, const StepCounts &counts, const StepMeta &dev_meta);
 
 #endif

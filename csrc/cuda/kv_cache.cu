@@ -24,7 +24,7 @@ __global__ void kv_pack_kernel(uint4 *cache, int num_blocks, int n, size_t chunk
   }
 }
 
-lp_status launch_pack(const LpKvCache *kv, const int32_t *ids, int n, void *packed, bool unpack,
+lp_status launch_pack(const lp_kv *kv, const int32_t *ids, int n, void *packed, bool unpack,
                       cudaStream_t stream) {
   LP_REQUIRE(kv && ids && packed && n > 0, "kv pack: null argument or n=%d", n);
   const size_t chunk_vec = kv->chunk_elems * 2 / 16;
@@ -35,9 +35,9 @@ lp_status launch_pack(const LpKvCache *kv, const int32_t *ids, int n, void *pack
   return LP_OK;
 }
 
-size_t block_bytes(const LpKvCache *kv) { return (size_t)kv->num_layers * 2 * kv->chunk_elems * 2; }
+size_t block_bytes(const lp_kv *kv) { return (size_t)kv->num_layers * 2 * kv->chunk_elems * 2; }
 
-lp_status check_ids(const LpKvCache *kv, const int32_t *ids, int n) {
+lp_status check_ids(const lp_kv *kv, const int32_t *ids, int n) {
   LP_REQUIRE(ids && n >= 0, "null block ids or n=%d", n);
   for (int i = 0; i < n; i++)
     LP_REQUIRE(ids[i] >= 0 && ids[i] < kv->num_blocks, "block id %d (index %d) out of range [0, %d)", ids[i], i,
@@ -46,7 +46,7 @@ lp_status check_ids(const LpKvCache *kv, const int32_t *ids, int n) {
 }
 
 // Host wrapper: ids and packed data travel through temporary device buffers.
-lp_status pack_host(LpKvCache *kv, const int32_t *ids, int n, void *host, bool unpack) {
+lp_status pack_host(lp_kv *kv, const int32_t *ids, int n, void *host, bool unpack) {
   LP_TRY(check_ids(kv, ids, n));
   LP_REQUIRE(host, "null host buffer");
   if (n == 0) return LP_OK;
@@ -74,14 +74,13 @@ lp_status pack_host(LpKvCache *kv, const int32_t *ids, int n, void *host, bool u
 
 }  // namespace
 
-extern "C" lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
+extern "C" lp_status lp_kv_create(lp_model *m, int32_t num_blocks, int32_t block_size, lp_kv **out_kv) {
   LP_REQUIRE(m && out_kv, "null model or out_kv");
   LP_REQUIRE(num_blocks > 0, "num_blocks=%d must be positive", num_blocks);
   LP_REQUIRE(block_size >= 16 && block_size <= 256 && (block_size & (block_size - 1)) == 0,
              "block_size=%d must be a power of two in [16, 256]", block_size);
   CUDA_CHECK(cudaSetDevice(m->device));
-  LpKvCache *kv = (LpKvCache *)calloc(1, sizeof(LpKvCache));
+  lp_kv *kv = (lp_kv *)calloc(1, sizeof(lp_kv));
   if (!kv) return LP_FAIL(LP_ERR_OOM, "host allocation of the KV cache failed");
   kv->device = m->device;
   kv->num_layers = m->cfg.num_layers;
@@ -100,19 +99,17 @@ extern "C" lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t bl
     free(kv);
     return LP_FAIL(LP_ERR_OOM, "KV cache of %d blocks (%zu bytes): %s", num_blocks, bytes, cudaGetErrorString(e));
   }
-  *out_kv = (uint64_t)(uintptr_t)kv;
+  *out_kv = kv;
   return LP_OK;
 }
 
-extern "C" lp_status lp_kv_block_bytes(uint64_t kv_handle, int64_t *out_bytes) {
-  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
+extern "C" lp_status lp_kv_block_bytes(lp_kv *kv, int64_t *out_bytes) {
   LP_REQUIRE(kv && out_bytes, "null kv or out_bytes");
   *out_bytes = (int64_t)block_bytes(kv);
   return LP_OK;
 }
 
-extern "C" lp_status lp_kv_destroy(uint64_t kv_handle) {
-  LpKvCache *kv = (LpKvCache *)(uintptr_t)kv_handle;
+extern "C" lp_status lp_kv_destroy(lp_kv *kv) {
   if (!kv) return LP_OK;
   cudaSetDevice(kv->device);
   cudaFree(kv->data);
@@ -120,12 +117,12 @@ extern "C" lp_status lp_kv_destroy(uint64_t kv_handle) {
   return LP_OK;
 }
 
-extern "C" lp_status lp_kv_gather_host(uint64_t kv, const int32_t *block_ids, int32_t n, void *dst) {
+extern "C" lp_status lp_kv_gather_host(lp_kv *kv, const int32_t *block_ids, int32_t n, void *dst) {
   LP_REQUIRE(kv, "null kv");
-  return pack_host((LpKvCache *)(uintptr_t)kv, block_ids, n, dst, false);
+  return pack_host(kv, block_ids, n, dst, false);
 }
 
-extern "C" lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, const void *src) {
+extern "C" lp_status lp_kv_scatter_host(lp_kv *kv, const int32_t *block_ids, int32_t n, const void *src) {
   LP_REQUIRE(kv, "null kv");
-  return pack_host((LpKvCache *)(uintptr_t)kv, block_ids, n, const_cast<void *>(src), true);
+  return pack_host(kv, block_ids, n, const_cast<void *>(src), true);
 }

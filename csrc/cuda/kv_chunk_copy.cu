@@ -65,8 +65,8 @@ lp_status launch(const ChunkEnd &src, const ChunkEnd &dst, const int32_t *src_id
 
 }  // namespace
 
-lp_status check_block_ids(const LpKvCache *kv, const int32_t *ids, int n, const char *which) {
-  LP_REQUIRE(kv, "%s KV cache handle is 0", which);
+lp_status check_block_ids(const lp_kv *kv, const int32_t *ids, int n, const char *which) {
+  LP_REQUIRE(kv, "%s KV cache handle is NULL", which);
   LP_REQUIRE(n > 0 && n <= LP_KV_MAX_TRANSFER_BLOCKS, "n=%d must be in [1, %d]", n, LP_KV_MAX_TRANSFER_BLOCKS);
   LP_REQUIRE(ids, "%s block ids are NULL", which);
   for (int i = 0; i < n; i++)

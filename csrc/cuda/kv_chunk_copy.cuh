@@ -14,16 +14,16 @@ struct ChunkEnd {
 };
 
 // A KV tensor as a chunk end.
-static inline ChunkEnd kv_end(const LpKvCache *kv) { return ChunkEnd{(uint4 *)kv->data, kv->num_blocks, true}; }
+static inline ChunkEnd kv_end(const lp_kv *kv) { return ChunkEnd{(uint4 *)kv->data, kv->num_blocks, true}; }
 // A packed buffer as a chunk end.
 static inline ChunkEnd packed_end(void *buf) { return ChunkEnd{(uint4 *)buf, 0, false}; }
 
 // 16-byte vectors per chunk.
-static inline size_t kv_chunk_vec(const LpKvCache *kv) { return kv->chunk_elems * sizeof(bf16) / sizeof(uint4); }
-static inline size_t kv_chunk_bytes(const LpKvCache *kv) { return kv->chunk_elems * sizeof(bf16); }
+static inline size_t kv_chunk_vec(const lp_kv *kv) { return kv->chunk_elems * sizeof(bf16) / sizeof(uint4); }
+static inline size_t kv_chunk_bytes(const lp_kv *kv) { return kv->chunk_elems * sizeof(bf16); }
 
 // Checks n and that every id is a block of kv (ids are host memory).
-lp_status check_block_ids(const LpKvCache *kv, const int32_t *ids, int n, const char *which);
+lp_status check_block_ids(const lp_kv *kv, const int32_t *ids, int n, const char *which);
 
 // Copies chunks [first_chunk, first_chunk + num_chunks) of an n-block transfer from src to dst on
 // `stream`. Indexed ends use src_ids / dst_ids (host arrays of n ids, passed by value to the

@@ -14,20 +14,19 @@
 namespace {
 
 std::mutex views_mu;
-std::unordered_set<LpKvCache *> views;
+std::unordered_set<lp_kv *> views;
 // Views get ids from the top half of the range, so no CUDA graph captured for a real cache
 // (kv_cache.cu numbers those from 1) ever matches one.
 std::atomic<uint64_t> next_view_id{1ull << 63};
 
 }  // namespace
 
-extern "C" lp_status lp_kv_ipc_handle(uint64_t kv_handle, void *out_handle64) {
-  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
+extern "C" lp_status lp_kv_ipc_handle(lp_kv *kv, void *out_handle64) {
   LP_REQUIRE(kv && out_handle64, "null kv or out_handle64");
   static_assert(sizeof(cudaIpcMemHandle_t) == 64, "CUDA IPC handles are 64 bytes");
   {
     std::lock_guard<std::mutex> lock(views_mu);
-    LP_REQUIRE(!views.count((LpKvCache *)kv), "a KV view cannot be exported again; export the owner's cache");
+    LP_REQUIRE(!views.count(kv), "a KV view cannot be exported again; export the owner's cache");
   }
   CUDA_CHECK(cudaSetDevice(kv->device));
   cudaIpcMemHandle_t h;
@@ -36,9 +35,7 @@ extern "C" lp_status lp_kv_ipc_handle(uint64_t kv_handle, void *out_handle64) {
   return LP_OK;
 }
 
-extern "C" lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_handle, int32_t num_blocks,
-                                    uint64_t *out_view) {
-  const LpKvCache *like = (const LpKvCache *)(uintptr_t)like_handle;
+extern "C" lp_status lp_kv_ipc_open(const void *handle64, lp_kv *like, int32_t num_blocks, lp_kv **out_view) {
   LP_REQUIRE(handle64 && like && out_view, "null handle, like_kv or out_view");
   LP_REQUIRE(num_blocks > 0, "num_blocks=%d must be positive", num_blocks);
   cudaIpcMemHandle_t h;
@@ -46,7 +43,7 @@ extern "C" lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_handle, 
   CUDA_CHECK(cudaSetDevice(like->device));
   void *ptr = nullptr;
   CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, h, cudaIpcMemLazyEnablePeerAccess));
-  LpKvCache *view = new LpKvCache(*like);
+  lp_kv *view = new lp_kv(*like);
   view->data = (bf16 *)ptr;
   view->num_blocks = num_blocks;
   view->id = next_view_id++;
@@ -54,16 +51,15 @@ extern "C" lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_handle, 
     std::lock_guard<std::mutex> lock(views_mu);
     views.insert(view);
   }
-  *out_view = (uint64_t)(uintptr_t)view;
+  *out_view = view;
   return LP_OK;
 }
 
-extern "C" lp_status lp_kv_ipc_close(uint64_t view_handle) {
-  if (view_handle == 0) return LP_OK;
-  LpKvCache *view = (LpKvCache *)(uintptr_t)view_handle;
+extern "C" lp_status lp_kv_ipc_close(lp_kv *view) {
+  if (!view) return LP_OK;
   {
     std::lock_guard<std::mutex> lock(views_mu);
-    LP_REQUIRE(views.erase(view) == 1, "handle 0x%llx is not an open KV view", (unsigned long long)view_handle);
+    LP_REQUIRE(views.erase(view) == 1, "handle %p is not an open KV view", (void *)view);
   }
   cudaSetDevice(view->device);
   // Work still using the mapping must finish first: the caller waits for its jobs; this makes a

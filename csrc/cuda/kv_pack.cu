@@ -5,12 +5,10 @@
 
 namespace {
 
-lp_status pack_or_unpack(uint64_t kv_handle, const int32_t *ids, int n, uint64_t buf_handle, bool unpack,
-                         uint64_t *out_job) {
-  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
-  LpDevBuffer *buf;
+lp_status pack_or_unpack(const lp_kv *kv, const int32_t *ids, int n, const lp_dev_buffer *buf, bool unpack,
+                         lp_xfer_job **out_job) {
   LP_TRY(check_block_ids(kv, ids, n, unpack ? "destination" : "source"));
-  LP_TRY(dev_buffer_from_handle(buf_handle, &buf));
+  LP_TRY(dev_buffer_check(buf));
   LP_REQUIRE(buf->device == kv->device, "buffer on device %d, KV cache on device %d", buf->device, kv->device);
   const int64_t chunks = (int64_t)n * 2 * kv->num_layers;
   LP_REQUIRE((size_t)chunks * kv_chunk_bytes(kv) <= buf->bytes, "%d blocks need %zu bytes; the buffer has %zu", n,
@@ -25,7 +23,7 @@ lp_status pack_or_unpack(uint64_t kv_handle, const int32_t *ids, int n, uint64_t
   } else {
     LP_TRY(copy_chunks(kv_end(kv), packed_end(buf->ptr), ids, nullptr, n, kv_chunk_vec(kv), 0, chunks, stream));
   }
-  LpXferJob *job;
+  lp_xfer_job *job;
   LP_TRY(job_create(nullptr, &job));
   const lp_status st = job_record(job, kv->device, stream);
   if (st != LP_OK) {
@@ -37,16 +35,17 @@ lp_status pack_or_unpack(uint64_t kv_handle, const int32_t *ids, int n, uint64_t
 
 }  // namespace
 
-extern "C" lp_status lp_kv_pack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+extern "C" lp_status lp_kv_pack(lp_kv *kv, const int32_t *block_ids, int32_t n, lp_dev_buffer *buf,
+                                lp_xfer_job **out_job) {
   return pack_or_unpack(kv, block_ids, n, buf, false, out_job);
 }
 
-extern "C" lp_status lp_kv_unpack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job) {
+extern "C" lp_status lp_kv_unpack(lp_kv *kv, const int32_t *block_ids, int32_t n, lp_dev_buffer *buf,
+                                  lp_xfer_job **out_job) {
   return pack_or_unpack(kv, block_ids, n, buf, true, out_job);
 }
 
-extern "C" lp_status lp_kv_segment_bytes(uint64_t kv_handle, int32_t n, int64_t segment_bytes, int64_t *out_bytes) {
-  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
+extern "C" lp_status lp_kv_segment_bytes(lp_kv *kv, int32_t n, int64_t segment_bytes, int64_t *out_bytes) {
   LP_REQUIRE(kv && out_bytes, "null kv or out_bytes");
   LP_REQUIRE(n > 0 && segment_bytes >= 0, "n=%d must be positive and segment_bytes=%lld >= 0", n,
              (long long)segment_bytes);

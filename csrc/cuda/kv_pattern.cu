@@ -38,8 +38,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-lp_status run_pattern(uint64_t kv_handle, const int32_t *ids, int n, uint64_t seed, int64_t *out_mismatches) {
-  const LpKvCache *kv = (const LpKvCache *)(uintptr_t)kv_handle;
+lp_status run_pattern(const lp_kv *kv, const int32_t *ids, int n, uint64_t seed, int64_t *out_mismatches) {
   LP_TRY(check_block_ids(kv, ids, n, "pattern"));
   TransferContext *ctx;
   LP_TRY(transfer_context(kv->device, &ctx));
@@ -72,11 +71,11 @@ lp_status run_pattern(uint64_t kv_handle, const int32_t *ids, int n, uint64_t se
 
 }  // namespace
 
-extern "C" lp_status lp_kv_fill_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed) {
+extern "C" lp_status lp_kv_fill_pattern(lp_kv *kv, const int32_t *block_ids, int32_t n, uint64_t seed) {
   return run_pattern(kv, block_ids, n, seed, nullptr);
 }
 
-extern "C" lp_status lp_kv_check_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed,
+extern "C" lp_status lp_kv_check_pattern(lp_kv *kv, const int32_t *block_ids, int32_t n, uint64_t seed,
                                          int64_t *out_mismatched_words) {
   LP_REQUIRE(out_mismatched_words, "out_mismatched_words is NULL");
   return run_pattern(kv, block_ids, n, seed, out_mismatched_words);

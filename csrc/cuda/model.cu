@@ -19,7 +19,7 @@ namespace {
 const int kKindSlots = 32;
 
 // Where a weight goes and how many elements it has; NULL dst when the kind does not apply.
-void weight_slot(const LpModel *m, int layer, int kind, bf16 **dst, int64_t *numel) {
+void weight_slot(const lp_model *m, int layer, int kind, bf16 **dst, int64_t *numel) {
   const lp_model_config &c = m->cfg;
   const int64_t h = c.hidden_size, inter = c.intermediate_size;
   *dst = nullptr;
@@ -50,7 +50,7 @@ void weight_slot(const LpModel *m, int layer, int kind, bf16 **dst, int64_t *num
 
 // Lays every weight out in one allocation (256-byte aligned pieces) and returns its size; with
 // base NULL only sizes. m->weight_bytes gets the bytes the weights themselves occupy.
-size_t layout_weights(LpModel *m, uint8_t *base) {
+size_t layout_weights(lp_model *m, uint8_t *base) {
   const lp_model_config &c = m->cfg;
   size_t off = 0;
   m->weight_bytes = 0;
@@ -113,7 +113,7 @@ lp_status upload_bf16(bf16 *dst, int32_t dtype, const void *src, int64_t numel) 
   return LP_OK;
 }
 
-void model_free(LpModel *m) {
+void model_free(lp_model *m) {
   if (!m) return;
   cudaSetDevice(m->device);
   if (m->stream) cudaStreamSynchronize(m->stream);  // a launched step nobody collected
@@ -132,10 +132,10 @@ void model_free(LpModel *m) {
 
 }  // namespace
 
-extern "C" lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model) {
+extern "C" lp_status lp_model_create(const lp_model_config *cfg, lp_model **out_model) {
   LP_REQUIRE(cfg && out_model, "null pointer (cfg=%p out_model=%p)", (const void *)cfg, (void *)out_model);
   LP_TRY(check_config(cfg));
-  LpModel *m = (LpModel *)calloc(1, sizeof(LpModel));
+  lp_model *m = (lp_model *)calloc(1, sizeof(lp_model));
   if (!m) return LP_FAIL(LP_ERR_OOM, "host allocation of the model failed");
   m->cfg = *cfg;
   m->q_dim = cfg->num_heads * cfg->head_dim;
@@ -162,14 +162,13 @@ extern "C" lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_m
     model_free(m);
     return st;
   }
-  *out_model = (uint64_t)(uintptr_t)m;
+  *out_model = m;
   return LP_OK;
 }
 
-extern "C" lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32_t dtype,
-                                         const void *data, int64_t numel) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
-  LP_REQUIRE(m, "model handle is 0");
+extern "C" lp_status lp_model_set_weight(lp_model *m, int32_t layer, int32_t kind, int32_t dtype, const void *data,
+                                         int64_t numel) {
+  LP_REQUIRE(m, "model handle is NULL");
   LP_REQUIRE(dtype == LP_DTYPE_BF16 || dtype == LP_DTYPE_F16 || dtype == LP_DTYPE_F32, "unknown dtype %d", dtype);
   const char *name = kind >= 0 && kind < kKindSlots ? lp_weight_kind_name(kind) : nullptr;
   LP_REQUIRE(name, "unknown weight kind %d", kind);
@@ -199,7 +198,7 @@ extern "C" lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t 
 
 namespace {
 
-lp_status check_complete(const LpModel *m) {
+lp_status check_complete(const lp_model *m) {
   const int globals[] = {LP_W_EMBED, LP_W_FINAL_NORM, LP_W_LM_HEAD};
   const int per_layer[] = {LP_W_INPUT_NORM, LP_W_Q, LP_W_K, LP_W_V, LP_W_O, LP_W_Q_NORM,
                            LP_W_K_NORM, LP_W_POST_NORM, LP_W_GATE, LP_W_UP, LP_W_DOWN};
@@ -221,9 +220,8 @@ lp_status check_complete(const LpModel *m) {
 
 }  // namespace
 
-extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_num_seqs) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
-  LP_REQUIRE(m, "model handle is 0");
+extern "C" lp_status lp_model_finalize(lp_model *m, int32_t max_num_tokens, int32_t max_num_seqs) {
+  LP_REQUIRE(m, "model handle is NULL");
   LP_REQUIRE(max_num_tokens > 0 && max_num_seqs > 0, "max_num_tokens=%d and max_num_seqs=%d must be positive",
              max_num_tokens, max_num_seqs);
   LP_TRY(check_complete(m));
@@ -257,24 +255,21 @@ extern "C" lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, i
   return LP_OK;
 }
 
-extern "C" lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
-  LP_REQUIRE(m, "model handle is 0");
+extern "C" lp_status lp_model_weight_bytes(lp_model *m, int64_t *out_bytes) {
+  LP_REQUIRE(m, "model handle is NULL");
   LP_REQUIRE(out_bytes, "out_bytes is NULL");
   *out_bytes = (int64_t)m->weight_bytes;
   return LP_OK;
 }
 
-extern "C" lp_status lp_model_last_step_ms(uint64_t model, double *out_ms) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
-  LP_REQUIRE(m, "model handle is 0");
+extern "C" lp_status lp_model_last_step_ms(lp_model *m, double *out_ms) {
+  LP_REQUIRE(m, "model handle is NULL");
   LP_REQUIRE(out_ms, "out_ms is NULL");
   *out_ms = m->last_step_ms;
   return LP_OK;
 }
 
-extern "C" lp_status lp_model_destroy(uint64_t model) {
-  LpModel *m = (LpModel *)(uintptr_t)model;
+extern "C" lp_status lp_model_destroy(lp_model *m) {
   if (!m) return LP_OK;
   model_free(m);
   return LP_OK;

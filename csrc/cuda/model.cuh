@@ -1,5 +1,5 @@
 // Internal state of the CUDA build: the model (weights, workspaces, stream, cuBLAS handle) and the
-// paged KV cache. Opaque handles of lmpool.h point at these structs.
+// paged KV cache, the definitions of lmpool.h's opaque lp_model and lp_kv.
 #ifndef LP_CUDA_MODEL_CUH
 #define LP_CUDA_MODEL_CUH
 #include <cublas_v2.h>
@@ -52,7 +52,7 @@ struct StepBuffers {
 
 struct DecodeGraphs;  // graphs.cu
 
-struct LpModel {
+struct lp_model {
   lp_model_config cfg;
   int device;
   int q_dim, kv_dim, qkv_dim;
@@ -82,7 +82,7 @@ struct LpModel {
   float *pending_logprobs;
 };
 
-struct LpKvCache {
+struct lp_kv {
   int device, num_layers, kv_heads, head_dim;  // shape of the model it was made for
   bf16 *data;             // [L, 2, num_blocks, block_size, kv_heads, head_dim]
   int num_blocks, block_size, block_size_log2;
@@ -91,7 +91,7 @@ struct LpKvCache {
 };
 
 // K (side 0) or V (side 1) base of one layer.
-static inline bf16 *kv_layer_base(const LpKvCache *kv, int layer, int side) {
+static inline bf16 *kv_layer_base(const lp_kv *kv, int layer, int side) {
   return kv->data + ((size_t)(layer * 2 + side) * kv->num_blocks) * kv->chunk_elems;
 }
 

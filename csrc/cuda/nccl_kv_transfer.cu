@@ -10,16 +10,16 @@ namespace {
 
 // One transfer's shape as both ends compute it.
 struct Plan {
-  const LpKvCache *kv;
+  const lp_kv *kv;
   const int32_t *ids;
   int n;
   int64_t total, seg;  // chunks
   size_t chunk_bytes;
 };
 
-lp_status make_plan(const LpNcclPair *pair, const PairEndpoint *ep, uint64_t kv_handle, const int32_t *ids, int n,
+lp_status make_plan(const lp_nccl_pair *pair, const PairEndpoint *ep, const lp_kv *kv, const int32_t *ids, int n,
                     int64_t segment_bytes, Plan *p) {
-  p->kv = (const LpKvCache *)(uintptr_t)kv_handle;
+  p->kv = kv;
   LP_TRY(check_block_ids(p->kv, ids, n, "transfer"));
   LP_REQUIRE(p->kv->device == ep->device, "KV cache on device %d, pair rank %d on device %d", p->kv->device, ep->rank,
              ep->device);
@@ -73,13 +73,13 @@ lp_status recv_finish(PairEndpoint *ep, const Plan &p, int64_t c0, int slot) {
 }
 
 // Waits for a non-blocking communicator to finish enqueueing (only needed after ncclInProgress).
-lp_status settle(const LpNcclPair *pair, ncclResult_t r, ncclComm_t const *comms, int count) {
+lp_status settle(const lp_nccl_pair *pair, ncclResult_t r, ncclComm_t const *comms, int count) {
   if (r == ncclSuccess) return LP_OK;
   if (r != ncclInProgress) return nccl_fail(pair->api, r, "enqueueing an NCCL transfer", __FILE__, __LINE__);
   return nccl_wait_ready(pair->api, comms, count, nccl_deadline(pair->timeout_ms));
 }
 
-lp_status send_all(LpNcclPair *pair, PairEndpoint *ep, const Plan &p) {
+lp_status send_all(lp_nccl_pair *pair, PairEndpoint *ep, const Plan &p) {
   const NcclApi *api = pair->api;
   const int r = ep->rank;
   for (int64_t c0 = 0; c0 < p.total; c0 += p.seg) {
@@ -93,7 +93,7 @@ lp_status send_all(LpNcclPair *pair, PairEndpoint *ep, const Plan &p) {
   return LP_OK;
 }
 
-lp_status recv_all(LpNcclPair *pair, PairEndpoint *ep, const Plan &p) {
+lp_status recv_all(lp_nccl_pair *pair, PairEndpoint *ep, const Plan &p) {
   const NcclApi *api = pair->api;
   const int peer = 1 - ep->rank;
   for (int64_t c0 = 0; c0 < p.total; c0 += p.seg) {
@@ -110,7 +110,7 @@ lp_status recv_all(LpNcclPair *pair, PairEndpoint *ep, const Plan &p) {
 // One send from endpoint s and its receive at endpoint d (both in this thread) as one NCCL group:
 // ungrouped, the first operation could wait for a peer this thread has not reached yet. The
 // group is closed even when an operation in it fails.
-lp_status grouped_sendrecv(LpNcclPair *pair, const void *from, void *to, size_t bytes, PairEndpoint *s,
+lp_status grouped_sendrecv(lp_nccl_pair *pair, const void *from, void *to, size_t bytes, PairEndpoint *s,
                            PairEndpoint *d) {
   const NcclApi *api = pair->api;
   const int dir = s->rank;
@@ -126,7 +126,7 @@ lp_status grouped_sendrecv(LpNcclPair *pair, const void *from, void *to, size_t 
 }
 
 // Both halves in this thread, segment by segment.
-lp_status local_all(LpNcclPair *pair, PairEndpoint *s, PairEndpoint *d, const Plan &ps, const Plan &pd) {
+lp_status local_all(lp_nccl_pair *pair, PairEndpoint *s, PairEndpoint *d, const Plan &ps, const Plan &pd) {
   for (int64_t c0 = 0; c0 < ps.total; c0 += ps.seg) {
     int ss, ds;
     LP_TRY(send_prepare(s, ps, c0, &ss));
@@ -139,103 +139,99 @@ lp_status local_all(LpNcclPair *pair, PairEndpoint *s, PairEndpoint *d, const Pl
   return LP_OK;
 }
 
-lp_status open_pair(uint64_t handle, LpNcclPair **pair, uint64_t *out_job) {
-  LP_TRY(nccl_pair_from_handle(handle, pair));
+lp_status open_pair(const lp_nccl_pair *pair, lp_xfer_job **out_job) {
+  LP_TRY(nccl_pair_check(pair));
   LP_REQUIRE(out_job, "NCCL transfers are asynchronous: out_job must not be NULL");
-  return (*pair)->health->check();
+  return pair->health->check();
 }
 
 // The endpoint of a cross-process pair and the plan of a transfer with `peer`; `fn` names the caller.
-lp_status open_remote(const char *fn, uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
-                      int64_t segment_bytes, uint64_t *out_job, LpNcclPair **pair, PairEndpoint **ep, Plan *p) {
-  LP_TRY(open_pair(handle, pair, out_job));
-  LP_REQUIRE((*pair)->count == 1, "%s needs a cross-process pair; use lp_kv_transfer_local on a local one", fn);
-  *ep = &(*pair)->ep[0];
+lp_status open_remote(const char *fn, lp_nccl_pair *pair, const lp_kv *kv, const int32_t *block_ids, int32_t n,
+                      int32_t peer, int64_t segment_bytes, lp_xfer_job **out_job, PairEndpoint **ep, Plan *p) {
+  LP_TRY(open_pair(pair, out_job));
+  LP_REQUIRE(pair->count == 1, "%s needs a cross-process pair; use lp_kv_transfer_local on a local one", fn);
+  *ep = &pair->ep[0];
   LP_REQUIRE(peer == 1 - (*ep)->rank, "peer=%d: the only peer of rank %d is %d", peer, (*ep)->rank, 1 - (*ep)->rank);
-  return make_plan(*pair, *ep, kv, block_ids, n, segment_bytes, p);
+  return make_plan(pair, *ep, kv, block_ids, n, segment_bytes, p);
 }
 
 // Source and destination endpoints of a local pair sending from `src_rank`; `fn` names the caller.
-lp_status open_local(const char *fn, uint64_t handle, int32_t src_rank, uint64_t *out_job, LpNcclPair **pair,
-                     PairEndpoint **s, PairEndpoint **d) {
-  LP_TRY(open_pair(handle, pair, out_job));
-  LP_REQUIRE((*pair)->count == 2, "%s needs a local pair (lp_nccl_pair_create_local)", fn);
+lp_status open_local(const char *fn, lp_nccl_pair *pair, int32_t src_rank, lp_xfer_job **out_job, PairEndpoint **s,
+                     PairEndpoint **d) {
+  LP_TRY(open_pair(pair, out_job));
+  LP_REQUIRE(pair->count == 2, "%s needs a local pair (lp_nccl_pair_create_local)", fn);
   LP_REQUIRE(src_rank == 0 || src_rank == 1, "src_rank=%d must be 0 or 1", src_rank);
-  LP_TRY(pair_endpoint(*pair, src_rank, s));
-  return pair_endpoint(*pair, 1 - src_rank, d);
+  LP_TRY(pair_endpoint(pair, src_rank, s));
+  return pair_endpoint(pair, 1 - src_rank, d);
 }
 
 // Runs `enqueue` under the pair's lock and hands back a job ending on `stream` (of `device`).
 template <class F>
-lp_status with_job(LpNcclPair *pair, F enqueue, uint64_t *out_job) {
+lp_status with_job(lp_nccl_pair *pair, F enqueue, lp_xfer_job **out_job) {
   std::lock_guard<std::mutex> lock(pair->mu);
-  LpXferJob *job;
+  lp_xfer_job *job;
   LP_TRY(job_create(pair->health, &job));
   const lp_status st = enqueue(job);
   if (st != LP_OK) {
     job_free(job);
     return st;
   }
-  *out_job = (uint64_t)(uintptr_t)job;
+  *out_job = job;
   return LP_OK;
+}
+
+// This process's half of a transfer on a cross-process pair: the sender's (pack, send; the job
+// ends on the link stream) or the receiver's (receive, unpack; the job ends on the unpack stream).
+lp_status remote_half(const char *fn, bool send, lp_nccl_pair *pair, const lp_kv *kv, const int32_t *block_ids,
+                      int32_t n, int32_t peer, int64_t segment_bytes, lp_xfer_job **out_job) {
+  PairEndpoint *ep;
+  Plan p;
+  LP_TRY(open_remote(fn, pair, kv, block_ids, n, peer, segment_bytes, out_job, &ep, &p));
+  return with_job(pair, [&](lp_xfer_job *job) {
+    LP_TRY(send ? send_all(pair, ep, p) : recv_all(pair, ep, p));
+    return job_record(job, ep->device, send ? ep->link[ep->rank] : ep->unpack);
+  }, out_job);
 }
 
 }  // namespace
 
-extern "C" lp_status lp_kv_send(uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
-                                int64_t segment_bytes, uint64_t *out_job) {
-  LpNcclPair *pair;
-  PairEndpoint *ep;
-  Plan p;
-  LP_TRY(open_remote("lp_kv_send", handle, kv, block_ids, n, peer, segment_bytes, out_job, &pair, &ep, &p));
-  return with_job(pair, [&](LpXferJob *job) {
-    LP_TRY(send_all(pair, ep, p));
-    return job_record(job, ep->device, ep->link[ep->rank]);
-  }, out_job);
+extern "C" lp_status lp_kv_send(lp_nccl_pair *pair, lp_kv *kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                                int64_t segment_bytes, lp_xfer_job **out_job) {
+  return remote_half("lp_kv_send", true, pair, kv, block_ids, n, peer, segment_bytes, out_job);
 }
 
-extern "C" lp_status lp_kv_recv(uint64_t handle, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
-                                int64_t segment_bytes, uint64_t *out_job) {
-  LpNcclPair *pair;
-  PairEndpoint *ep;
-  Plan p;
-  LP_TRY(open_remote("lp_kv_recv", handle, kv, block_ids, n, peer, segment_bytes, out_job, &pair, &ep, &p));
-  return with_job(pair, [&](LpXferJob *job) {
-    LP_TRY(recv_all(pair, ep, p));
-    return job_record(job, ep->device, ep->unpack);
-  }, out_job);
+extern "C" lp_status lp_kv_recv(lp_nccl_pair *pair, lp_kv *kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                                int64_t segment_bytes, lp_xfer_job **out_job) {
+  return remote_half("lp_kv_recv", false, pair, kv, block_ids, n, peer, segment_bytes, out_job);
 }
 
-extern "C" lp_status lp_kv_transfer_local(uint64_t handle, int32_t src_rank, uint64_t src_kv, const int32_t *src_ids,
-                                          uint64_t dst_kv, const int32_t *dst_ids, int32_t n, int64_t segment_bytes,
-                                          uint64_t *out_job) {
-  LpNcclPair *pair;
+extern "C" lp_status lp_kv_transfer_local(lp_nccl_pair *pair, int32_t src_rank, lp_kv *src_kv,
+                                          const int32_t *src_ids, lp_kv *dst_kv, const int32_t *dst_ids, int32_t n,
+                                          int64_t segment_bytes, lp_xfer_job **out_job) {
   PairEndpoint *s, *d;
-  LP_TRY(open_local("lp_kv_transfer_local", handle, src_rank, out_job, &pair, &s, &d));
+  LP_TRY(open_local("lp_kv_transfer_local", pair, src_rank, out_job, &s, &d));
   Plan ps, pd;
   LP_TRY(make_plan(pair, s, src_kv, src_ids, n, segment_bytes, &ps));
   LP_TRY(make_plan(pair, d, dst_kv, dst_ids, n, segment_bytes, &pd));
   LP_REQUIRE(ps.chunk_bytes == pd.chunk_bytes && ps.total == pd.total, "source and destination caches differ in shape");
-  return with_job(pair, [&](LpXferJob *job) {
+  return with_job(pair, [&](lp_xfer_job *job) {
     LP_TRY(local_all(pair, s, d, ps, pd));
     return job_record(job, d->device, d->unpack);
   }, out_job);
 }
 
-extern "C" lp_status lp_nccl_local_sendrecv(uint64_t handle, int32_t src_rank, uint64_t src_handle, uint64_t dst_handle,
-                                            int64_t bytes, uint64_t *out_job) {
-  LpNcclPair *pair;
+extern "C" lp_status lp_nccl_local_sendrecv(lp_nccl_pair *pair, int32_t src_rank, lp_dev_buffer *src,
+                                            lp_dev_buffer *dst, int64_t bytes, lp_xfer_job **out_job) {
   PairEndpoint *s, *d;
-  LP_TRY(open_local("lp_nccl_local_sendrecv", handle, src_rank, out_job, &pair, &s, &d));
-  LpDevBuffer *src, *dst;
-  LP_TRY(dev_buffer_from_handle(src_handle, &src));
-  LP_TRY(dev_buffer_from_handle(dst_handle, &dst));
+  LP_TRY(open_local("lp_nccl_local_sendrecv", pair, src_rank, out_job, &s, &d));
+  LP_TRY(dev_buffer_check(src));
+  LP_TRY(dev_buffer_check(dst));
   LP_REQUIRE(src->device == s->device && dst->device == d->device,
              "buffers on devices %d -> %d, pair direction %d -> %d", src->device, dst->device, s->device, d->device);
   LP_REQUIRE(bytes > 0 && (size_t)bytes <= src->bytes && (size_t)bytes <= dst->bytes,
              "bytes=%lld outside the buffers (%zu, %zu)", (long long)bytes, src->bytes, dst->bytes);
   const int dir = src_rank;
-  return with_job(pair, [&](LpXferJob *job) {
+  return with_job(pair, [&](lp_xfer_job *job) {
     LP_TRY(grouped_sendrecv(pair, src->ptr, dst->ptr, (size_t)bytes, s, d));
     LP_TRY(job_record(job, s->device, s->link[dir]));
     return job_record(job, d->device, d->link[dir]);

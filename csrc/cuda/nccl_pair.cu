@@ -65,7 +65,7 @@ void free_endpoint(PairEndpoint *ep) {
     if (s) cudaStreamDestroy(s);
 }
 
-void abort_comms(LpNcclPair *pair) {
+void abort_comms(lp_nccl_pair *pair) {
   std::lock_guard<std::mutex> lock(pair->health->mu);
   if (pair->health->aborted) return;
   pair->health->aborted = true;
@@ -78,7 +78,7 @@ void abort_comms(LpNcclPair *pair) {
 
 // Frees a pair whose communicators are finalized or aborted; memory that device work may still
 // use is leaked rather than freed under it.
-lp_status release_pair(LpNcclPair *pair) {
+lp_status release_pair(lp_nccl_pair *pair) {
   const int64_t deadline = nccl_deadline(pair->timeout_ms);
   bool drained = true;
   for (int e = 0; e < pair->count; e++) drained = drain_endpoint(&pair->ep[e], deadline) && drained;
@@ -95,7 +95,7 @@ lp_status release_pair(LpNcclPair *pair) {
   return LP_OK;
 }
 
-lp_status fail_create(LpNcclPair *pair, lp_status st) {
+lp_status fail_create(lp_nccl_pair *pair, lp_status st) {
   char saved[1024];
   lp_last_error(saved, sizeof saved);
   abort_comms(pair);
@@ -105,7 +105,7 @@ lp_status fail_create(LpNcclPair *pair, lp_status st) {
 }
 
 // One send each way on every endpoint, so connections are set up before the first transfer.
-lp_status warm(LpNcclPair *pair) {
+lp_status warm(lp_nccl_pair *pair) {
   const NcclApi *api = pair->api;
   const auto ok = [](ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; };
   ncclResult_t res = api->GroupStart();
@@ -131,14 +131,14 @@ lp_status warm(LpNcclPair *pair) {
 
 // Creates comm[0] of every endpoint from the id, then comm[1] by splitting it, then warms up.
 lp_status create_pair(const ncclUniqueId &id, const int *ranks, const int *devices, int count, int nchannels,
-                      int64_t slot_bytes, int32_t timeout_ms, uint64_t *out_pair) {
+                      int64_t slot_bytes, int32_t timeout_ms, lp_nccl_pair **out_pair) {
   const NcclApi *api;
   LP_TRY(nccl_api(&api));
   LP_REQUIRE(timeout_ms > 0, "timeout_ms=%d must be positive", timeout_ms);
   LP_REQUIRE(nchannels >= 0 && nchannels <= 64, "nchannels=%d must be in [0, 64]", nchannels);
   LP_REQUIRE(slot_bytes >= 0 && slot_bytes % 16 == 0, "slot_bytes=%lld must be >= 0 and a multiple of 16",
              (long long)slot_bytes);
-  LpNcclPair *pair = new LpNcclPair();
+  lp_nccl_pair *pair = new lp_nccl_pair();
   pair->magic = kPairMagic;
   pair->api = api;
   pair->count = count;
@@ -183,7 +183,7 @@ lp_status create_pair(const ncclUniqueId &id, const int *ranks, const int *devic
   }
   const lp_status st = warm(pair);
   if (st != LP_OK) return fail_create(pair, st);
-  *out_pair = (uint64_t)(uintptr_t)pair;
+  *out_pair = pair;
   return LP_OK;
 }
 
@@ -201,14 +201,12 @@ lp_status PairHealth::check() {
   return LP_OK;
 }
 
-lp_status nccl_pair_from_handle(uint64_t handle, LpNcclPair **out) {
-  LpNcclPair *pair = (LpNcclPair *)(uintptr_t)handle;
-  LP_REQUIRE(pair && pair->magic == kPairMagic, "handle 0x%llx is not a live NCCL pair", (unsigned long long)handle);
-  *out = pair;
+lp_status nccl_pair_check(const lp_nccl_pair *pair) {
+  LP_REQUIRE(pair && pair->magic == kPairMagic, "handle %p is not a live NCCL pair", (const void *)pair);
   return LP_OK;
 }
 
-lp_status pair_endpoint(LpNcclPair *pair, int rank, PairEndpoint **out) {
+lp_status pair_endpoint(lp_nccl_pair *pair, int rank, PairEndpoint **out) {
   for (int e = 0; e < pair->count; e++) {
     if (pair->ep[e].rank == rank) {
       *out = &pair->ep[e];
@@ -241,7 +239,7 @@ extern "C" lp_status lp_nccl_unique_id(void *out_id128) {
 
 extern "C" lp_status lp_nccl_pair_create(const void *unique_id128, int32_t nranks, int32_t rank, int32_t device,
                                          int32_t nchannels, int64_t slot_bytes, int32_t timeout_ms,
-                                         uint64_t *out_pair) {
+                                         lp_nccl_pair **out_pair) {
   LP_REQUIRE(unique_id128 && out_pair, "null unique id or out_pair");
   LP_REQUIRE(nranks == 2, "nranks=%d: a pair communicator has exactly 2 ranks", nranks);
   LP_REQUIRE(rank == 0 || rank == 1, "rank=%d must be 0 or 1", rank);
@@ -251,7 +249,7 @@ extern "C" lp_status lp_nccl_pair_create(const void *unique_id128, int32_t nrank
 }
 
 extern "C" lp_status lp_nccl_pair_create_local(int32_t device0, int32_t device1, int32_t nchannels, int64_t slot_bytes,
-                                               int32_t timeout_ms, uint64_t *out_pair) {
+                                               int32_t timeout_ms, lp_nccl_pair **out_pair) {
   LP_REQUIRE(out_pair, "out_pair is NULL");
   LP_REQUIRE(device0 != device1, "a local pair needs two devices (got %d twice)", device0);
   const NcclApi *api;
@@ -262,17 +260,15 @@ extern "C" lp_status lp_nccl_pair_create_local(int32_t device0, int32_t device1,
   return create_pair(id, ranks, devices, 2, nchannels, slot_bytes, timeout_ms, out_pair);
 }
 
-extern "C" lp_status lp_nccl_pair_abort(uint64_t handle) {
-  LpNcclPair *pair;
-  LP_TRY(nccl_pair_from_handle(handle, &pair));
+extern "C" lp_status lp_nccl_pair_abort(lp_nccl_pair *pair) {
+  LP_TRY(nccl_pair_check(pair));
   abort_comms(pair);
   return LP_OK;
 }
 
-extern "C" lp_status lp_nccl_pair_destroy(uint64_t handle) {
-  if (handle == 0) return LP_OK;
-  LpNcclPair *pair;
-  LP_TRY(nccl_pair_from_handle(handle, &pair));
+extern "C" lp_status lp_nccl_pair_destroy(lp_nccl_pair *pair) {
+  if (!pair) return LP_OK;
+  LP_TRY(nccl_pair_check(pair));
   std::unique_lock<std::mutex> lock(pair->mu);
   const NcclApi *api = pair->api;
   bool finalized = false;

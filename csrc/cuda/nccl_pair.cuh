@@ -26,7 +26,8 @@ struct PairHealth : JobProbe {
   lp_status check() override;
 };
 
-struct LpNcclPair {
+// The lp_nccl_pair handle of lmpool.h.
+struct lp_nccl_pair {
   uint64_t magic = 0;
   const NcclApi *api = nullptr;
   int count = 0;  // endpoints in this process: 1 or 2
@@ -36,9 +37,10 @@ struct LpNcclPair {
   std::mutex mu;  // serializes enqueueing on the pair
 };
 
-lp_status nccl_pair_from_handle(uint64_t handle, LpNcclPair **out);
+// LP_ERR_INVALID for NULL or a handle that is not a live pair.
+lp_status nccl_pair_check(const lp_nccl_pair *pair);
 // The endpoint of `rank` in this process.
-lp_status pair_endpoint(LpNcclPair *pair, int rank, PairEndpoint **out);
+lp_status pair_endpoint(lp_nccl_pair *pair, int rank, PairEndpoint **out);
 
 #endif
 #endif

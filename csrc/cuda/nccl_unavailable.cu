@@ -10,25 +10,25 @@ extern "C" {
 
 lp_status lp_nccl_version(int32_t *) { return NO_NCCL("lp_nccl_version"); }
 lp_status lp_nccl_unique_id(void *) { return NO_NCCL("lp_nccl_unique_id"); }
-lp_status lp_nccl_pair_create(const void *, int32_t, int32_t, int32_t, int32_t, int64_t, int32_t, uint64_t *) {
+lp_status lp_nccl_pair_create(const void *, int32_t, int32_t, int32_t, int32_t, int64_t, int32_t, lp_nccl_pair **) {
   return NO_NCCL("lp_nccl_pair_create");
 }
-lp_status lp_nccl_pair_create_local(int32_t, int32_t, int32_t, int64_t, int32_t, uint64_t *) {
+lp_status lp_nccl_pair_create_local(int32_t, int32_t, int32_t, int64_t, int32_t, lp_nccl_pair **) {
   return NO_NCCL("lp_nccl_pair_create_local");
 }
-lp_status lp_nccl_pair_abort(uint64_t) { return NO_NCCL("lp_nccl_pair_abort"); }
-lp_status lp_nccl_pair_destroy(uint64_t pair) { return pair == 0 ? LP_OK : NO_NCCL("lp_nccl_pair_destroy"); }
-lp_status lp_kv_send(uint64_t, uint64_t, const int32_t *, int32_t, int32_t, int64_t, uint64_t *) {
+lp_status lp_nccl_pair_abort(lp_nccl_pair *) { return NO_NCCL("lp_nccl_pair_abort"); }
+lp_status lp_nccl_pair_destroy(lp_nccl_pair *pair) { return !pair ? LP_OK : NO_NCCL("lp_nccl_pair_destroy"); }
+lp_status lp_kv_send(lp_nccl_pair *, lp_kv *, const int32_t *, int32_t, int32_t, int64_t, lp_xfer_job **) {
   return NO_NCCL("lp_kv_send");
 }
-lp_status lp_kv_recv(uint64_t, uint64_t, const int32_t *, int32_t, int32_t, int64_t, uint64_t *) {
+lp_status lp_kv_recv(lp_nccl_pair *, lp_kv *, const int32_t *, int32_t, int32_t, int64_t, lp_xfer_job **) {
   return NO_NCCL("lp_kv_recv");
 }
-lp_status lp_kv_transfer_local(uint64_t, int32_t, uint64_t, const int32_t *, uint64_t, const int32_t *, int32_t,
-                               int64_t, uint64_t *) {
+lp_status lp_kv_transfer_local(lp_nccl_pair *, int32_t, lp_kv *, const int32_t *, lp_kv *, const int32_t *, int32_t,
+                               int64_t, lp_xfer_job **) {
   return NO_NCCL("lp_kv_transfer_local");
 }
-lp_status lp_nccl_local_sendrecv(uint64_t, int32_t, uint64_t, uint64_t, int64_t, uint64_t *) {
+lp_status lp_nccl_local_sendrecv(lp_nccl_pair *, int32_t, lp_dev_buffer *, lp_dev_buffer *, int64_t, lp_xfer_job **) {
   return NO_NCCL("lp_nccl_local_sendrecv");
 }
 

@@ -12,9 +12,9 @@
 
 namespace {
 
-lp_status copy_engine_pipelined(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids,
+lp_status copy_engine_pipelined(const lp_kv *src, const lp_kv *dst, const int32_t *src_ids,
                                 const int32_t *dst_ids, int n, int64_t segment_bytes, TransferContext *a,
-                                TransferContext *b, LpXferJob *job) {
+                                TransferContext *b, lp_xfer_job *job) {
   const size_t vec = kv_chunk_vec(src), cb = kv_chunk_bytes(src);
   const int64_t total = (int64_t)n * 2 * src->num_layers;
   const int64_t seg = lp_kv_segment_chunks(total, (int64_t)cb, segment_bytes);
@@ -42,15 +42,15 @@ lp_status copy_engine_pipelined(const LpKvCache *src, const LpKvCache *dst, cons
 
 // One launch on the source device that stores every chunk of the blocks straight into the
 // destination (a peer mapping or an IPC view), on `stream`.
-lp_status kernel_copy(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids, const int32_t *dst_ids,
-                      int n, cudaStream_t stream, int device, LpXferJob *job) {
+lp_status kernel_copy(const lp_kv *src, const lp_kv *dst, const int32_t *src_ids, const int32_t *dst_ids,
+                      int n, cudaStream_t stream, int device, lp_xfer_job *job) {
   LP_TRY(copy_chunks(kv_end(src), kv_end(dst), src_ids, dst_ids, n, kv_chunk_vec(src), 0,
                      (int64_t)n * 2 * src->num_layers, stream));
   return job_record(job, device, stream);
 }
 
-lp_status copy_engine_direct(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids,
-                             const int32_t *dst_ids, int n, TransferContext *a, LpXferJob *job) {
+lp_status copy_engine_direct(const lp_kv *src, const lp_kv *dst, const int32_t *src_ids,
+                             const int32_t *dst_ids, int n, TransferContext *a, lp_xfer_job *job) {
   const size_t cb = kv_chunk_bytes(src);
   const size_t spitch = (size_t)src->num_blocks * cb, dpitch = (size_t)dst->num_blocks * cb;
   const int rows = 2 * src->num_layers;
@@ -71,8 +71,8 @@ lp_status copy_engine_direct(const LpKvCache *src, const LpKvCache *dst, const i
   return job_record(job, a->device, a->copy);
 }
 
-lp_status enqueue(const LpKvCache *src, const LpKvCache *dst, const int32_t *src_ids, const int32_t *dst_ids, int n,
-                  int mode, int64_t segment_bytes, LpXferJob *job) {
+lp_status enqueue(const lp_kv *src, const lp_kv *dst, const int32_t *src_ids, const int32_t *dst_ids, int n,
+                  int mode, int64_t segment_bytes, lp_xfer_job *job) {
   TransferContext *a, *b;
   LP_TRY(transfer_context(src->device, &a));
   LP_TRY(transfer_context(dst->device, &b));
@@ -89,10 +89,8 @@ lp_status enqueue(const LpKvCache *src, const LpKvCache *dst, const int32_t *src
 
 }  // namespace
 
-extern "C" lp_status lp_kv_peer_copy(uint64_t src_handle, uint64_t dst_handle, const int32_t *src_ids,
-                                     const int32_t *dst_ids, int32_t n, int32_t mode, int64_t segment_bytes,
-                                     uint64_t *out_job) {
-  const LpKvCache *src = (const LpKvCache *)(uintptr_t)src_handle, *dst = (const LpKvCache *)(uintptr_t)dst_handle;
+extern "C" lp_status lp_kv_peer_copy(lp_kv *src, lp_kv *dst, const int32_t *src_ids, const int32_t *dst_ids,
+                                     int32_t n, int32_t mode, int64_t segment_bytes, lp_xfer_job **out_job) {
   LP_TRY(check_block_ids(src, src_ids, n, "source"));
   LP_TRY(check_block_ids(dst, dst_ids, n, "destination"));
   LP_REQUIRE(mode >= LP_PEER_COPY_ENGINE && mode <= LP_PEER_COPY_ENGINE_DIRECT, "unknown peer copy mode %d", mode);
@@ -102,7 +100,7 @@ extern "C" lp_status lp_kv_peer_copy(uint64_t src_handle, uint64_t dst_handle, c
              src->chunk_elems, dst->num_layers, dst->chunk_elems);
   LP_TRY(enable_peer_access(src->device, dst->device));
   LP_TRY(enable_peer_access(dst->device, src->device));
-  LpXferJob *job;
+  lp_xfer_job *job;
   LP_TRY(job_create(nullptr, &job));
   const lp_status st = enqueue(src, dst, src_ids, dst_ids, n, mode, segment_bytes, job);
   if (st != LP_OK) {

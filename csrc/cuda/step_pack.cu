@@ -7,7 +7,7 @@
 #include "../common/sampling_row_check.h"
 #include "step_pack.cuh"
 
-lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &in, StepCounts *counts,
+lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, StepCounts *counts,
                         bool *pure_decode) {
   // Messages follow the CPU build's, so callers see the same errors on either backend.
   const int S = in.num_seqs, T = in.num_tokens, R = in.num_rows;
@@ -84,7 +84,7 @@ lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &
 namespace {
 
 // Query tiles of the multi-token sequences, those with the most keys first (shorter tail).
-void fill_tiles(const StepInput &in, int32_t *out) {
+void fill_tiles(const lp_step_batch &in, int32_t *out) {
   struct Tile { int seq, q0, keys; };
   std::vector<Tile> tiles;
   for (int s = 0; s < in.num_seqs; s++) {
@@ -99,7 +99,7 @@ void fill_tiles(const StepInput &in, int32_t *out) {
 
 }  // namespace
 
-size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &c, int *out_skipped) {
+size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, const StepCounts &c, int *out_skipped) {
   const StepLayout l = step_layout(c);
   uint8_t *h = m->buf.meta_host;
   const int S = in.num_seqs, T = in.num_tokens, R = in.num_rows;

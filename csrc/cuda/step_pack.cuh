@@ -5,26 +5,17 @@
 #include "model.cuh"
 #include "step_meta.cuh"
 
-// lp_step's arguments.
-struct StepInput {
-  int num_seqs, num_tokens, num_rows, max_blocks_per_seq;
-  const int32_t *token_ids, *positions, *slot_mapping, *query_start, *context_lens, *block_tables;
-  const int32_t *sample_index, *top_k;
-  const float *temperature, *top_p;
-  const uint64_t *seed;
-};
-
 // Checks the step against the model's limits and the cache; fills the eager layout's counts.
 // *pure_decode says whether it is the shape decode graphs serve (one token per sequence, each
 // sampled in order).
-lp_status step_validate(const LpModel *m, const LpKvCache *kv, const StepInput &in, StepCounts *counts,
+lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, StepCounts *counts,
                         bool *pure_decode);
 
 // Packs the step into m->buf.meta_host for `counts`. When counts.seqs exceeds in.num_seqs (a
 // padded graph batch) the extra sequences are inert: no K/V write, no context, greedy rows.
 // Rows with invalid sampling parameters (lp_sampling_row_ok) are packed as greedy rows and
 // flagged in m->buf.row_skipped; *out_skipped counts them. Returns the number of bytes to copy.
-size_t step_pack(const LpModel *m, const LpKvCache *kv, const StepInput &in, const StepCounts &counts,
+size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, const StepCounts &counts,
                  int *out_skipped);
 
 #endif

@@ -8,14 +8,15 @@
 #include "../common/kv_transfer_rules.h"
 #include "cuda_check.h"
 
-// A device allocation handed out by lp_dev_buffer_alloc.
-struct LpDevBuffer {
+// A device allocation handed out by lp_dev_buffer_alloc (the lp_dev_buffer handle of lmpool.h).
+struct lp_dev_buffer {
   uint64_t magic;
   int device;
   void *ptr;
   size_t bytes;
 };
-lp_status dev_buffer_from_handle(uint64_t handle, LpDevBuffer **out);
+// LP_ERR_INVALID for NULL or a handle that is not a live device buffer.
+lp_status dev_buffer_check(const lp_dev_buffer *b);
 
 // LP_KV_RING_SLOTS staging slots on one device. A slot's first writer waits for free_ev (recorded
 // after its last reader); ready_ev orders the writer before the readers.
@@ -58,19 +59,19 @@ struct JobProbe {
   virtual lp_status check() = 0;
 };
 
-// Up to two completion events (one per device a transfer ends on).
-struct LpXferJob {
+// Up to two completion events (one per device a transfer ends on): the lp_xfer_job handle.
+struct lp_xfer_job {
   uint64_t magic;
   int count = 0;
   int device[2] = {};
   cudaEvent_t done[2] = {};
   std::shared_ptr<JobProbe> probe;
 };
-lp_status job_create(std::shared_ptr<JobProbe> probe, LpXferJob **out);
+lp_status job_create(std::shared_ptr<JobProbe> probe, lp_xfer_job **out);
 // Records a completion event of the job on `stream` (of `device`).
-lp_status job_record(LpXferJob *job, int device, cudaStream_t stream);
+lp_status job_record(lp_xfer_job *job, int device, cudaStream_t stream);
 // Hands the job to the caller through out_job, or (out_job NULL) waits for it and frees it.
-lp_status job_finish(LpXferJob *job, uint64_t *out_job);
-void job_free(LpXferJob *job);
+lp_status job_finish(lp_xfer_job *job, lp_xfer_job **out_job);
+void job_free(lp_xfer_job *job);
 
 #endif

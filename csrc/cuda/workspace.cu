@@ -21,7 +21,7 @@ lp_status device_alloc(T **p, size_t count, const char *what) {
 
 }  // namespace
 
-lp_status workspace_alloc(LpModel *m) {
+lp_status workspace_alloc(lp_model *m) {
   const lp_model_config &c = m->cfg;
   const size_t T = (size_t)m->max_tokens, S = (size_t)m->max_seqs, h = (size_t)c.hidden_size;
   const size_t inter = (size_t)c.intermediate_size;
@@ -65,7 +65,7 @@ lp_status workspace_alloc(LpModel *m) {
   return LP_OK;
 }
 
-void workspace_free(LpModel *m) {
+void workspace_free(lp_model *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits,
                  b.sample_out, b.sample_parts, b.sample_counters, b.head_stats, b.meta,

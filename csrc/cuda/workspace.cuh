@@ -4,8 +4,8 @@
 #define LP_CUDA_WORKSPACE_CUH
 #include "model.cuh"
 
-lp_status workspace_alloc(LpModel *m);
+lp_status workspace_alloc(lp_model *m);
 // Frees whatever was allocated (safe on a partially allocated workspace).
-void workspace_free(LpModel *m);
+void workspace_free(lp_model *m);
 
 #endif

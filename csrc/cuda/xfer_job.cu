@@ -10,15 +10,13 @@ namespace {
 
 constexpr uint64_t kJobMagic = 0x4c50584a4f42ULL;  // "LPXJOB"
 
-lp_status job_from_handle(uint64_t handle, LpXferJob **out) {
-  LpXferJob *job = (LpXferJob *)(uintptr_t)handle;
-  LP_REQUIRE(job && job->magic == kJobMagic, "handle 0x%llx is not a live transfer job", (unsigned long long)handle);
-  *out = job;
+lp_status job_check(const lp_xfer_job *job) {
+  LP_REQUIRE(job && job->magic == kJobMagic, "handle %p is not a live transfer job", (const void *)job);
   return LP_OK;
 }
 
 // 1 when every event has fired, 0 when one is pending; a failed probe or event is an error.
-lp_status job_poll(LpXferJob *job, int *done) {
+lp_status job_poll(lp_xfer_job *job, int *done) {
   if (job->probe) LP_TRY(job->probe->check());
   for (int k = 0; k < job->count; k++) {
     const cudaError_t e = cudaEventQuery(job->done[k]);
@@ -32,7 +30,7 @@ lp_status job_poll(LpXferJob *job, int *done) {
   return LP_OK;
 }
 
-lp_status job_wait(LpXferJob *job, int64_t timeout_ms) {
+lp_status job_wait(lp_xfer_job *job, int64_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     int done = 0;
@@ -46,15 +44,15 @@ lp_status job_wait(LpXferJob *job, int64_t timeout_ms) {
 
 }  // namespace
 
-lp_status job_create(std::shared_ptr<JobProbe> probe, LpXferJob **out) {
-  LpXferJob *job = new LpXferJob();
+lp_status job_create(std::shared_ptr<JobProbe> probe, lp_xfer_job **out) {
+  lp_xfer_job *job = new lp_xfer_job();
   job->magic = kJobMagic;
   job->probe = std::move(probe);
   *out = job;
   return LP_OK;
 }
 
-lp_status job_record(LpXferJob *job, int device, cudaStream_t stream) {
+lp_status job_record(lp_xfer_job *job, int device, cudaStream_t stream) {
   LP_REQUIRE(job->count < 2, "a transfer job holds at most two completion events");
   CUDA_CHECK(cudaSetDevice(device));
   cudaEvent_t ev;
@@ -65,7 +63,7 @@ lp_status job_record(LpXferJob *job, int device, cudaStream_t stream) {
   return LP_OK;
 }
 
-void job_free(LpXferJob *job) {
+void job_free(lp_xfer_job *job) {
   if (!job) return;
   job->magic = 0;
   // Destroying a pending event is allowed: its resources go when the work completes.
@@ -73,9 +71,9 @@ void job_free(LpXferJob *job) {
   delete job;
 }
 
-lp_status job_finish(LpXferJob *job, uint64_t *out_job) {
+lp_status job_finish(lp_xfer_job *job, lp_xfer_job **out_job) {
   if (out_job) {
-    *out_job = (uint64_t)(uintptr_t)job;
+    *out_job = job;
     return LP_OK;
   }
   // Only local work finishes this way (callers require out_job where a peer is involved), so the
@@ -85,32 +83,29 @@ lp_status job_finish(LpXferJob *job, uint64_t *out_job) {
   return st;
 }
 
-extern "C" lp_status lp_xfer_query(uint64_t handle, int32_t *out_done) {
+extern "C" lp_status lp_xfer_query(lp_xfer_job *job, int32_t *out_done) {
   LP_REQUIRE(out_done, "out_done is NULL");
-  if (handle == 0) {
+  if (!job) {
     *out_done = 1;
     return LP_OK;
   }
-  LpXferJob *job = nullptr;
-  LP_TRY(job_from_handle(handle, &job));
+  LP_TRY(job_check(job));
   int done = 0;
   LP_TRY(job_poll(job, &done));
   *out_done = done;
   return LP_OK;
 }
 
-extern "C" lp_status lp_xfer_wait(uint64_t handle, int32_t timeout_ms) {
+extern "C" lp_status lp_xfer_wait(lp_xfer_job *job, int32_t timeout_ms) {
   LP_REQUIRE(timeout_ms >= 0, "timeout_ms=%d must be >= 0", timeout_ms);
-  if (handle == 0) return LP_OK;
-  LpXferJob *job = nullptr;
-  LP_TRY(job_from_handle(handle, &job));
+  if (!job) return LP_OK;
+  LP_TRY(job_check(job));
   return job_wait(job, timeout_ms);
 }
 
-extern "C" lp_status lp_xfer_release(uint64_t handle) {
-  if (handle == 0) return LP_OK;
-  LpXferJob *job = nullptr;
-  LP_TRY(job_from_handle(handle, &job));
+extern "C" lp_status lp_xfer_release(lp_xfer_job *job) {
+  if (!job) return LP_OK;
+  LP_TRY(job_check(job));
   job_free(job);
   return LP_OK;
 }

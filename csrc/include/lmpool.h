@@ -9,8 +9,10 @@
  * - Every call returns an lp_status: LP_OK (0) or a negative error code. On error the message
  *   (with file:line and the CUDA/cuBLAS/NCCL error string where there is one) is kept per thread
  *   and copied out by lp_last_error(). Nothing here exits or aborts the host process.
- * - Handles (model, KV cache, communicator) are opaque pointers; the FFI layer passes them as
- *   64-bit integers. Destroying NULL is a no-op.
+ * - Handles are typed opaque pointers (lp_model, lp_kv, lp_dev_buffer, lp_xfer_job,
+ *   lp_nccl_pair); the FFI layer passes them as 64-bit integers. Destroying NULL is a no-op.
+ * - Only the functions marked LP_API are exported: both builds compile with
+ *   -fvisibility=hidden, so internal helpers stay inside the library.
  * - Arrays passed in are host memory owned by the caller, valid for the duration of the call.
  * - Weights are handed over once (lp_model_set_weight) and converted to the backend's storage
  *   type: bf16 on CUDA, fp32 on CPU.
@@ -25,7 +27,21 @@
 extern "C" {
 #endif
 
-#define LP_ABI_VERSION 1
+#define LP_ABI_VERSION 2
+
+/* Marks a function of the ABI: exported, while the builds hide every other symbol. */
+#if defined(__GNUC__)
+#define LP_API __attribute__((visibility("default")))
+#else
+#define LP_API
+#endif
+
+/* Opaque handles. A KV view made by lp_kv_ipc_open is an lp_kv too (closed with lp_kv_ipc_close). */
+typedef struct lp_model lp_model;           /* weights and step workspaces on one device */
+typedef struct lp_kv lp_kv;                 /* a paged KV cache, or a CUDA IPC view of another's */
+typedef struct lp_dev_buffer lp_dev_buffer; /* device memory for packed payloads */
+typedef struct lp_xfer_job lp_xfer_job;     /* an enqueued transfer; NULL: complete on return */
+typedef struct lp_nccl_pair lp_nccl_pair;   /* two NCCL communicators of a direct pair */
 
 typedef int32_t lp_status;
 enum {
@@ -49,27 +65,27 @@ enum { LP_DTYPE_BF16 = 0, LP_DTYPE_F16 = 1, LP_DTYPE_F32 = 2 };
 
 /* Copies the last error message of this thread into buf (NUL-terminated, truncated to cap).
  * Returns the full message length. */
-int32_t lp_last_error(char *buf, int32_t cap);
+LP_API int32_t lp_last_error(char *buf, int32_t cap);
 /* LP_ABI_VERSION of the build. */
-int32_t lp_abi_version(void);
+LP_API int32_t lp_abi_version(void);
 /* 0 = cpu, 1 = cuda. */
-int32_t lp_backend_kind(void);
+LP_API int32_t lp_backend_kind(void);
 /* Number of usable devices (CPU build: 1). */
-lp_status lp_device_count(int32_t *out_count);
+LP_API lp_status lp_device_count(int32_t *out_count);
 /* Selects the device for this thread's following calls (CPU build: only 0). */
-lp_status lp_set_device(int32_t device);
+LP_API lp_status lp_set_device(int32_t device);
 /* Free and total device memory in bytes (CPU build: physical memory). out is int64[2]. */
-lp_status lp_device_memory(int64_t *out_free_total);
+LP_API lp_status lp_device_memory(int64_t *out_free_total);
 /* Waits for all work queued on the current device. */
-lp_status lp_device_synchronize(void);
+LP_API lp_status lp_device_synchronize(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels exposed for tests and benchmarks (host pointers in, host pointers out)
  * ------------------------------------------------------------------------------------------- */
 
 /* out[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w ; bf16 in/out, fp32 math. */
-lp_status lp_rmsnorm_bf16(const uint16_t *x, const uint16_t *w, uint16_t *out, int64_t rows,
-                          int64_t dim, float eps);
+LP_API lp_status lp_rmsnorm_bf16(const uint16_t *x, const uint16_t *w, uint16_t *out, int64_t rows,
+                                 int64_t dim, float eps);
 
 /* ---------------------------------------------------------------------------------------------
  * Model
@@ -120,36 +136,36 @@ enum {
 };
 
 /* Creates an empty model on the current device. cfg points to an lp_model_config. */
-lp_status lp_model_create(const lp_model_config *cfg, uint64_t *out_model);
+LP_API lp_status lp_model_create(const lp_model_config *cfg, lp_model **out_model);
 /* Copies one weight in (converted to the storage type). numel must match the expected shape. */
-lp_status lp_model_set_weight(uint64_t model, int32_t layer, int32_t kind, int32_t dtype,
-                              const void *data, int64_t numel);
+LP_API lp_status lp_model_set_weight(lp_model *model, int32_t layer, int32_t kind, int32_t dtype,
+                                     const void *data, int64_t numel);
 /* Checks every required weight is present (error names the first missing one) and prepares
  * execution (fused layouts, workspaces sized for max_num_tokens tokens and max_num_seqs rows). */
-lp_status lp_model_finalize(uint64_t model, int32_t max_num_tokens, int32_t max_num_seqs);
+LP_API lp_status lp_model_finalize(lp_model *model, int32_t max_num_tokens, int32_t max_num_seqs);
 /* Bytes of device memory held by the weights. */
-lp_status lp_model_weight_bytes(uint64_t model, int64_t *out_bytes);
+LP_API lp_status lp_model_weight_bytes(lp_model *model, int64_t *out_bytes);
 /* Execution time of the last lp_step that ran tokens, in ms: on CUDA the device time from the
  * metadata copy's end to the last kernel (events on the step's stream), on the CPU the compute
  * time; 0 before the first such step. Set against the caller's wall time, it separates host
  * overhead from device work. */
-lp_status lp_model_last_step_ms(uint64_t model, double *out_ms);
-lp_status lp_model_destroy(uint64_t model);
+LP_API lp_status lp_model_last_step_ms(lp_model *model, double *out_ms);
+LP_API lp_status lp_model_destroy(lp_model *model);
 
 /* ---------------------------------------------------------------------------------------------
  * Paged KV cache: one tensor [L, 2, num_blocks, block_size, kv_heads, head_dim] per worker
  * (fp32 on CPU, bf16 on CUDA). Slot s = block * block_size + offset.
  * ------------------------------------------------------------------------------------------- */
 
-lp_status lp_kv_create(uint64_t model, int32_t num_blocks, int32_t block_size, uint64_t *out_kv);
+LP_API lp_status lp_kv_create(lp_model *model, int32_t num_blocks, int32_t block_size, lp_kv **out_kv);
 /* Bytes of one block across all layers, K and V (the transfer unit). */
-lp_status lp_kv_block_bytes(uint64_t kv, int64_t *out_bytes);
-lp_status lp_kv_destroy(uint64_t kv);
+LP_API lp_status lp_kv_block_bytes(lp_kv *kv, int64_t *out_bytes);
+LP_API lp_status lp_kv_destroy(lp_kv *kv);
 
 /* Gathers n blocks (all layers, K and V) into one packed [L, 2, n, block_size, kv_heads,
  * head_dim] host buffer of n * block_bytes, and the reverse. For tests and the CPU transfer path. */
-lp_status lp_kv_gather_host(uint64_t kv, const int32_t *block_ids, int32_t n, void *dst);
-lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, const void *src);
+LP_API lp_status lp_kv_gather_host(lp_kv *kv, const int32_t *block_ids, int32_t n, void *dst);
+LP_API lp_status lp_kv_scatter_host(lp_kv *kv, const int32_t *block_ids, int32_t n, const void *src);
 
 /* ---------------------------------------------------------------------------------------------
  * KV transfer between GPUs (csrc/cuda/kv_*.cu, nccl_*.cu, peer_copy.cu; CPU: csrc/cpu/kv_transfer.c)
@@ -160,7 +176,7 @@ lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, c
  * packing, the link and unpacking overlap; both ends derive the same segments from n, the block
  * bytes and segment_bytes (0: the default rule, see lp_kv_segment_bytes).
  *
- * Transfers are asynchronous: each call enqueues device work and hands back a job (0 means
+ * Transfers are asynchronous: each call enqueues device work and hands back a job (NULL means
  * nothing is pending). lp_xfer_wait takes a timeout, so a peer that never posts its half cannot
  * hang the caller; after a timeout on an NCCL pair, lp_nccl_pair_abort unblocks the device.
  * Ordering: a transfer reads and writes the blocks as they are when it is called; work the
@@ -169,37 +185,40 @@ lp_status lp_kv_scatter_host(uint64_t kv, const int32_t *block_ids, int32_t n, c
  * ------------------------------------------------------------------------------------------- */
 
 /* Device buffers for packed payloads (CPU build: host memory). */
-lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, uint64_t *out_buf);
-lp_status lp_dev_buffer_free(uint64_t buf);
-lp_status lp_dev_buffer_bytes(uint64_t buf, int64_t *out_bytes);
+LP_API lp_status lp_dev_buffer_alloc(int32_t device, int64_t bytes, lp_dev_buffer **out_buf);
+LP_API lp_status lp_dev_buffer_free(lp_dev_buffer *buf);
+LP_API lp_status lp_dev_buffer_bytes(lp_dev_buffer *buf, int64_t *out_bytes);
 /* Host <-> device copies of a byte range; complete on return. For tests and validation. */
-lp_status lp_dev_buffer_write(uint64_t buf, int64_t offset, const void *src, int64_t bytes);
-lp_status lp_dev_buffer_read(uint64_t buf, int64_t offset, void *dst, int64_t bytes);
+LP_API lp_status lp_dev_buffer_write(lp_dev_buffer *buf, int64_t offset, const void *src, int64_t bytes);
+LP_API lp_status lp_dev_buffer_read(lp_dev_buffer *buf, int64_t offset, void *dst, int64_t bytes);
 /* Copies bytes from src to dst (same or different devices: cudaMemcpyPeerAsync on the copy
  * engine). The raw-link baseline of the transfer benchmark. */
-lp_status lp_dev_buffer_copy(uint64_t dst_buf, uint64_t src_buf, int64_t bytes, uint64_t *out_job);
+LP_API lp_status lp_dev_buffer_copy(lp_dev_buffer *dst_buf, lp_dev_buffer *src_buf, int64_t bytes,
+                                    lp_xfer_job **out_job);
 
 /* Packs n blocks into buf (n * block_bytes bytes at offset 0) with one kernel per launch of up to
  * LP_KV_MAX_TRANSFER_BLOCKS ids, and the reverse. out_job NULL: complete on return. */
 #define LP_KV_MAX_TRANSFER_BLOCKS 2048
-lp_status lp_kv_pack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job);
-lp_status lp_kv_unpack(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t buf, uint64_t *out_job);
+LP_API lp_status lp_kv_pack(lp_kv *kv, const int32_t *block_ids, int32_t n, lp_dev_buffer *buf,
+                            lp_xfer_job **out_job);
+LP_API lp_status lp_kv_unpack(lp_kv *kv, const int32_t *block_ids, int32_t n, lp_dev_buffer *buf,
+                              lp_xfer_job **out_job);
 /* Segment size (bytes) a transfer of n blocks uses; segment_bytes 0 = the default rule. */
-lp_status lp_kv_segment_bytes(uint64_t kv, int32_t n, int64_t segment_bytes, int64_t *out_bytes);
+LP_API lp_status lp_kv_segment_bytes(lp_kv *kv, int32_t n, int64_t segment_bytes, int64_t *out_bytes);
 
 /* Validation: fills the n blocks with a pattern keyed by (seed, i, layer, side, word) and counts
  * the 4-byte words that differ from it. A pattern written through blocks a and read through
  * blocks b matches exactly when every byte of a arrived at b. Complete on return. */
-lp_status lp_kv_fill_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed);
-lp_status lp_kv_check_pattern(uint64_t kv, const int32_t *block_ids, int32_t n, uint64_t seed,
-                              int64_t *out_mismatched_words);
+LP_API lp_status lp_kv_fill_pattern(lp_kv *kv, const int32_t *block_ids, int32_t n, uint64_t seed);
+LP_API lp_status lp_kv_check_pattern(lp_kv *kv, const int32_t *block_ids, int32_t n, uint64_t seed,
+                                     int64_t *out_mismatched_words);
 
 /* Jobs. query: out_done = 1 when complete. wait: LP_OK when complete, LP_ERR_TIMEOUT when
  * timeout_ms (>= 0) passes first (the job stays pending), LP_ERR_NCCL when its pair failed or
  * was aborted. release frees the handle (pending device work still completes). */
-lp_status lp_xfer_query(uint64_t job, int32_t *out_done);
-lp_status lp_xfer_wait(uint64_t job, int32_t timeout_ms);
-lp_status lp_xfer_release(uint64_t job);
+LP_API lp_status lp_xfer_query(lp_xfer_job *job, int32_t *out_done);
+LP_API lp_status lp_xfer_wait(lp_xfer_job *job, int32_t timeout_ms);
+LP_API lp_status lp_xfer_release(lp_xfer_job *job);
 
 /* Same-process device-to-device copy of blocks src_ids of src_kv into dst_ids of dst_kv (both
  * caches of one model shape; either may be a view from lp_kv_ipc_open; one cache is allowed when
@@ -211,57 +230,57 @@ lp_status lp_xfer_release(uint64_t job);
  *  LP_PEER_COPY_ENGINE_DIRECT: copy engine only, no kernels: one strided copy per block.
  * CPU build: a host memcpy (same semantics, complete on return). */
 enum { LP_PEER_COPY_ENGINE = 0, LP_PEER_KERNEL = 1, LP_PEER_COPY_ENGINE_DIRECT = 2 };
-lp_status lp_kv_peer_copy(uint64_t src_kv, uint64_t dst_kv, const int32_t *src_ids,
-                          const int32_t *dst_ids, int32_t n, int32_t mode, int64_t segment_bytes,
-                          uint64_t *out_job);
+LP_API lp_status lp_kv_peer_copy(lp_kv *src_kv, lp_kv *dst_kv, const int32_t *src_ids, const int32_t *dst_ids,
+                                 int32_t n, int32_t mode, int64_t segment_bytes, lp_xfer_job **out_job);
 
 /* CUDA IPC: a 64-byte handle of a KV cache's tensor, and its mapping in another process as a
  * KV view with the shape of like_kv (same model and block size) and num_blocks blocks. A view is
  * a valid kv argument of the transfer calls; close it with lp_kv_ipc_close, never lp_kv_destroy.
  * CPU build: LP_ERR_UNSUPPORTED. */
-lp_status lp_kv_ipc_handle(uint64_t kv, void *out_handle64);
-lp_status lp_kv_ipc_open(const void *handle64, uint64_t like_kv, int32_t num_blocks, uint64_t *out_view);
-lp_status lp_kv_ipc_close(uint64_t view);
+LP_API lp_status lp_kv_ipc_handle(lp_kv *kv, void *out_handle64);
+LP_API lp_status lp_kv_ipc_open(const void *handle64, lp_kv *like_kv, int32_t num_blocks, lp_kv **out_view);
+LP_API lp_status lp_kv_ipc_close(lp_kv *view);
 
 /* NCCL (loaded at run time from libnccl.so.2; CPU build and builds without NCCL:
  * LP_ERR_UNSUPPORTED). out_version: NCCL_VERSION_CODE of the loaded library. */
-lp_status lp_nccl_version(int32_t *out_version);
+LP_API lp_status lp_nccl_version(int32_t *out_version);
 /* 128 bytes; rank 0 makes it, the control plane relays it to rank 1. */
-lp_status lp_nccl_unique_id(void *out_id128);
+LP_API lp_status lp_nccl_unique_id(void *out_id128);
 /* One direct pair, one rank per process: two communicators (one per direction, so transfers in
  * both directions run concurrently), their streams and staging rings (4 slots of slot_bytes,
  * 0 = 32 MiB, per direction) on `device`, warmed with one send each way. Both ranks call it;
  * it fails with LP_ERR_TIMEOUT if the peer has not joined within timeout_ms. nchannels > 0 pins
  * NCCL's CTA/channel count (ncclConfig_t minCTAs = maxCTAs); 0 keeps NCCL's choice (and its
  * NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS environment). NVLink multicast is never enabled. */
-lp_status lp_nccl_pair_create(const void *unique_id128, int32_t nranks, int32_t rank, int32_t device,
-                              int32_t nchannels, int64_t slot_bytes, int32_t timeout_ms,
-                              uint64_t *out_pair);
+LP_API lp_status lp_nccl_pair_create(const void *unique_id128, int32_t nranks, int32_t rank, int32_t device,
+                                     int32_t nchannels, int64_t slot_bytes, int32_t timeout_ms,
+                                     lp_nccl_pair **out_pair);
 /* Both ranks of a pair in this process (ranks 0 and 1 on device0 and device1): benchmarks/tests. */
-lp_status lp_nccl_pair_create_local(int32_t device0, int32_t device1, int32_t nchannels,
-                                    int64_t slot_bytes, int32_t timeout_ms, uint64_t *out_pair);
+LP_API lp_status lp_nccl_pair_create_local(int32_t device0, int32_t device1, int32_t nchannels,
+                                           int64_t slot_bytes, int32_t timeout_ms, lp_nccl_pair **out_pair);
 /* Aborts the communicators (device work of the pair stops; pending jobs fail). The pair can
  * only be destroyed afterwards. */
-lp_status lp_nccl_pair_abort(uint64_t pair);
+LP_API lp_status lp_nccl_pair_abort(lp_nccl_pair *pair);
 /* Finalizes (bounded by the create timeout; aborts if the peer is gone) and frees the pair. */
-lp_status lp_nccl_pair_destroy(uint64_t pair);
+LP_API lp_status lp_nccl_pair_destroy(lp_nccl_pair *pair);
 /* Sender and receiver halves of one transfer on a cross-process pair: pack -> ncclSend per
  * segment, and ncclRecv -> unpack. peer must be the other rank. Per direction, both ranks must
  * issue their halves in the same plan order. */
-lp_status lp_kv_send(uint64_t pair, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
-                     int64_t segment_bytes, uint64_t *out_job);
-lp_status lp_kv_recv(uint64_t pair, uint64_t kv, const int32_t *block_ids, int32_t n, int32_t peer,
-                     int64_t segment_bytes, uint64_t *out_job);
+LP_API lp_status lp_kv_send(lp_nccl_pair *pair, lp_kv *kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                            int64_t segment_bytes, lp_xfer_job **out_job);
+LP_API lp_status lp_kv_recv(lp_nccl_pair *pair, lp_kv *kv, const int32_t *block_ids, int32_t n, int32_t peer,
+                            int64_t segment_bytes, lp_xfer_job **out_job);
 /* Both halves on a local pair, src_rank's device to the other's. */
-lp_status lp_kv_transfer_local(uint64_t pair, int32_t src_rank, uint64_t src_kv, const int32_t *src_ids,
-                               uint64_t dst_kv, const int32_t *dst_ids, int32_t n, int64_t segment_bytes,
-                               uint64_t *out_job);
+LP_API lp_status lp_kv_transfer_local(lp_nccl_pair *pair, int32_t src_rank, lp_kv *src_kv, const int32_t *src_ids,
+                                      lp_kv *dst_kv, const int32_t *dst_ids, int32_t n, int64_t segment_bytes,
+                                      lp_xfer_job **out_job);
 /* Raw link baseline on a local pair: one plain ncclSend/ncclRecv of `bytes` between buffers. */
-lp_status lp_nccl_local_sendrecv(uint64_t pair, int32_t src_rank, uint64_t src_buf, uint64_t dst_buf,
-                                 int64_t bytes, uint64_t *out_job);
+LP_API lp_status lp_nccl_local_sendrecv(lp_nccl_pair *pair, int32_t src_rank, lp_dev_buffer *src_buf,
+                                        lp_dev_buffer *dst_buf, int64_t bytes, lp_xfer_job **out_job);
 
 /* ---------------------------------------------------------------------------------------------
- * Forward step: one call runs every layer for a flattened batch of sequences.
+ * Forward step: one call runs every layer for a flattened batch of sequences, described by one
+ * lp_step_batch (pointers and counts, like llama.cpp's llama_batch).
  *
  * Sequence i owns tokens [query_start[i], query_start[i+1]) of this step. Its context after the
  * step is context_lens[i] tokens (cached + this step's); the step's tokens are the last
@@ -299,30 +318,49 @@ lp_status lp_nccl_local_sendrecv(uint64_t pair, int32_t src_rank, uint64_t src_b
  * and the step returns LP_OK. The caller finds such rows by the -1 and fails their sequences alone.
  * Any top_k and seed are valid.
  * ------------------------------------------------------------------------------------------- */
-lp_status lp_step(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
-                  const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
-                  const int32_t *query_start, const int32_t *context_lens,
-                  const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
-                  const int32_t *sample_index, const float *temperature, const int32_t *top_k,
-                  const float *top_p, const uint64_t *seed, int32_t *out_tokens,
-                  float *out_logprobs, float *out_logits);
+
+/* One step's batch. The struct is read during the call only; the arrays it points to are host
+ * memory of the caller (outputs: see lp_step_launch for how long they must live). A count of 0
+ * allows NULL for its arrays. ffi/step_batch.ts packs this layout; lp_step_batch_layout
+ * describes it so a test can hold the two together. */
+typedef struct lp_step_batch {
+  int32_t num_seqs;
+  int32_t num_tokens;
+  int32_t max_blocks_per_seq;
+  int32_t num_rows;
+  const int32_t *token_ids;    /* [num_tokens] */
+  const int32_t *positions;    /* [num_tokens] */
+  const int32_t *slot_mapping; /* [num_tokens] */
+  const int32_t *query_start;  /* [num_seqs + 1] */
+  const int32_t *context_lens; /* [num_seqs] */
+  const int32_t *block_tables; /* [num_seqs * max_blocks_per_seq] */
+  const int32_t *sample_index; /* [num_rows] token indices whose logits are computed */
+  const float *temperature;    /* [num_rows] */
+  const int32_t *top_k;        /* [num_rows] */
+  const float *top_p;          /* [num_rows] */
+  const uint64_t *seed;        /* [num_rows] */
+  int32_t *out_tokens;         /* [num_rows] */
+  float *out_logprobs;         /* [num_rows] */
+  float *out_logits;           /* NULL or [num_rows * vocab_size] */
+} lp_step_batch;
+
+/* Writes "size=S name@offset ..." (every field of lp_step_batch in declaration order) into buf
+ * (NUL-terminated, truncated to cap) and returns the full length, like lp_last_error. */
+LP_API int32_t lp_step_batch_layout(char *buf, int32_t cap);
+
+LP_API lp_status lp_step(lp_model *model, lp_kv *kv, const lp_step_batch *batch);
 
 /* lp_step in two halves, so the calling thread is free while the device runs the step (a worker
  * then reads its control messages meanwhile): lp_step_launch takes lp_step's arguments, checks
- * them and enqueues the step; its output arrays must stay valid until the step is collected.
- * lp_step_collect with wait = 0 sets *out_done = 0 while the step runs and returns at once; with
- * wait = 1 it returns when the step ended. On *out_done = 1 the outputs are filled and the next
- * step may be launched. One step at a time per model (a launch before the collect, or a collect
- * without a launch, is LP_ERR_STATE). The CPU backend computes the step in lp_step_launch.
- * lp_step is lp_step_launch followed by lp_step_collect(wait = 1). */
-lp_status lp_step_launch(uint64_t model, uint64_t kv, int32_t num_seqs, int32_t num_tokens,
-                         const int32_t *token_ids, const int32_t *positions, const int32_t *slot_mapping,
-                         const int32_t *query_start, const int32_t *context_lens,
-                         const int32_t *block_tables, int32_t max_blocks_per_seq, int32_t num_rows,
-                         const int32_t *sample_index, const float *temperature, const int32_t *top_k,
-                         const float *top_p, const uint64_t *seed, int32_t *out_tokens,
-                         float *out_logprobs, float *out_logits);
-lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done);
+ * them and enqueues the step; the batch's output arrays must stay valid until the step is
+ * collected (the struct itself need not). lp_step_collect with wait = 0 sets *out_done = 0 while
+ * the step runs and returns at once; with wait = 1 it returns when the step ended. On
+ * *out_done = 1 the outputs are filled and the next step may be launched. One step at a time per
+ * model (a launch before the collect, or a collect without a launch, is LP_ERR_STATE). The CPU
+ * backend computes the step in lp_step_launch. lp_step is lp_step_launch followed by
+ * lp_step_collect(wait = 1). */
+LP_API lp_status lp_step_launch(lp_model *model, lp_kv *kv, const lp_step_batch *batch);
+LP_API lp_status lp_step_collect(lp_model *model, int32_t wait, int32_t *out_done);
 
 /* ---------------------------------------------------------------------------------------------
  * Benchmark ceilings: what bench/ reports measured step times against
@@ -330,10 +368,10 @@ lp_status lp_step_collect(uint64_t model, int32_t wait, int32_t *out_done);
 
 /* Copies `bytes` within device memory `iters` times (after a warm-up) and reports bytes read plus
  * bytes written per second (2 * bytes per copy). CPU build: memcpy in host memory. */
-lp_status lp_bench_copy_bandwidth(int64_t bytes, int32_t iters, double *out_bytes_per_s);
+LP_API lp_status lp_bench_copy_bandwidth(int64_t bytes, int32_t iters, double *out_bytes_per_s);
 /* Runs a bf16 GEMM C[m,n] = A[m,k] B[k,n] (fp32 accumulation) on random data `iters` times after a
  * warm-up and reports 2*m*n*k FLOPs per second. CUDA: cuBLAS; CPU: the reference's own loop. */
-lp_status lp_bench_gemm_bf16(int32_t m, int32_t n, int32_t k, int32_t iters, float *out_flops_per_s);
+LP_API lp_status lp_bench_gemm_bf16(int32_t m, int32_t n, int32_t k, int32_t iters, float *out_flops_per_s);
 
 #ifdef __cplusplus
 }

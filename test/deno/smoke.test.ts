@@ -1,9 +1,10 @@
 // Deno smoke suite: mod.ts imports under Deno and one FFI call works through Deno.dlopen.
 import { Native } from "../../mod.ts";
+import { ABI_VERSION } from "../../ffi/symbols.ts";
 
 Deno.test("mod.ts loads the native library under Deno and runs RMSNorm", () => {
   const n = new Native({ backend: "cpu" });
-  if (n.abiVersion() !== 1) throw new Error(`ABI version ${n.abiVersion()}, expected 1`);
+  if (n.abiVersion() !== ABI_VERSION) throw new Error(`ABI version ${n.abiVersion()}, expected ${ABI_VERSION}`);
   // x = [1, -1, 1, -1] (bf16 0x3f80 / 0xbf80), w = 1: RMSNorm keeps the values.
   const x = new Uint16Array([0x3f80, 0xbf80, 0x3f80, 0xbf80]);
   const w = new Uint16Array([0x3f80, 0x3f80, 0x3f80, 0x3f80]);

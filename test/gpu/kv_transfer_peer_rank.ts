@@ -9,7 +9,7 @@ import { createInterface } from "node:readline";
 import { NativeError } from "../../lib/core/errors.ts";
 import { KvTransferEngine, type NcclPair, type PeerCopyModeName } from "../../ffi/kv_transfer.ts";
 import { native } from "../../ffi/native.ts";
-import { NcclDataPath } from "../../lib/local/nccl_data_path.ts";
+import { NcclDataPath } from "../../lib/transfer/paths/nccl/nccl_data_path.ts";
 import { tinyConfig } from "../helpers/random_model.ts";
 
 type Msg = Record<string, unknown>;

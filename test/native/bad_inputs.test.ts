@@ -34,7 +34,6 @@ describe(`bad inputs (${native().backend} backend)`, () => {
     ["context_len < query_len", (b) => (b.contextLens[0] = 3), /context_len 3 < query_len 5/],
     ["query_start past num_tokens", (b) => (b.queryStart[1] = 6), /query_start\[num_seqs=1\]=6/],
     ["sample_index out of range", (b) => (b.sampleIndex[0] = 5), /sample_index 5\b/],
-    ["num_tokens over the finalize() max", (b) => (b.numTokens = 65), /num_tokens=65 exceeds max_num_tokens=64/],
   ];
   for (const [what, spoil, message] of stepCases) {
     test(`step: ${what}`, () => {
@@ -43,6 +42,32 @@ describe(`bad inputs (${native().backend} backend)`, () => {
       const e = nativeError(() => model.step(kv, b));
       expect(e.message).toMatch(message);
       expect(e.status).toBe(LP_ERR_INVALID);
+    });
+  }
+
+  test("step: num_tokens over the finalize() max", () => {
+    const tokens = Array.from({ length: 65 }, (_, i) => 1 + (i % 7));
+    const b = buildStep([{ tokens, cached: 0, blockTable: [0, 1, 2, 3, 0] }], 16);
+    const e = nativeError(() => model.step(kv, b));
+    expect(e.message).toMatch(/num_tokens=65 exceeds max_num_tokens=64/);
+    expect(e.status).toBe(LP_ERR_INVALID);
+  });
+
+  // The C side cannot see an array's length: a count past an array's end must stop in TypeScript.
+  const shortArrays: [string, (b: StepBatch) => void, RegExp][] = [
+    ["num_tokens past tokenIds", (b) => (b.numTokens = 6), /StepBatch\.tokenIds has 5 elements; the counts need 6/],
+    ["num_seqs past queryStart", (b) => (b.numSeqs = 2), /StepBatch\.queryStart has 2 elements; the counts need 3/],
+    ["max_blocks_per_seq past blockTables", (b) => (b.maxBlocksPerSeq = 3), /StepBatch\.blockTables has 1 elements; the counts need 3/],
+    ["num_rows past sampleIndex", (b) => (b.numRows = 2), /StepBatch\.sampleIndex has 1 elements; the counts need 2/],
+    ["an outLogits shorter than num_rows x vocab", (b) => (b.outLogits = new Float32Array(config.vocabSize - 1)), /StepBatch\.outLogits has \d+ elements/],
+    ["a negative count", (b) => (b.numRows = -1), /StepBatch\.numRows must be an int32 >= 0, got -1/],
+  ];
+  for (const [what, spoil, message] of shortArrays) {
+    test(`step: ${what} is a RangeError naming the field, before any native call`, () => {
+      const b = good();
+      spoil(b);
+      expect(() => model.step(kv, b)).toThrow(RangeError);
+      expect(() => model.stepLaunch(kv, b)).toThrow(message);
     });
   }
 

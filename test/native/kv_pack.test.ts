@@ -24,8 +24,9 @@ describe(`KV pack/unpack and transfer primitives (${lib.backend} backend)`, () =
   const rand = rng(seed ^ 0x7061636b);
   const randomBytes = (n: number) => new Uint8Array(n).map(() => Math.floor(rand() * 256));
 
-  test("device buffers: write/read round trip, range checks, dispose", () => {
+  test("device buffers: size from the library, write/read round trip, range checks, dispose", () => {
     const buf = xfer.allocBuffer(0, 4096);
+    expect(buf.bytes).toBe(4096); // lp_dev_buffer_bytes
     const data = randomBytes(1000);
     buf.write(96, data);
     expect(equalBytes(buf.read(96, 1000), data)).toBe(true);
