@@ -41,8 +41,8 @@ export type { RunningServer, ServeOptions } from "./lib/server/serve.ts";
 
 export { DEFAULT_ROUTING_CONFIG, POLICY_NAMES, resolveRoutingConfig } from "./lib/global/routing_config.ts";
 export type { PolicyName, RoutingConfig, RoutingConfigInput } from "./lib/global/routing_config.ts";
-export { DEFAULT_TRANSFER_CONFIG, TRANSFER_MODES } from "./lib/global/transfer_config.ts";
-export type { TransferConfig, TransferConfigInput, TransferModeSetting } from "./lib/global/transfer_config.ts";
+export { DEFAULT_TRANSFER_CONFIG, TRANSFER_MODES } from "./lib/transfer/control/transfer_config.ts";
+export type { TransferConfig, TransferConfigInput, TransferModeSetting } from "./lib/transfer/control/transfer_config.ts";
 export { NvlinkTopology, parseNvidiaSmiTopo } from "./lib/global/topology.ts";
 export { NoHealthyRankError } from "./lib/global/global_scheduler.ts";
 

@@ -21,7 +21,7 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { seededRandom } from "../lib/core/seeded_random.ts";
 import { LLMEngine } from "../lib/engine/llm_engine.ts";
-import type { DataPathSetting } from "../lib/global/transfer_config.ts";
+import type { DataPathSetting } from "../lib/transfer/control/transfer_config.ts";
 import { intListOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";

@@ -3,12 +3,12 @@
  * completed plans by kind (prefix copies, offload moves, background placements), aborted plans,
  * source blocks that moves released, routes placement leases moved, and dispatch-to-publish
  * p50/p95/max. Plan counts are differences; the publish figures are gauges over the control
- * plane's window of recent plans (lib/global/transfer_latency_log.ts), read after the run: on the
+ * plane's window of recent plans (lib/transfer/control/transfer_latency_log.ts), read after the run: on the
  * fresh engine of each repetition that is the run's plans (and its warm-up's, if it made any).
  * @module
  */
 
-import type { LatencySummary } from "../../lib/global/transfer_latency_log.ts";
+import type { LatencySummary } from "../../lib/transfer/control/transfer_latency_log.ts";
 
 /** p50/p95/max ms of dispatch-to-publish over `samples` plans (the control plane's summary). */
 export type PublishLatency = LatencySummary;

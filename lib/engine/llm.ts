@@ -4,7 +4,7 @@
  * loop between steps so a server in the same process stays responsive.
  * @module
  */
-import { Native, type KvCache, type NativeModel } from "../../ffi/native.ts";
+import { type KvCache, native as sharedNative, type Native, type NativeModel } from "../../ffi/native.ts";
 import type { BackendKind } from "../../ffi/loader.ts";
 import type { EngineStats, GenerationEngine, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
 import { AbortedError, DisposedError } from "../core/errors.ts";
@@ -13,99 +13,28 @@ import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
-import { sizeKvCache } from "../local/kv_sizing.ts";
-import { LocalEngine } from "../local/local_engine.ts";
-import { DEFAULT_LONG_PREFILL_CHUNK } from "../local/scheduler.ts";
-import { DEFAULT_STEP_TARGET_MS } from "../local/step_budget.ts";
-import { readModelSpec } from "../model/config.ts";
-import { loadModel } from "../model/loader.ts";
-import { ModelTokenizer } from "../model/tokenizer.ts";
+import { buildLocalEngine, type BuiltEngine, type EngineBuildOptions, type EngineConfig } from "../local/engine_builder.ts";
+import type { LocalEngine } from "../local/local_engine.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
 
-/** Fraction of device memory an engine uses when its options name none (vLLM's default). */
-export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
-
-/** Options of LLM.create. */
-export interface LLMOptions {
-  /** Hugging Face model directory (config.json, *.safetensors, tokenizer.json). */
-  model: string;
-  /** Tokens per KV block (default 16 on CPU, 256 on CUDA). */
-  blockSize?: number;
-  /** KV blocks to allocate; default: sized from gpuMemoryUtilization. */
-  numBlocks?: number;
-  /** Fraction of device memory to use for weights, workspaces and KV (default 0.9). */
-  gpuMemoryUtilization?: number;
-  /** Sequences per step (default 256). */
-  maxNumSeqs?: number;
-  /** Tokens per step (default 8192; raised to maxModelLen when chunked prefill is off). */
-  maxNumBatchedTokens?: number;
-  /** Longest prompt + output (default: the model's max_position_embeddings). */
-  maxModelLen?: number;
-  /** Share complete KV blocks across requests (default true). */
-  enablePrefixCaching?: boolean;
-  /** Split long prompts across steps (default true). */
-  enableChunkedPrefill?: boolean;
-  /**
-   * While sequences decode or short prompts wait, prompts with more than this many tokens left to
-   * prefill share this many tokens per step, so steps stay short: better time per output token,
-   * worse time to first token of long prompts (default 0: no limit; lib/local/scheduler.ts).
-   */
-  longPrefillChunk?: number;
-  /**
-   * Predicted time, in ms, that one step's prefill tokens may fill: long prompts are chunked by a
-   * budget learned from measured step times, so no step holds the thread much longer (default 500
-   * with chunked prefill; 0 turns the cap off; needs chunked prefill; lib/local/step_budget.ts).
-   */
-  stepTargetMs?: number;
-  /** Native backend (default: CUDA when a GPU is visible, else CPU; LMPOOL_BACKEND overrides). */
-  backend?: BackendKind;
-  /** Device index (default 0). */
-  device?: number;
-  /** Produce output text (default true). Off: outputs carry token ids only and stop strings are refused. */
-  detokenize?: boolean;
-  /** Rank and epoch reported in block snapshots (worker processes set them; default 0 and now). */
-  rank?: number;
-  epoch?: number;
-  /** Load progress callback. */
-  onProgress?: (loadedBytes: number, totalBytes: number, tensorName: string) => void;
-}
+/** Options of LLM.create: model directory, KV sizing, batching limits, backend and device. */
+export type LLMOptions = EngineBuildOptions;
 
 /** Resolved engine configuration, as reported by LLM.config. */
-export interface LLMConfig {
-  blockSize: number;
-  numBlocks: number;
-  maxNumSeqs: number;
-  maxNumBatchedTokens: number;
-  maxModelLen: number;
-  enablePrefixCaching: boolean;
-  enableChunkedPrefill: boolean;
-  longPrefillChunk: number;
-  /** 0: no cost cap on steps. */
-  stepTargetMs: number;
-  backend: BackendKind;
-}
+export type LLMConfig = EngineConfig;
 
 interface Sink {
   push(delta: StreamDelta): void;
   fail(error: unknown): void;
 }
 
-// One library handle per backend for the process: closing a library whose OpenMP threads or FFI
-// trampolines are still around crashes the runtime, and reopening gains nothing.
-const openedNatives = new Map<string, Native>();
-
 /**
  * The process's native library for `backend` as LLM.create opens it (undefined: the loader's
- * choice), opened on first use; a caller that asks with the same `backend` gets the same handle.
+ * choice): ffi's one process-wide cache, so a caller that asks with the same `backend` gets the
+ * same handle.
  */
 export function openNative(backend: BackendKind | undefined): Native {
-  const key = backend ?? "auto";
-  let n = openedNatives.get(key);
-  if (!n) {
-    n = new Native({ backend });
-    openedNatives.set(key, n);
-  }
-  return n;
+  return sharedNative(backend);
 }
 
 /**
@@ -137,7 +66,7 @@ export class LLM implements GenerationEngine {
   #disposed = false;
   #failure: unknown = undefined;
 
-  private constructor(parts: { nativeModel: NativeModel; kv: KvCache; engine: LocalEngine; tokenizer: TextTokenizer; model: ServedModelInfo; config: LLMConfig }) {
+  private constructor(parts: BuiltEngine) {
     this.#nativeModel = parts.nativeModel;
     this.#kv = parts.kv;
     this.engine = parts.engine;
@@ -148,41 +77,7 @@ export class LLM implements GenerationEngine {
 
   /** Loads the model, sizes and allocates the KV cache, and returns a ready engine. */
   static async create(o: LLMOptions): Promise<LLM> {
-    if (typeof o?.model !== "string" || o.model.length === 0) throw new TypeError(`LLM: model must be a model directory, got ${JSON.stringify(o?.model)}`);
-    const spec = readModelSpec(o.model);
-    const native = openNative(o.backend);
-    if (o.device !== undefined) native.setDevice(o.device);
-    const enableChunkedPrefill = o.enableChunkedPrefill ?? true;
-    const maxModelLen = o.maxModelLen ?? spec.maxModelLen;
-    if (!Number.isInteger(maxModelLen) || maxModelLen <= 0 || maxModelLen > spec.maxModelLen) {
-      throw new RangeError(`maxModelLen must be an integer in 1..${spec.maxModelLen} (the model's max_position_embeddings), got ${maxModelLen}`);
-    }
-    const maxNumBatchedTokens = enableChunkedPrefill ? (o.maxNumBatchedTokens ?? 8192) : Math.max(o.maxNumBatchedTokens ?? 8192, maxModelLen);
-    const maxNumSeqs = o.maxNumSeqs ?? 256;
-    const blockSize = o.blockSize ?? (native.backend === "cuda" ? 256 : 16);
-    for (const [k, v] of Object.entries({ blockSize, maxNumSeqs, maxNumBatchedTokens, numBlocks: o.numBlocks ?? 1 })) {
-      if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${k} must be a positive integer, got ${v}`);
-    }
-    const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
-    const { model: nativeModel } = await loadModel(o.model, native, { maxNumTokens: maxNumBatchedTokens, maxNumSeqs, onProgress: o.onProgress });
-    let kv: KvCache | undefined;
-    try {
-      const numBlocks = o.numBlocks ??
-        sizeKvCache(native, nativeModel, { blockSize, gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION, maxNumBatchedTokens, maxNumSeqs, maxModelLen }).numBlocks;
-      kv = nativeModel.createKvCache(numBlocks, blockSize);
-      const config: LLMConfig = {
-        blockSize, numBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK,
-        stepTargetMs: o.stepTargetMs ?? (enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0), backend: native.backend,
-      };
-      const engine = new LocalEngine({ model: nativeModel, kv, ...config, tokenizer: o.detokenize === false ? null : tokenizer, eosTokenIds: tokenizer.eosTokenIds, rank: o.rank, epoch: o.epoch });
-      const model: ServedModelInfo = { name: spec.name, maxModelLen, vocabSize: spec.native.vocabSize, blockSize, backend: native.backend, numRanks: 1 };
-      return new LLM({ nativeModel, kv, engine, tokenizer, model, config });
-    } catch (e) {
-      kv?.dispose();
-      nativeModel.dispose();
-      throw e;
-    }
+    return new LLM(await buildLocalEngine(o, openNative));
   }
 
   /** True until shutdown or a fatal engine error. */

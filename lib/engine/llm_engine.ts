@@ -15,7 +15,7 @@ import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "..
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
-import { resolveTransferConfig, type TransferConfigInput } from "../global/transfer_config.ts";
+import { resolveTransferConfig, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
 import { readModelSpec } from "../model/config.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
@@ -42,7 +42,7 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
    * `foreground`, `background`, the policy knobs and `dataPath` (how workers move K/V: "auto" =
    * per NVLink partner, CUDA IPC copy-engine copies where they come up, else an NCCL pair, else
    * host sockets; "host"; "ipc" / "nccl" = that path required at start-up)
-   * (lib/global/transfer_config.ts).
+   * (lib/transfer/control/transfer_config.ts).
    */
   transfers?: TransferConfigInput;
   /** Heartbeat timing of every connection (default 1 s, dead after 5 missed). */

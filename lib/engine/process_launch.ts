@@ -6,13 +6,13 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import type { ControlMainConfig } from "../global/control_main.ts";
-import type { WorkerMainConfig } from "../local/worker_main.ts";
+import type { ControlMainConfig } from "../processes/control_main.ts";
+import type { WorkerMainConfig } from "../processes/worker_main.ts";
 import { allEnv, pid } from "../runtime/env.ts";
 import { scriptCommand, spawnChild, type ChildProcessHandle } from "../runtime/subprocess.ts";
 
-const CONTROL_MAIN = fileURLToPath(new URL("../global/control_main.ts", import.meta.url));
-const WORKER_MAIN = fileURLToPath(new URL("../local/worker_main.ts", import.meta.url));
+const CONTROL_MAIN = fileURLToPath(new URL("../processes/control_main.ts", import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL("../processes/worker_main.ts", import.meta.url));
 
 const RUN_DIR_PREFIX = "lmpool-";
 /** The file in a run directory that names the launcher owning it. */

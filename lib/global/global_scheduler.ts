@@ -8,9 +8,9 @@
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import { CapacityError } from "../core/errors.ts";
 import { GlobalBlockManager, type ApplyResult } from "./global_block_manager.ts";
-import type { RouteAdvisor } from "./placement_leases.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
 import type { RoutingPolicy } from "./policies/routing_policy.ts";
+import type { RouteAdvisor } from "./route_advisor.ts";
 import { blocksNeeded, projectRouteCost } from "./route_cost.ts";
 import { RouteReservations } from "./route_reservations.ts";
 import { resolveRoutingConfig, type RoutingConfig, type RoutingConfigInput } from "./routing_config.ts";

@@ -5,9 +5,8 @@
  */
 import { Packr } from "msgpackr";
 import { encodeFrame } from "./frame_codec.ts";
-import { isMessageType, MESSAGE_SCHEMAS, type Message } from "./messages.ts";
+import { fastCheckOf, isMessageType, messageSchema, type Message } from "./messages.ts";
 import { ProtocolError } from "./protocol_errors.ts";
-import { TRANSFER_FAST_CHECKS } from "./transfer_fast_checks.ts";
 
 // Plain maps, no record extension: every peer (and every runtime) decodes the same objects.
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
@@ -49,9 +48,9 @@ export function validateMessage(value: unknown): DecodeResult {
   if (!isMessageType(type)) {
     return { ok: false, error: new ProtocolError(`unknown message type ${JSON.stringify(type)}`, "unknown_type", { field: "type", id }) };
   }
-  // The hot transfer messages: a hand-written check vouches for most; the schema sees the rest.
-  if (TRANSFER_FAST_CHECKS[type]?.(rec)) return { ok: true, message: rec as Message };
-  const parsed = MESSAGE_SCHEMAS[type].safeParse(value);
+  // Hot messages (the transfer phases): a hand-written check vouches for most; the schema sees the rest.
+  if (fastCheckOf(type)?.(rec)) return { ok: true, message: rec as Message };
+  const parsed = messageSchema(type).safeParse(value);
   if (parsed.success) return { ok: true, message: parsed.data as Message };
   const issue = parsed.error.issues[0];
   const field = issue ? issue.path.map(String).join(".") : "";

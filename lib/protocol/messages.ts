@@ -1,5 +1,10 @@
 /**
  * The message registry: every message type, its schema, and the TypeScript union of all messages.
+ * The runtime's own messages (routing, dispatch, token streaming, blocks, liveness, stats) are
+ * registered here. A higher layer adds a family of its own when its module loads: it calls
+ * {@link registerMessages} and declares the family in {@link MessageSchemas} by module
+ * augmentation, so the protocol never imports the layers that use it (the transfer layer's phase,
+ * CUDA IPC and NCCL messages come in this way).
  * @module
  */
 import type { z } from "zod";
@@ -23,19 +28,9 @@ import {
   StatsRequestMessage,
   TokenDeltaMessage,
 } from "./runtime_messages.ts";
-import { IpcAnswerMessage, IpcOfferMessage } from "./ipc_messages.ts";
-import { NcclIdMessage, NcclIdOfferMessage, NcclPairDownMessage, NcclPairStatusMessage } from "./nccl_messages.ts";
-import {
-  TransferAbortMessage,
-  TransferAckMessage,
-  TransferExecuteMessage,
-  TransferFinalizeMessage,
-  TransferPrepareMessage,
-  TransferPublishMessage,
-} from "./transfer_messages.ts";
 
-/** Schema of each message type, keyed by its `type`. */
-export const MESSAGE_SCHEMAS = {
+/** The runtime's own messages, keyed by `type`. */
+const RUNTIME_SCHEMAS = {
   hello: HelloMessage,
   ready: ReadyMessage,
   route_query: RouteQueryMessage,
@@ -56,30 +51,66 @@ export const MESSAGE_SCHEMAS = {
   stats_request: StatsRequestMessage,
   stats: StatsMessage,
   error: ErrorMessage,
-  transfer_prepare: TransferPrepareMessage,
-  transfer_execute: TransferExecuteMessage,
-  transfer_publish: TransferPublishMessage,
-  transfer_finalize: TransferFinalizeMessage,
-  transfer_abort: TransferAbortMessage,
-  transfer_ack: TransferAckMessage,
-  nccl_id_offer: NcclIdOfferMessage,
-  nccl_id: NcclIdMessage,
-  nccl_pair_status: NcclPairStatusMessage,
-  nccl_pair_down: NcclPairDownMessage,
-  ipc_offer: IpcOfferMessage,
-  ipc_answer: IpcAnswerMessage,
 } as const;
 
+type RuntimeSchemas = typeof RUNTIME_SCHEMAS;
+
+/**
+ * Schema of each message type, keyed by its `type`. A module that registers a family of messages
+ * adds it here too: `declare module ".../protocol/messages.ts" { interface MessageSchemas { ... } }`.
+ */
+export interface MessageSchemas extends RuntimeSchemas {}
+
 /** Every message type name. */
-export type MessageType = keyof typeof MESSAGE_SCHEMAS;
+export type MessageType = keyof MessageSchemas;
 
 /** The message of one type. */
-export type MessageOf<T extends MessageType> = z.infer<(typeof MESSAGE_SCHEMAS)[T]>;
+export type MessageOf<T extends MessageType> = z.infer<MessageSchemas[T]>;
 
 /** Any protocol message. */
 export type Message = { [T in MessageType]: MessageOf<T> }[MessageType];
 
-/** True when `type` names a known message type. */
+/**
+ * A hand-written check of a hot message that only ever says "certainly valid": a message it
+ * accepts is one the type's schema accepts unchanged; anything else goes on to the schema, which
+ * also writes the error.
+ */
+export type FastCheck = (fields: Record<string, unknown>) => boolean;
+
+const schemas = new Map<string, z.ZodType>(Object.entries(RUNTIME_SCHEMAS));
+const fastChecks = new Map<string, FastCheck>();
+
+/**
+ * Adds a family of message types (at module load of the layer that owns them), with optional fast
+ * checks for its hot types. Registering the same schema again is a no-op; a type name taken by
+ * another schema, or a fast check for a type outside the family, is an error naming the type.
+ */
+export function registerMessages<F extends Partial<MessageSchemas>>(family: F, checks: { readonly [T in keyof F]?: FastCheck } = {}): void {
+  const entries = Object.entries(family) as [string, z.ZodType][];
+  for (const [type, schema] of entries) {
+    const known = schemas.get(type);
+    if (known !== undefined && known !== schema) throw new Error(`message type ${JSON.stringify(type)} is already registered with another schema`);
+  }
+  for (const type of Object.keys(checks)) {
+    if (!Object.hasOwn(family, type)) throw new RangeError(`fast check for ${JSON.stringify(type)}, which is not in the family registered with it`);
+  }
+  for (const [type, schema] of entries) schemas.set(type, schema);
+  for (const [type, check] of Object.entries(checks) as [string, FastCheck | undefined][]) if (check) fastChecks.set(type, check);
+}
+
+/** True when `type` names a registered message type. */
 export function isMessageType(type: unknown): type is MessageType {
-  return typeof type === "string" && Object.hasOwn(MESSAGE_SCHEMAS, type);
+  return typeof type === "string" && schemas.has(type);
+}
+
+/** The schema of a registered message type. */
+export function messageSchema(type: MessageType): z.ZodType {
+  const schema = schemas.get(type);
+  if (schema === undefined) throw new RangeError(`message type ${JSON.stringify(type)} is not registered`);
+  return schema;
+}
+
+/** The fast check of a message type, if its family registered one. */
+export function fastCheckOf(type: MessageType): FastCheck | undefined {
+  return fastChecks.get(type);
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { SocketStreamBase } from "./socket_stream_base.ts";
-import type { ByteStream, UnixServer } from "./unix_socket.ts";
+import type { ByteStream, UnixServer } from "./byte_stream.ts";
 
 /** The part of Bun's socket this module uses. */
 interface BunSocket {

@@ -5,7 +5,7 @@
  * ends gracefully but at most CLOSE_FLUSH_MS later, so a peer that never reads cannot keep it open.
  * @module
  */
-import type { ByteStream } from "./unix_socket.ts";
+import type { ByteStream } from "./byte_stream.ts";
 
 /** How long a closing stream waits for its peer to take what is still queued. */
 export const CLOSE_FLUSH_MS = 1000;

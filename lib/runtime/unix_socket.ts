@@ -9,29 +9,10 @@ import { existsSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bunSockets, connectBun, listenBun } from "./bun_socket.ts";
 import { getEnv, pid } from "./env.ts";
+import type { ByteStream, UnixServer } from "./byte_stream.ts";
 import { SocketStreamBase } from "./socket_stream_base.ts";
 
-/** A bidirectional byte stream (one side of a Unix socket connection). */
-export interface ByteStream {
-  /** Queues bytes for sending; false once closed (the bytes are dropped). */
-  write(bytes: Uint8Array): boolean;
-  /** Sets the receiver of incoming chunks (chunk boundaries are arbitrary). */
-  onData(handler: (chunk: Uint8Array) => void): void;
-  /** Sets the callback run once when the stream closes, from either side. */
-  onClose(handler: (error?: Error) => void): void;
-  /** Flushes pending writes, then closes. Idempotent. */
-  close(): void;
-  /** Closes at once, dropping pending writes. Idempotent. */
-  destroy(): void;
-  readonly closed: boolean;
-}
-
-/** A listening Unix socket server. */
-export interface UnixServer {
-  readonly path: string;
-  /** Stops accepting, closes every accepted stream and removes the socket file. */
-  close(): Promise<void>;
-}
+export type { ByteStream, UnixServer } from "./byte_stream.ts";
 
 class SocketByteStream extends SocketStreamBase {
   #closeError: Error | undefined;

@@ -5,7 +5,7 @@
  */
 import { parseGpuList } from "../core/gpu_list.ts";
 import { parseArgs } from "node:util";
-import { TRANSFER_MODES, type TransferModeSetting } from "../global/transfer_config.ts";
+import { TRANSFER_MODES, type TransferModeSetting } from "../transfer/control/transfer_config.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
 import { MAX_TIMEOUT_SECONDS } from "./request_timeout.ts";

@@ -14,7 +14,7 @@ async function waitFor(test: () => boolean, ms = 5000): Promise<void> {
 }
 
 test("worker command lines give their rank and socket directory; others are not workers", () => {
-  expect(parseWorkerCmdline(`bun run /r/lib/local/worker_main.ts {"rank":3,"epoch":1,"launcherSocketPath":"/tmp/lmpool-ab12/launcher.sock"}`))
+  expect(parseWorkerCmdline(`bun run /r/lib/processes/worker_main.ts {"rank":3,"epoch":1,"launcherSocketPath":"/tmp/lmpool-ab12/launcher.sock"}`))
     .toEqual({ rank: 3, socketDir: "/tmp/lmpool-ab12" });
   expect(parseWorkerCmdline(`bun run worker_main.ts {"rank":0}`)).toEqual({ rank: 0, socketDir: null });
   expect(parseWorkerCmdline(`bun run control_main.ts {"rank":0}`)).toBeNull();

@@ -1,9 +1,10 @@
 // Message round trips through msgpackr frames, and rejections that name the type and field.
 import { expect, test } from "bun:test";
 import { decodeMessage, encodeMessage } from "../../../lib/protocol/message_codec.ts";
-import type { Message } from "../../../lib/protocol/messages.ts";
+import { isMessageType, registerMessages, type Message } from "../../../lib/protocol/messages.ts";
 import { ProtocolError } from "../../../lib/protocol/protocol_errors.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../../lib/core/sampling_params.ts";
+import { z } from "zod";
 import { decodeUnchecked, roundTrip } from "./round_trip.ts";
 
 const samples: Message[] = [
@@ -29,8 +30,6 @@ const samples: Message[] = [
     },
     allocated: ["r1"],
   },
-  { type: "transfer_prepare", id: 1, planId: "p1", mode: "copy", srcRank: 0, dstRank: 1, srcEpoch: 1, dstEpoch: 1, blocks: [{ hash: "h", parent: "", srcBlock: 3, generation: 2 }], deadline: 1e12 },
-  { type: "transfer_ack", replyTo: 1, planId: "p1", phase: "prepare", rank: 1, ok: true, dstBlocks: [7] },
   { type: "error", code: "schema", message: "bad", messageType: "dispatch", field: "sampling.topP" },
 ];
 
@@ -73,4 +72,19 @@ test("encoding an invalid message throws naming the field", () => {
 test("a -Infinity logprob survives the round trip", () => {
   const m: Message = { type: "token_delta", items: [{ requestId: "r", tokenIds: [1], text: "", logprobs: [-Infinity] }] };
   expect(roundTrip(m)).toEqual(m);
+});
+
+test("a higher layer's family is unknown until registered, then decodes; a clash names the type", () => {
+  const Ping = z.object({ type: z.literal("test_ping"), n: z.number() });
+  expect(isMessageType("test_ping")).toBe(false);
+  expect(!decodeUnchecked({ type: "test_ping", n: 1 }).ok).toBe(true);
+  const register = registerMessages as (family: Record<string, z.ZodType>, checks?: Record<string, (m: Record<string, unknown>) => boolean>) => void;
+  register({ test_ping: Ping });
+  register({ test_ping: Ping }); // the same schema again: no-op
+  expect(isMessageType("test_ping")).toBe(true);
+  const d = decodeUnchecked({ type: "test_ping", n: 2 });
+  expect(d.ok && d.message).toEqual({ type: "test_ping", n: 2 } as unknown as Message);
+  expect(() => register({ test_ping: z.object({ type: z.literal("test_ping") }) })).toThrow(/"test_ping".*another schema/);
+  expect(() => register({ hello: z.object({}) })).toThrow(/"hello"/);
+  expect(() => register({ test_pong: z.object({}) }, { test_other: () => true })).toThrow(/"test_other"/);
 });

@@ -4,8 +4,8 @@
 // published blocks and page table, and no leak. Each case runs over the host path and over the CUDA
 // IPC path's logic, whose destination starts receiving at prepare.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { CoordinatorPhase } from "../../../lib/global/transfer_coordinator.ts";
-import type { TransferPhaseName, TransferRole } from "../../../lib/local/transfer_executor.ts";
+import type { CoordinatorPhase } from "../../../lib/transfer/control/transfer_coordinator.ts";
+import type { TransferPhaseName, TransferRole } from "../../../lib/transfer/worker/transfer_executor.ts";
 import { cachePrompt, candidateOf, makeCluster, tokens, type ClusterOptions, type TestCluster } from "./cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];

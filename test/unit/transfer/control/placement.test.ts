@@ -1,0 +1,168 @@
+// Background placement: hotness (accesses, route hits, ingress demand, decay), each gate of a
+// candidate (destination absence, load skew, cooldown, pair idleness, target capacity, cost), the
+// per-chain cap of 8 and the per-pair batch cap of 128 with deduplication, and leases honoured by
+// routing.
+import { describe, expect, test } from "bun:test";
+import type { BlockHash } from "../../../../lib/core/block_hash.ts";
+import { GlobalScheduler } from "../../../../lib/global/global_scheduler.ts";
+import { HotnessTracker, planPlacements, type HotChain, type PlacementEnv } from "../../../../lib/transfer/control/placement.ts";
+import { PlacementLeases } from "../../../../lib/transfer/control/placement_leases.ts";
+import { NvlinkTopology } from "../../../../lib/global/topology.ts";
+import { resolveTransferConfig, type TransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
+import { TransferCostModel } from "../../../../lib/transfer/control/transfer_cost_model.ts";
+import { chainEntries, hashesOf, IDLE, promptTokens, snapshot } from "../../global/page_table_fixture.ts";
+
+describe("hotness", () => {
+  test("accesses and hits add up, decay with the half-life, and open demand counts until released", () => {
+    const h = new HotnessTracker(resolveTransferConfig({ hotnessThreshold: 3, hotnessHalfLifeMs: 1000 }));
+    const chain = hashesOf(promptTokens(1, 160));
+    h.observe("a", chain, 0, false, 0); // nothing resident: no candidate
+    expect(h.size).toBe(0);
+    h.observe("a", chain, 6, true, 0); // access 1 + hit 1, demand 0.5
+    expect(h.score(chain[5]!, 0)).toBe(2.5);
+    expect(h.hot(0)).toEqual([]);
+    h.observe("b", chain, 6, false, 0);
+    expect(h.score(chain[5]!, 0)).toBe(4);
+    expect(h.hot(0).map((c) => c.chain.length)).toEqual([6]);
+    expect(h.score(chain[5]!, 1000)).toBe(1.5 + 1); // halved, plus two open requests
+    h.release("a");
+    h.release("b");
+    h.release("b");
+    expect(h.score(chain[5]!, 2000)).toBe(0.75);
+  });
+});
+
+const HOT = hashesOf(promptTokens(1, 20 * 16)); // 20 blocks
+
+function world(o: { dstEntries?: number; srcLoad?: number; dstLoad?: number; dstFree?: number; config?: Partial<TransferConfig>; blockBytes?: number } = {}) {
+  const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
+  const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
+  s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0), load: load(o.srcLoad ?? 4000) }));
+  s.applySnapshot(snapshot(1, { entries: chainEntries(HOT.slice(0, o.dstEntries ?? 0), 500), load: load(o.dstLoad ?? 0), free: o.dstFree }));
+  const config = resolveTransferConfig({ mode: "auto", ...o.config });
+  const busy = new Set<string>();
+  const cooling = new Set<string>();
+  const env: PlacementEnv = {
+    blocks: s.blocks,
+    topology: s.topology!,
+    config,
+    cost: new TransferCostModel(config),
+    blockBytes: () => o.blockBytes ?? 1000,
+    blockSize: () => 16,
+    queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
+    netFree: (r) => s.blocks.table(r)!.capacity.numFree,
+    inbound: () => false,
+    movingOut: () => false,
+    pairBusy: (a, b) => busy.has(`${Math.min(a, b)}-${Math.max(a, b)}`),
+    coolingDown: (h, r) => cooling.has(`${h}@${r}`),
+  };
+  return { s, env, busy, cooling };
+}
+const hot = (...chains: BlockHash[][]): HotChain[] => chains.map((chain) => ({ chain, score: 10 }));
+
+describe("background candidates", () => {
+  test("the deepest resident chain, capped at 8 blocks, goes to the idle partner with a lease", () => {
+    const { env } = world();
+    const [c] = planPlacements(env, hot(HOT));
+    expect(c!.plan).toMatchObject({ kind: "background", mode: "copy", src: 0, dst: 1 });
+    expect(c!.plan.blocks.map((b) => b.hash)).toEqual(HOT.slice(0, 8));
+    expect(c!.leases).toEqual([{ hash: HOT[7]!, depth: 8 }]);
+    expect(c!.plan.savedMs).toBeCloseTo(8 * 16 * 0.02, 10); // one cold prefill of the copied blocks
+    // A chain hotter than what is resident anywhere is cut to the resident part.
+    const longer = hashesOf(promptTokens(1, 30 * 16));
+    const { env: e2 } = world({ dstEntries: 16 });
+    expect(planPlacements(e2, hot(longer))[0]!.plan.blocks.map((b) => b.hash)).toEqual(HOT.slice(16, 20));
+  });
+
+  test("each gate refuses: destination holds it, no load skew, cooldown, busy pair, no room, cost", () => {
+    expect(planPlacements(world({ dstEntries: 20 }).env, hot(HOT))).toEqual([]);
+    expect(planPlacements(world({ srcLoad: 200 }).env, hot(HOT))).toEqual([]); // gap < 256 tokens
+    expect(planPlacements(world({ srcLoad: 1400, dstLoad: 1000 }).env, hot(HOT))).toEqual([]); // ratio < 1.5
+    const w = world();
+    w.cooling.add(`${HOT[7]}@1`);
+    expect(planPlacements(w.env, hot(HOT))).toEqual([]);
+    w.cooling.clear();
+    w.busy.add("0-1");
+    expect(planPlacements(w.env, hot(HOT))).toEqual([]);
+    expect(planPlacements(world({ dstFree: 15 }).env, hot(HOT))).toEqual([]); // 8 + 8 reserve > 15
+    expect(planPlacements(world({ dstFree: 16 }).env, hot(HOT))).toHaveLength(1);
+    expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // 2.16 ms at 370 GB/s > 2.56 ms / 2
+    expect(planPlacements(world({ blockBytes: 1e8, config: { mode: "force" } }).env, hot(HOT))).toHaveLength(1);
+  });
+
+  test("busy ranks' phase waits are on the plan's estimate but not in its gate (no request waits for it)", () => {
+    const w = world();
+    w.env.cost.observeStepWait(0, 100); // the loaded source steps 200 ms prefills
+    const [c] = planPlacements(w.env, hot(HOT));
+    expect(c!.plan.waitMs).toBe(200); // prepare and execute wait for the source
+    expect(c!.plan.estimatedMs).toBeGreaterThan(200); // what a request joining the copy would wait
+    expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // the transfer itself still counts
+  });
+
+  test("candidates of one pair are deduplicated and coalesced up to 128 blocks", () => {
+    const chains = Array.from({ length: 20 }, (_, k) => hashesOf(promptTokens(100 + k, 8 * 16)));
+    const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
+    s.applySnapshot(snapshot(0, { entries: chains.flatMap((c, k) => chainEntries(c, 8 * k)), load: { ...IDLE, waitingTokens: 5000 } }));
+    s.applySnapshot(snapshot(1, {}));
+    const { env } = world();
+    const e: PlacementEnv = { ...env, blocks: s.blocks, queueWork: (r) => s.blocks.table(r)!.load.waitingTokens, netFree: (r) => s.blocks.table(r)!.capacity.numFree };
+    const sharedTail = hashesOf(promptTokens(100, 6 * 16, 55, 32)); // the first 6 blocks of chains[0], then its own 2
+    expect(sharedTail.slice(0, 6)).toEqual(chains[0]!.slice(0, 6));
+    s.applySnapshot(snapshot(0, { version: 2, entries: [...chains.flatMap((c, k) => chainEntries(c, 8 * k)), ...chainEntries(sharedTail, 900).slice(6)], load: { ...IDLE, waitingTokens: 5000 } }));
+    const out = planPlacements(e, hot(chains[0]!, sharedTail, ...chains.slice(1)));
+    expect(out).toHaveLength(1);
+    const blocks = out[0]!.plan.blocks.map((b) => b.hash);
+    expect(blocks.length).toBeLessThanOrEqual(128);
+    expect(new Set(blocks).size).toBe(blocks.length);
+    expect(blocks.slice(0, 10)).toEqual([...chains[0]!, ...sharedTail.slice(6)]);
+    expect(out[0]!.leases.slice(0, 2)).toEqual([{ hash: chains[0]![7]!, depth: 8 }, { hash: sharedTail[7]!, depth: 8 }]);
+    expect(blocks.length).toBe(10 + 14 * 8); // 16 chains fit: the rest wait for the next pass
+  });
+});
+
+describe("placement leases", () => {
+  function routed(policy: "lmpool" | "round-robin", leaseFor: number | undefined, now = 0) {
+    const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]), config: { policy } });
+    // Both hold the prefix; rank 1 carries a little more load, so lmpool alone prefers rank 0.
+    s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0) }));
+    s.applySnapshot(snapshot(1, { entries: chainEntries(HOT.slice(0, 8), 500), load: { ...IDLE, numWaiting: 1, waitingTokens: 100 } }));
+    const leases = new PlacementLeases({ bonusTokens: 512, now: () => now });
+    s.routeAdvisor = leases;
+    if (leaseFor !== undefined) leases.grant(HOT[7]!, 8, leaseFor, 1000);
+    const tokens = [...promptTokens(1, 20 * 16), 5, 6, 7];
+    return { d: s.route({ requestId: `q${Math.random()}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 4 }), leases };
+  }
+
+  test("routing prefers the lease's rank for its prefix while the lease lasts, for lmpool only", () => {
+    expect(routed("lmpool", undefined).d.rank).toBe(0);
+    const { d, leases } = routed("lmpool", 1);
+    expect(d).toMatchObject({ rank: 1, reason: "lease" });
+    expect(leases.routed).toBe(1);
+    expect(routed("lmpool", 0).leases.hits).toBe(1);
+    expect(routed("round-robin", 1).d.reason).toBe("round-robin");
+    const expired = new PlacementLeases({ bonusTokens: 512, now: () => 5000 });
+    expect(expired.size).toBe(0);
+  });
+});
+
+describe("leases on a partial copy", () => {
+  const LONG = hashesOf(promptTokens(7, 40 * 16)); // 40 blocks; a placement copies the first 8
+  function route(o: { ownerQueue: number; leaseQueue: number; skew?: boolean }) {
+    const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
+    const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
+    s.applySnapshot(snapshot(0, { entries: chainEntries(LONG, 0), load: load(o.ownerQueue) }));
+    s.applySnapshot(snapshot(1, { entries: chainEntries(LONG.slice(0, 8), 500), load: load(o.leaseQueue) }));
+    const leases = new PlacementLeases({ bonusTokens: 0, ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }), now: () => 0 });
+    s.routeAdvisor = leases;
+    leases.grant(LONG[7]!, 8, 1, 1000);
+    const tokens = [...promptTokens(7, 40 * 16), 5, 6, 7];
+    return s.route({ requestId: `q${Math.random()}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 4 });
+  }
+
+  test("while the owner is as much busier as placement required, its lease sends the request to the partial copy", () => {
+    // Owner: 300 queued tokens + 3 to prefill; copy: 32 blocks (512 tokens) still to prefill there.
+    expect(route({ ownerQueue: 300, leaseQueue: 0, skew: false }).rank).toBe(0); // cost alone keeps the owner
+    expect(route({ ownerQueue: 300, leaseQueue: 0 })).toMatchObject({ rank: 1, reason: "lease" });
+    expect(route({ ownerQueue: 300, leaseQueue: 200 }).rank).toBe(0); // queue gap 100 < 256 tokens: no skew left
+  });
+});
