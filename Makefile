@@ -63,12 +63,12 @@ $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_EXPORTS)
 
 test: deps native-cpu
 	$(BUN) test --timeout 120000
-	$(DENO) check mod.ts
+	$(DENO) check mod.ts ffi/mod.ts lib/model/mod.ts lib/global/mod.ts lib/transfer/mod.ts
 	$(DENO) test --allow-ffi --allow-env --allow-read --allow-sys test/deno/
 
 check: deps
 	node_modules/.bin/tsc --noEmit -p .
-	$(DENO) check mod.ts
+	$(DENO) check mod.ts ffi/mod.ts lib/model/mod.ts lib/global/mod.ts lib/transfer/mod.ts
 
 serve: deps native
 	$(BUN) run examples/serve.ts $(ARGS)

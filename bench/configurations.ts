@@ -13,6 +13,7 @@ import type { GenerationEngine } from "../lib/core/engine_api.ts";
 import { LLM } from "../lib/engine/llm.ts";
 import { LLMEngine } from "../lib/engine/llm_engine.ts";
 import type { PolicyName } from "../lib/global/routing_config.ts";
+import { splitTransferSettings } from "../lib/transfer/control/transfer_tuning.ts";
 import { describeGpus } from "./cli_options.ts";
 import type { EngineConfiguration } from "./driver/configuration.ts";
 
@@ -31,7 +32,10 @@ export interface EngineContext {
    * every candidate plan: for checking the transfer mechanisms and their report, not for speed.
    */
   transferMode?: "auto" | "force";
-  /** Further transfer settings of the transfer configurations (LLMEngine's `transfers`), checked there. */
+  /**
+   * Further transfer settings of the transfer configurations: options go to LLMEngine's `transfers`,
+   * cost-model constants to its internal `transferTuning`; both are checked there.
+   */
   transferOptions?: Record<string, unknown>;
 }
 
@@ -87,6 +91,7 @@ export const MULTI_GPU_SETTINGS: Readonly<Record<Exclude<ConfigurationName, "sin
 function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: EngineContext): Promise<GenerationEngine> {
   const s = MULTI_GPU_SETTINGS[name];
   const wantsTransfer = s.transfer.foreground || s.transfer.background;
+  const { options, tuning } = splitTransferSettings(ctx.transferOptions ?? {});
   return LLMEngine.create({
     model: ctx.modelDir,
     gpus: [...ctx.gpus],
@@ -97,7 +102,8 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,
-    transfers: wantsTransfer ? { ...ctx.transferOptions, mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
+    transfers: wantsTransfer ? { ...options, mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
+    ...(wantsTransfer ? { transferTuning: tuning } : {}),
   });
 }
 

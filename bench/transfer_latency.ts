@@ -1,7 +1,7 @@
 /**
  * `bun bench transfer_latency`: engine-level dispatch-to-publish of forced prefix copies between
- * two ranks (issue 6: "1-block dispatch-to-publish, control messages included, <= 1 ms" on 2 GPUs,
- * Qwen3-0.6B shape, 256-token blocks). Unlike `bun bench transfer` (the data path alone, in one
+ * two ranks (the target: a 1-block dispatch-to-publish, control messages included, within 1 ms on
+ * 2 GPUs, Qwen3-0.6B shape, 256-token blocks). Unlike `bun bench transfer` (the data path alone, in one
  * process), this runs the whole system: LLMEngine with two workers and the control plane, which
  * times each plan from sending prepare to the destination's publish ack.
  *

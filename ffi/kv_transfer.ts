@@ -16,12 +16,12 @@ import type { KvCache, Native } from "./native.ts";
 import { NativeHandle } from "./native_handle.ts";
 
 /** lp_status of a bounded wait that ran out (LP_ERR_TIMEOUT). */
-export const LP_ERR_TIMEOUT = -8;
+const LP_ERR_TIMEOUT = -8;
 /** Most blocks one transfer call moves (LP_KV_MAX_TRANSFER_BLOCKS). */
-export const MAX_TRANSFER_BLOCKS = 2048;
+const MAX_TRANSFER_BLOCKS = 2048;
 
 /** Ways a same-process copy moves blocks (LP_PEER_*): see lp_kv_peer_copy. */
-export const PeerCopyMode = { copyEngine: 0, kernel: 1, copyEngineDirect: 2 } as const;
+const PeerCopyMode = { copyEngine: 0, kernel: 1, copyEngineDirect: 2 } as const;
 /** Name of a peer copy mode. */
 export type PeerCopyModeName = keyof typeof PeerCopyMode;
 
@@ -129,7 +129,7 @@ export class DeviceBuffer extends NativeHandle {
 }
 
 /** Another process's KV cache mapped through CUDA IPC; usable wherever a transfer takes a cache. */
-export class RemoteKvCache extends NativeHandle implements KvBlocks {
+class RemoteKvCache extends NativeHandle implements KvBlocks {
   constructor(
     readonly native: Native,
     handle: bigint,

@@ -4,7 +4,7 @@
  * @module
  */
 import { NativeLibraryNotFoundError } from "../lib/core/errors.ts";
-import { getEnv } from "../lib/runtime/env.ts";
+import { checkNativeSettings, readSetting } from "../lib/runtime/env.ts";
 import { pathExists } from "../lib/runtime/files.ts";
 import { openLibrary, type OpenedLibrary } from "./dlopen.ts";
 import { ABI_VERSION, SYMBOLS, type SymbolName } from "./symbols.ts";
@@ -24,8 +24,8 @@ const BUILD_DIR = new URL("../build/", import.meta.url).pathname;
 function candidates(backend: BackendKind): string[] {
   const file = `liblmpool_${backend}.so`;
   const out = [BUILD_DIR + file];
-  const extra = getEnv("LMPOOL_LIB_DIR");
-  if (extra) out.unshift(`${extra.replace(/\/$/, "")}/${file}`);
+  const extra = readSetting("LMPOOL_LIB_DIR");
+  if (extra) out.unshift(`${extra}/${file}`);
   return out;
 }
 
@@ -68,10 +68,11 @@ function notFound(what: string, tried: string[], errors: string[]): NativeLibrar
 export function loadLibrary(request: { backend?: BackendKind; path?: string } = {}): LoadedLibrary {
   const tried: string[] = [];
   const errors: string[] = [];
-  const explicitPath = request.path ?? getEnv("LMPOOL_LIB");
-  const wanted = request.backend ?? (getEnv("LMPOOL_BACKEND") as BackendKind | undefined);
+  checkNativeSettings();
+  const explicitPath = request.path ?? readSetting("LMPOOL_LIB");
+  const wanted = request.backend ?? readSetting("LMPOOL_BACKEND");
   if (wanted !== undefined && wanted !== "cpu" && wanted !== "cuda") {
-    throw new RangeError(`LMPOOL_BACKEND must be "cpu" or "cuda", got ${JSON.stringify(wanted)}`);
+    throw new RangeError(`backend must be "cpu" or "cuda", got ${JSON.stringify(wanted)}`);
   }
   if (explicitPath) {
     const lib = tryOpen(explicitPath, tried, errors);

@@ -25,7 +25,7 @@ export interface NativeModelConfig {
 }
 
 /** Bytes of the C struct. */
-export const MODEL_CONFIG_BYTES = 12 * 4 + 5 * 4;
+const MODEL_CONFIG_BYTES = 12 * 4 + 5 * 4;
 
 /** Encodes the config in the C struct's layout. */
 export function encodeModelConfig(c: NativeModelConfig): Uint8Array {

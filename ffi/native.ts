@@ -15,11 +15,11 @@ export type { NativeModelConfig } from "./model_config.ts";
 export type { StepBatch } from "./step_batch.ts";
 
 /** Element types of weights handed to the library. */
-export const DType = { bf16: 0, f16: 1, f32: 2 } as const;
+const DType = { bf16: 0, f16: 1, f32: 2 } as const;
 export type DTypeName = keyof typeof DType;
 
 /** Weight kinds of lmpool.h (LP_W_*). */
-export const WeightKind = {
+const WeightKind = {
   embed: 0,
   finalNorm: 1,
   lmHead: 2,

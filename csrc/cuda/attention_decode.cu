@@ -18,9 +18,8 @@ namespace {
 const int kWarps = 4;
 // At most one (sequence, kv head) pair per kFewPairSms SMs (batch 1 of Qwen3-0.6B's 8 kv heads on
 // an H200): 8 splits of 8-warp CTAs instead of 16 of 4 warps, so half as many CTAs in clusters half
-// as large, and a thread's share of the context is the same. 1 x H200, batch 1, context 1024:
-// 0.630 -> 0.615 ms a step; 12 splits measured 0.765 ms and 4 splits 0.68 (against 0.615), 8
-// splits of 4 warps 0.69 (against 0.63 in that run).
+// as large, and a thread's share of the context is the same; fewer or more splits, or 8 splits
+// of 4 warps, made the step slower.
 const int kWarpsFew = 8, kSplitsFew = 8, kFewPairSms = 16;
 // Tokens in flight per lane group: 4, or 8 (a 64-token split in one batch of loads) when the
 // grid runs in one wave, where a CTA's latency is the step's, and the group is small enough

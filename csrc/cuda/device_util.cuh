@@ -60,9 +60,8 @@ __device__ __forceinline__ float round_bf16(float x) {
 
 // Streaming 16-byte load that does not pollute L1 (weights are read once per step). L2::128B:
 // a miss fills the whole 128-byte line, so the GEMV's two 64-byte halves of a weight row (two
-// loads of a lane quad, see gemv.cu) cost one DRAM request. 1 x H200, native_step --batches 1,2,
-// 3 rounds against no hint: b1 device ms 0.609/0.614/0.612 -> 0.597/0.594/0.599, b2 0.766 ->
-// 0.741; L2::256B measured 0.607/0.612/0.610.
+// loads of a lane quad, see gemv.cu) cost one DRAM request; it beat both no hint and L2::256B in
+// the native_step benchmark.
 __device__ __forceinline__ uint4 ld_stream_16(const void *p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4];"

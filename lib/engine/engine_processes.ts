@@ -19,8 +19,8 @@ import { Connection, type Outgoing } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import { ConnectionClosedError } from "../protocol/protocol_errors.ts";
-import { cpuCount, getEnv, pid } from "../runtime/env.ts";
-import { settlesWithin } from "../runtime/event_loop.ts";
+import { cpuCount, pid, readSetting } from "../runtime/env.ts";
+import { settlesWithin } from "../core/clock.ts";
 import type { ChildProcessHandle } from "../runtime/subprocess.ts";
 import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../runtime/unix_socket.ts";
 import type { RankHealth } from "../core/engine_api.ts";
@@ -45,6 +45,8 @@ export interface EngineProcessesOptions {
   restartPolicy?: Partial<RestartPolicy>;
   startTimeoutMs: number;
   log: (line: string) => void;
+  /** The worker entry module (default lib/processes/worker_main.ts; tests pass a fault-injecting one). */
+  workerMain?: string;
 }
 
 interface WorkerSlot {
@@ -399,7 +401,7 @@ export class EngineProcesses {
       engine: { ...this.#o.engine, ...engineOverrides },
       heartbeat: this.#o.heartbeat,
       ...(this.#o.transfers.mode === "off" ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
-    }, workerThreadEnv(this.#o.worldSize));
+    }, workerThreadEnv(this.#o.worldSize), this.#o.workerMain);
     const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, joined: false, alive: true, onReady: readyResolve };
     this.#workers.set(rank, slot);
     void proc.exited.then((exit) => {
@@ -463,10 +465,10 @@ export class EngineProcesses {
 
 /**
  * CPU-backend workers share the host's cores: unless the user chose OMP_NUM_THREADS, each gets its
- * share, since oversubscribed OpenMP threads made a step slower than one thread (23 vs 14 ms
- * measured with 2 workers on 2 cores). CUDA workers do not use OpenMP, so it costs them nothing.
+ * share, since oversubscribed OpenMP threads make a step slower than one thread does. CUDA workers
+ * do not use OpenMP, so it costs them nothing.
  */
 function workerThreadEnv(workers: number): Record<string, string> {
-  if (getEnv("OMP_NUM_THREADS") !== undefined) return {};
+  if (readSetting("OMP_NUM_THREADS") !== undefined) return {};
   return { OMP_NUM_THREADS: String(Math.max(1, Math.floor(cpuCount() / Math.max(1, workers)))) };
 }

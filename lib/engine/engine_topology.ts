@@ -4,7 +4,7 @@
  * @module
  */
 import { NvlinkTopology, type RankPair } from "../global/topology.ts";
-import { getEnv } from "../runtime/env.ts";
+import { readSetting } from "../runtime/env.ts";
 import { spawnChild } from "../runtime/subprocess.ts";
 
 /** How the caller states the topology: "0-1,2-3", explicit pairs, "auto" (nvidia-smi) or "none". */
@@ -17,13 +17,14 @@ export async function resolveTopology(input: TopologyInput | undefined, worldSiz
     return input;
   }
   if (Array.isArray(input)) return new NvlinkTopology(worldSize, input as RankPair[]);
-  const text = (input as string | undefined) ?? getEnv("LMPOOL_NVLINK_PAIRS") ?? "auto";
-  if (text === "none") return new NvlinkTopology(worldSize, []);
-  if (text !== "auto") return NvlinkTopology.fromPairs(text, worldSize);
+  const setting = input === undefined ? (readSetting("LMPOOL_NVLINK_PAIRS") ?? "auto") : (input as string);
+  if (setting === "none") return new NvlinkTopology(worldSize, []);
+  if (Array.isArray(setting)) return new NvlinkTopology(worldSize, setting);
+  if (setting !== "auto") return NvlinkTopology.fromPairs(setting, worldSize);
   const smi = await nvidiaSmiTopo();
   if (smi === undefined) return new NvlinkTopology(worldSize, []);
   try {
-    const full = NvlinkTopology.fromNvidiaSmi(smi, getEnv("CUDA_VISIBLE_DEVICES"));
+    const full = NvlinkTopology.fromNvidiaSmi(smi, readSetting("CUDA_VISIBLE_DEVICES"));
     // Workers are logical ranks 0..worldSize-1 of the visible GPUs.
     return new NvlinkTopology(worldSize, full.pairs.filter(([a, b]) => a < worldSize && b < worldSize));
   } catch (e) {

@@ -15,7 +15,8 @@ import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "..
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
-import { resolveTransferConfig, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
+import { resolveTransferOptions, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
+import type { TransferTuning } from "../transfer/control/transfer_tuning.ts";
 import { readModelSpec } from "../model/config.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
@@ -38,8 +39,8 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
   routing?: RoutingConfigInput;
   /**
    * KV transfer between NVLink partners: "off", "auto" (cost-gated; the default) or "force" (admit
-   * every valid candidate, for tests and benchmarks), or a partial TransferConfig with `mode`,
-   * `foreground`, `background`, the policy knobs and `dataPath` (how workers move K/V: "auto" =
+   * every valid candidate, for tests and benchmarks), or partial TransferOptions with `mode`,
+   * `foreground`, `background`, the cost gate, deadlines and `dataPath` (how workers move K/V: "auto" =
    * per NVLink partner, CUDA IPC copy-engine copies where they come up, else an NCCL pair, else
    * host sockets; "host"; "ipc" / "nccl" = that path required at start-up)
    * (lib/transfer/control/transfer_config.ts).
@@ -61,6 +62,16 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
   routeTimeoutMs?: number;
   /** Progress and supervision log (default: console.error); `null` silences it. */
   log?: ((line: string) => void) | null;
+  /**
+   * Internal, for tests and benchmarks: overrides of the transfer cost model's constants
+   * (lib/transfer/control/transfer_tuning.ts). Not a supported knob.
+   */
+  transferTuning?: Partial<TransferTuning>;
+  /**
+   * Internal, for tests: the worker entry module (default lib/processes/worker_main.ts), e.g.
+   * test/helpers/faulty_worker_main.ts, which injects transfer faults.
+   */
+  workerMain?: string;
 }
 
 /**
@@ -118,8 +129,8 @@ export class LLMEngine implements GenerationEngine {
     const spec = readModelSpec(o.model);
     const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
     const topology = await resolveTopology(o.topology, worldSize, log);
-    const transfers = resolveTransferConfig(o.transfers); // validates before any process starts
-    const { model: _m, worldSize: _w, gpus: _g, topology: _t, routing, transfers: _x, heartbeat, retryOnWorkerDeath: _r, restartControlPlane, restartWorkers, restartPolicy, startTimeoutMs, routeTimeoutMs: _rt, log: _l, ...engine } = o;
+    const transfers = resolveTransferOptions(o.transfers, o.transferTuning); // validates before any process starts
+    const { model: _m, worldSize: _w, gpus: _g, topology: _t, routing, transfers: _x, heartbeat, retryOnWorkerDeath: _r, restartControlPlane, restartWorkers, restartPolicy, startTimeoutMs, routeTimeoutMs: _rt, log: _l, transferTuning: _tt, workerMain, ...engine } = o;
     const procs = await EngineProcesses.start({
       worldSize,
       gpus,
@@ -133,6 +144,7 @@ export class LLMEngine implements GenerationEngine {
       ...(restartPolicy ? { restartPolicy } : {}),
       startTimeoutMs: startTimeoutMs ?? 600_000,
       log,
+      ...(workerMain !== undefined ? { workerMain } : {}),
     });
     const first = procs.readyInfo(0);
     const model: ServedModelInfo = {

@@ -66,7 +66,7 @@ export function spawnControlPlane(config: ControlMainConfig, env?: Record<string
   return spawnChild({ cmd: scriptCommand(CONTROL_MAIN, [JSON.stringify(config)]), env: { ...allEnv(), ...env }, stdout: "inherit", stderr: "inherit" });
 }
 
-/** Starts a worker process. */
-export function spawnWorker(config: WorkerMainConfig, env?: Record<string, string>): ChildProcessHandle {
-  return spawnChild({ cmd: scriptCommand(WORKER_MAIN, [JSON.stringify(config)]), env: { ...allEnv(), ...env }, stdout: "inherit", stderr: "inherit" });
+/** Starts a worker process; `main` replaces the worker entry module (tests inject faults so). */
+export function spawnWorker(config: WorkerMainConfig, env?: Record<string, string>, main: string = WORKER_MAIN): ChildProcessHandle {
+  return spawnChild({ cmd: scriptCommand(main, [JSON.stringify(config)]), env: { ...allEnv(), ...env }, stdout: "inherit", stderr: "inherit" });
 }

@@ -23,7 +23,7 @@ export interface RestartPolicy {
 }
 
 /** Default restart policy: 0.5 s doubling to 30 s, reset after a minute of health, 10 per 10 minutes. */
-export const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
+const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
   initialDelayMs: 500,
   maxDelayMs: 30_000,
   healthyResetMs: 60_000,
@@ -45,7 +45,7 @@ interface Ledger {
 }
 
 /** Checks a policy's values; RangeError naming the field. */
-export function resolveRestartPolicy(p: Partial<RestartPolicy> = {}): RestartPolicy {
+function resolveRestartPolicy(p: Partial<RestartPolicy> = {}): RestartPolicy {
   const r = { ...DEFAULT_RESTART_POLICY, ...p };
   for (const [k, v] of Object.entries(r)) {
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`restart policy ${k} must be a finite number >= 0, got ${String(v)}`);

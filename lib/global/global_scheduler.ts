@@ -6,6 +6,7 @@
  * @module
  */
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
+import { realClock, type Clock } from "../core/clock.ts";
 import { CapacityError } from "../core/errors.ts";
 import { GlobalBlockManager, type ApplyResult } from "./global_block_manager.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
@@ -47,8 +48,8 @@ export class NoHealthyRankError extends Error {
 export interface GlobalSchedulerOptions {
   config?: RoutingConfigInput;
   topology?: NvlinkTopology;
-  /** Clock for reservation TTLs (default Date.now). */
-  now?: () => number;
+  /** Clock of reservation TTLs (default the real clock). */
+  clock?: Clock;
 }
 
 /** Routing and page-table state of the control plane. */
@@ -58,17 +59,17 @@ export class GlobalScheduler {
   readonly reservations = new RouteReservations();
   readonly policy: RoutingPolicy;
   readonly topology: NvlinkTopology | undefined;
-  /** Adjusts the policy's choice (placement leases, issue 6); unset: the policy decides alone. */
+  /** Adjusts the policy's choice (placement leases); unset: the policy decides alone. */
   routeAdvisor: RouteAdvisor | undefined;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #counters = new Map<string, number>();
-  #lastExpiry = 0;
+  #lastExpiry = -Infinity;
 
   constructor(options: GlobalSchedulerOptions = {}) {
     this.config = resolveRoutingConfig(options.config);
     this.policy = createPolicy(this.config.policy, this.config);
     this.topology = options.topology;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? realClock;
   }
 
   /** Routes one query and reserves its blocks on the chosen rank. */
@@ -82,7 +83,7 @@ export class GlobalScheduler {
    */
   routeWithContext(query: RouteQuery): { decision: RouteDecision; ctx: RoutingContext } {
     checkQuery(query);
-    const now = this.#now();
+    const now = this.#clock.now();
     if (now - this.#lastExpiry >= this.config.reservationTtlMs / 10) {
       this.#lastExpiry = now;
       this.#count("reservations_expired", this.reservations.expire(now, this.config.reservationTtlMs));

@@ -9,7 +9,7 @@ import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
 import { MAX_INDEXED_RANKS } from "./block_index.ts";
 import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
 import type { RouteReservations } from "./route_reservations.ts";
-import type { RoutingConfig } from "./routing_config.ts";
+import type { RoutingWeights } from "./routing_weights.ts";
 import type { NvlinkTopology } from "./topology.ts";
 
 /** A route query: the prompt's complete-block hashes and sizes. */
@@ -42,7 +42,7 @@ export class RoutingContext {
     readonly blocks: GlobalBlockManager,
     readonly reservations: RouteReservations,
     readonly topology: NvlinkTopology | undefined,
-    readonly config: RoutingConfig,
+    readonly config: RoutingWeights & { readonly policy: string },
   ) {}
 
   /** Ranks with a live page-table slice, ascending. */

@@ -5,8 +5,9 @@
  * @module
  */
 
-/** An unordered pair of ranks, stored with a < b. */
-export type RankPair = readonly [number, number];
+import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
+
+export type { RankPair };
 
 /** Which ranks are direct NVLink partners. */
 export class NvlinkTopology {
@@ -52,13 +53,7 @@ export class NvlinkTopology {
 
   /** Parses explicit pairs such as "0-1,2-3" (logical ids). Empty text means no pairs. */
   static fromPairs(text: string, worldSize: number): NvlinkTopology {
-    const pairs: RankPair[] = [];
-    for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
-      const m = /^(\d+)\s*-\s*(\d+)$/.exec(part);
-      if (!m) throw new RangeError(`bad NVLink pair ${JSON.stringify(part)} in ${JSON.stringify(text)}; expected e.g. "0-1,2-3"`);
-      pairs.push([Number(m[1]), Number(m[2])]);
-    }
-    return new NvlinkTopology(worldSize, pairs);
+    return new NvlinkTopology(worldSize, parseRankPairs(text, "NVLink pairs"));
   }
 
   /**

@@ -10,7 +10,7 @@ import type { Native, NativeModel, StepBatch } from "../../ffi/native.ts";
 import { CapacityError } from "../core/errors.ts";
 
 /** Upper bound of an automatically sized CPU KV cache. */
-export const CPU_KV_MAX_BYTES = 2 * 1024 ** 3;
+const CPU_KV_MAX_BYTES = 2 * 1024 ** 3;
 
 /** What sizing needs to know. */
 export interface KvSizingOptions {

@@ -10,8 +10,8 @@
  * longer than that share `longPrefillChunk` tokens per step, in arrival order. Steps then stay
  * short, so decodes and short prompts do not wait behind a whole budget of someone else's prompt;
  * a long prompt alone still takes the whole budget per step. It trades time to first token of
- * long prompts for time per output token: on two H200s, locality 5x at 2048 tokens, mean TPOT fell
- * from 44 to 29 ms under round-robin but mean TTFT rose from 170 to 224 ms, so it is off by default.
+ * long prompts for time per output token (the e2e benchmark's results show both), so it is off by
+ * default.
  *
  * Apart from that knob, with chunked prefill every step's prefill tokens are also capped by cost
  * (`stepTargetMs`, on by default): a {@link StepBudget} learns the step time from the worker's

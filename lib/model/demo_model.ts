@@ -7,7 +7,7 @@
 import { renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { getEnv, pid } from "../runtime/env.ts";
+import { pid, readSetting } from "../runtime/env.ts";
 import { makeDir, pathExists } from "../runtime/files.ts";
 import { isPresetName, PRESET_NAMES, type PresetName } from "./presets.ts";
 import { writeSyntheticModel } from "./synthetic_writer.ts";
@@ -27,7 +27,7 @@ export interface EnsureModelOptions {
 
 /** The default cache root: $LMPOOL_CACHE_DIR, else .cache/models in the LMPool checkout. */
 export function defaultModelCacheDir(): string {
-  return getEnv("LMPOOL_CACHE_DIR") || fileURLToPath(new URL("../../.cache/models/", import.meta.url));
+  return readSetting("LMPOOL_CACHE_DIR") ?? fileURLToPath(new URL("../../.cache/models/", import.meta.url));
 }
 
 /** The directory ensureModel uses for a preset (it may not exist yet). */

@@ -8,7 +8,7 @@
 export type FloatDType = "BF16" | "F16" | "F32";
 
 /** Bytes per element of each supported dtype. */
-export const FLOAT_DTYPE_BYTES: Readonly<Record<FloatDType, number>> = { BF16: 2, F16: 2, F32: 4 };
+const FLOAT_DTYPE_BYTES: Readonly<Record<FloatDType, number>> = { BF16: 2, F16: 2, F32: 4 };
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

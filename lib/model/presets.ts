@@ -13,7 +13,7 @@ export type HfConfigJson = Record<string, unknown>;
 
 /** Token ids of the Qwen3 tokenizer: <|endoftext|> and <|im_end|>. */
 export const QWEN3_ENDOFTEXT_ID = 151643;
-export const QWEN3_IM_END_ID = 151645;
+const QWEN3_IM_END_ID = 151645;
 
 function qwen3(dims: {
   hidden: number; intermediate: number; layers: number; heads: number; kvHeads: number; headDim: number; maxPosition: number;

@@ -13,7 +13,7 @@ export type TensorProducer = (emit: (chunk: Uint8Array) => void) => void;
 const CHUNK_ELEMENTS = 1 << 20;
 
 /** Inverse of the standard normal CDF (Acklam's rational approximation, rel. error < 1.2e-9). */
-export function normalQuantile(p: number): number {
+function normalQuantile(p: number): number {
   if (!(p > 0 && p < 1)) throw new RangeError(`normalQuantile needs 0 < p < 1, got ${p}`);
   const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
   const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
@@ -47,7 +47,7 @@ function normalTable(dtype: FloatDType, std: number): Uint16Array | Float32Array
 }
 
 /** 32-bit seed of one tensor's generator: FNV-1a of its name mixed with the model seed. */
-export function tensorSeed(seed: number, name: string): number {
+function tensorSeed(seed: number, name: string): number {
   let h = 0x811c9dc5 ^ (seed >>> 0);
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
   h ^= Math.floor(seed / 0x100000000) >>> 0;

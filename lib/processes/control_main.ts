@@ -5,12 +5,13 @@
  * time, on shutdown, or on SIGTERM/SIGINT.
  * @module
  */
+import { realClock } from "../core/clock.ts";
 import { codecWarmupRounds, warmTransferCodec } from "../transfer/codec_warmup.ts";
 import { pid } from "../runtime/env.ts";
 import { exitProcess, onParentExit, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
-import type { TransferConfigInput } from "../transfer/control/transfer_config.ts";
+import type { TransferConfig, TransferConfigInput } from "../transfer/control/transfer_config.ts";
 import { NvlinkTopology, type RankPair } from "../global/topology.ts";
 
 /** What the launcher passes to a control-plane process. */
@@ -21,8 +22,8 @@ export interface ControlMainConfig {
   /** Direct NVLink pairs (logical ranks). */
   pairs: RankPair[];
   routing?: RoutingConfigInput;
-  /** KV transfer mode and knobs (default off). */
-  transfers?: TransferConfigInput;
+  /** KV transfer options and constants, resolved by the launcher (default off). */
+  transfers?: TransferConfigInput | TransferConfig;
   heartbeat?: { intervalMs: number; missLimit: number };
   /** Exit when no launcher has connected within this many ms (default 60000). */
   launcherTimeoutMs?: number;
@@ -42,7 +43,9 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
   };
   onTerminationSignal((sig) => void stop(0, sig));
   onParentExit(() => void stop(1, "the launcher is gone"));
-  const noLauncher = setTimeout(() => void stop(1, "no launcher connected"), config.launcherTimeoutMs ?? 60_000);
+  // The process root picks the real clock; routing and transfers below take it injected.
+  const clock = realClock;
+  const noLauncher = clock.setTimeout(() => void stop(1, "no launcher connected"), config.launcherTimeoutMs ?? 60_000);
   plane = await ControlPlane.listen({
     socketPath: config.socketPath,
     epoch: config.epoch,
@@ -51,8 +54,9 @@ export async function runControlPlane(config: ControlMainConfig): Promise<void> 
     transfers: config.transfers,
     topology: new NvlinkTopology(config.worldSize, config.pairs),
     heartbeat: config.heartbeat,
+    clock,
     log,
-    onLauncherConnected: () => clearTimeout(noLauncher),
+    onLauncherConnected: () => clock.clearTimeout(noLauncher),
     onLauncherGone: (reason) => void stop(0, `launcher connection ended (${reason})`),
     onShutdown: () => void stop(0, "shutdown requested"),
   });

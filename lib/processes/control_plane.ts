@@ -6,11 +6,12 @@
  * nccl_id_offer or ipc_offer). Runs inside control_main.ts, or in-process for tests.
  * @module
  */
+import type { Clock } from "../core/clock.ts";
 import { CapacityError } from "../core/errors.ts";
 import { Connection } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
-import { getEnv } from "../runtime/env.ts";
+import { readSetting } from "../runtime/env.ts";
 import { appendText } from "../runtime/files.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "../global/global_block_manager.ts";
@@ -41,6 +42,8 @@ export interface ControlPlaneOptions {
   /** Test hook run before each transfer phase (see TransferCoordinator). */
   beforeTransferPhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
   heartbeat?: Partial<HeartbeatOptions> | false;
+  /** Time and timers of routing and transfers (default the real clock). */
+  clock?: Clock;
   log?: (line: string) => void;
   /** Called when the launcher's connection ends (the process should exit: no orphans). */
   onLauncherGone?: (reason: string) => void;
@@ -53,7 +56,7 @@ export interface ControlPlaneOptions {
 /** The control-plane server and its state. */
 export class ControlPlane {
   readonly scheduler: GlobalScheduler;
-  /** KV transfer decisions and plans (issue 6). */
+  /** KV transfer decisions and plans. */
   readonly transfers: TransferService;
   /** NCCL unique-id relay and the health of every direct pair (NCCL or CUDA IPC). */
   readonly nccl: NcclRendezvous;
@@ -76,6 +79,7 @@ export class ControlPlane {
       config: resolveTransferConfig(o.transfers ?? "off"),
       link: (rank, m, timeoutMs) => this.#transferRequest(rank, m, timeoutMs),
       idPrefix: `c${o.epoch}`,
+      clock: o.clock,
       log: this.#log,
       beforePhase: o.beforeTransferPhase,
       ...transferTrace(this.#log),
@@ -93,7 +97,7 @@ export class ControlPlane {
 
   /** Starts listening on `options.socketPath`. */
   static async listen(options: ControlPlaneOptions): Promise<ControlPlane> {
-    const scheduler = new GlobalScheduler({ config: options.routing, topology: options.topology });
+    const scheduler = new GlobalScheduler({ config: options.routing, topology: options.topology, clock: options.clock });
     let self: ControlPlane | undefined;
     const pending: Connection[] = [];
     const server = await listenUnix(options.socketPath, (stream) => {
@@ -268,8 +272,8 @@ export class ControlPlane {
  * the e2e benchmark's configurations).
  */
 function transferTrace(log: (line: string) => void): { trace?: (line: string) => void } {
-  const v = getEnv("LMPOOL_TRACE_TRANSFERS");
-  if (!v || v === "0") return {};
-  if (v === "1") return { trace: log };
-  return { trace: (line) => appendText(v, line + "\n") };
+  const v = readSetting("LMPOOL_TRACE_TRANSFERS");
+  if (v === undefined || v === "off") return {};
+  if (v === "log") return { trace: log };
+  return { trace: (line) => appendText(v.file, line + "\n") };
 }

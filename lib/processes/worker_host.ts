@@ -15,7 +15,8 @@ import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
-import { settlesWithin, yieldToEventLoop } from "../runtime/event_loop.ts";
+import { settlesWithin } from "../core/clock.ts";
+import { yieldToEventLoop } from "../runtime/event_loop.ts";
 import { keepAwakeWhile } from "../runtime/keep_awake.ts";
 import type { LocalEngine } from "../local/local_engine.ts";
 import type { DirectPeerStatus } from "../transfer/worker/per_peer_data_path.ts";
@@ -37,7 +38,7 @@ export interface WorkerHostOptions {
   /** Connected and greeted launcher connection. */
   launcher: Connection;
   controlSocketPath: string;
-  /** Worker side of KV transfer plans (issue 6); without it transfer phases are refused. */
+  /** Worker side of KV transfer plans; without it transfer phases are refused. */
   transfers?: TransferExecutor;
   /** The per-peer data path (lib/transfer/worker/per_peer_data_path.ts): its counters, direct pair health and fallback. */
   dataPath?: PeerDataPathControl;
@@ -47,8 +48,7 @@ export interface WorkerHostOptions {
   /**
    * After its last step, the worker keeps its event loop turning this long (default 0) before it
    * sleeps in the I/O poller: a control message that arrives meanwhile (the next request, a
-   * transfer phase) is read without a wake-up, which costs 0.1-0.3 ms on the GPU host. Costs a
-   * core while it lasts.
+   * transfer phase) is read without paying a wake-up from the poller. Costs a core while it lasts.
    */
   idleSpinMs?: number;
   log?: (line: string) => void;
@@ -386,7 +386,7 @@ export class WorkerHost {
    * Deferred to the next turn of the event loop, so the phase's ack goes out first; and while a
    * plan is still open here, until it closes (or {@link TRANSFER_REPORT_HOLD_MAX_MS} passed): its
    * next phase and its peer's signal are due within a fraction of a millisecond, and encoding the
-   * block delta and stats held this event loop 0.07-0.15 ms on the GPU host, on the plan's path.
+   * block delta and stats would hold this event loop on the plan's path.
    */
   #afterTransferChange(): void {
     if ((this.#o.transfers?.openPlans ?? 0) > 0) {

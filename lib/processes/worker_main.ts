@@ -9,13 +9,12 @@ import { native } from "../../ffi/native.ts";
 import { buildLocalEngine, type BuiltEngine, type EngineBuildOptions } from "../local/engine_builder.ts";
 import { codecWarmupRounds, warmTransferCodec } from "../transfer/codec_warmup.ts";
 import { Connection } from "../protocol/connection.ts";
-import { getEnv, pid } from "../runtime/env.ts";
+import { pid } from "../runtime/env.ts";
 import { exitProcess, onParentExit, onTerminationSignal, processArgs } from "../runtime/subprocess.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import { idleSpinMs } from "../local/idle_spin.ts";
 import type { PerPeerDataPath } from "../transfer/worker/per_peer_data_path.ts";
-import { TransferExecutor } from "../transfer/worker/transfer_executor.ts";
-import { parseTransferFaults } from "../transfer/worker/transfer_faults.ts";
+import { TransferExecutor, type TransferFaultHook } from "../transfer/worker/transfer_executor.ts";
 import { openWorkerDataPath, type WorkerDataPathConfig } from "../transfer/worker/worker_data_path.ts";
 import { WorkerHost } from "./worker_host.ts";
 
@@ -34,6 +33,15 @@ export interface WorkerMainConfig {
   peerSocketDir?: string;
   /** Data path choice and NVLink partners (NCCL pairs); unset: host path only. */
   dataPath?: WorkerDataPathConfig;
+}
+
+/**
+ * What a test entry (test/helpers/faulty_worker_main.ts) adds to a worker; the production entry
+ * adds nothing.
+ */
+export interface WorkerTestHooks {
+  /** Faults the worker's transfer executor injects into every plan. */
+  transferFaults?: TransferFaultHook;
 }
 
 /**
@@ -57,7 +65,7 @@ async function openDataPath(config: WorkerMainConfig, built: BuiltEngine, log: (
 }
 
 /** Loads the engine and serves until told to stop. */
-export async function runWorker(config: WorkerMainConfig): Promise<void> {
+export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks = {}): Promise<void> {
   const tag = `[worker ${config.rank}]`;
   const log = (line: string) => console.error(line);
   // From the start: a launcher killed while this worker loads must not leave it behind.
@@ -92,7 +100,7 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
   }
   const launcher = new Connection(stream, { name: `worker${config.rank}->launcher`, heartbeat: config.heartbeat, log });
   const transfers = dataPath
-    ? new TransferExecutor({ rank: config.rank, epoch: config.epoch, blocks: built.engine.blocks, dataPath, faults: parseTransferFaults(getEnv("LMPOOL_TRANSFER_FAULTS")) })
+    ? new TransferExecutor({ rank: config.rank, epoch: config.epoch, blocks: built.engine.blocks, dataPath, faults: hooks.transferFaults })
     : undefined;
   let exiting = false;
   const exit = async (code: number, why: string) => {
@@ -121,7 +129,8 @@ export async function runWorker(config: WorkerMainConfig): Promise<void> {
   log(`${tag} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${built.config.backend}, ${built.config.numBlocks} blocks of ${built.config.blockSize} tokens`);
 }
 
-if (import.meta.main) {
+/** The worker process: reads its config from the command line and runs until told to stop. */
+export async function workerProcessMain(hooks: WorkerTestHooks = {}): Promise<void> {
   const arg = processArgs()[0];
   if (!arg) {
     console.error("usage: worker_main.ts '<json WorkerMainConfig>'");
@@ -129,10 +138,12 @@ if (import.meta.main) {
   }
   const config = JSON.parse(arg) as WorkerMainConfig;
   try {
-    await runWorker(config);
+    await runWorker(config, hooks);
   } catch (e) {
     // One line: the launcher's log names the rank and the exit; the user needs the reason, not a stack.
     console.error(`[worker ${config.rank}] start-up failed: ${(e as Error).message}`);
     exitProcess(1);
   }
 }
+
+if (import.meta.main) await workerProcessMain();

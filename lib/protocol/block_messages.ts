@@ -11,7 +11,7 @@ import { Count, envelope } from "./envelope.ts";
 const Hash = z.string();
 
 /** Schema of one published block. */
-export const BlockEntrySchema: z.ZodType<BlockEntry> = z.object({
+const BlockEntrySchema: z.ZodType<BlockEntry> = z.object({
   hash: Hash,
   parent: Hash,
   block: Count,
@@ -22,7 +22,7 @@ export const BlockEntrySchema: z.ZodType<BlockEntry> = z.object({
 });
 
 /** Schema of a rank's load counters. */
-export const RankLoadSchema: z.ZodType<RankLoad> = z.object({
+const RankLoadSchema: z.ZodType<RankLoad> = z.object({
   numRunning: Count,
   numWaiting: Count,
   runningTokens: Count,
@@ -30,7 +30,7 @@ export const RankLoadSchema: z.ZodType<RankLoad> = z.object({
 });
 
 /** Schema of a rank's capacity counters. */
-export const RankCapacitySchema: z.ZodType<RankCapacity> = z.object({
+const RankCapacitySchema: z.ZodType<RankCapacity> = z.object({
   numBlocks: Count,
   blockSize: z.number().int().positive(),
   numFree: Count,
@@ -48,7 +48,7 @@ export const BlockSnapshotSchema: z.ZodType<BlockSnapshot> = z.object({
 });
 
 /** Schema of a delta. */
-export const BlockDeltaSchema: z.ZodType<BlockDelta> = z.object({
+const BlockDeltaSchema: z.ZodType<BlockDelta> = z.object({
   rank: Count,
   epoch: Count,
   baseVersion: Count,

@@ -7,7 +7,7 @@
 import { ProtocolError } from "./protocol_errors.ts";
 
 /** "LMP1": the first four bytes of every frame. */
-export const FRAME_MAGIC: Uint8Array = new Uint8Array([0x4c, 0x4d, 0x50, 0x31]);
+const FRAME_MAGIC: Uint8Array = new Uint8Array([0x4c, 0x4d, 0x50, 0x31]);
 /** Magic + length. */
 export const FRAME_HEADER_BYTES = 8;
 /** Default largest accepted payload (64 MiB); larger lengths are treated as corruption. */

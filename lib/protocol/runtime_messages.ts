@@ -11,7 +11,7 @@ import { AnyNumber, Count, CountList, envelope } from "./envelope.ts";
 const Rank = Count;
 
 /** Which process speaks. */
-export const ProcessRole = z.enum(["launcher", "control", "worker"]);
+const ProcessRole = z.enum(["launcher", "control", "worker"]);
 
 /** First message on a new connection: who the sender is. */
 export const HelloMessage = z.object({
@@ -71,7 +71,7 @@ export const RouteReleaseMessage = z.object({ type: z.literal("route_release"), 
 export const RankDownMessage = z.object({ type: z.literal("rank_down"), ...envelope, rank: Rank, epoch: Count, reason: z.string() });
 
 /** Schema of sampling parameters as lib/core/sampling_params.ts defines them. */
-export const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
+const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
   maxTokens: z.number().int().positive(),
   temperature: z.number().nonnegative(),
   topP: z.number(),
@@ -107,7 +107,7 @@ export const TokenDeltaItem = z.object({
 export const TokenDeltaMessage = z.object({ type: z.literal("token_delta"), ...envelope, items: z.array(TokenDeltaItem) });
 
 /** A finished request's full result, as lib/core/outputs.ts's RequestOutput less the prompt. */
-export const FinishedOutputSchema = z.object({
+const FinishedOutputSchema = z.object({
   tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),

@@ -1,8 +1,8 @@
 /**
  * {@link ByteStream}s over Bun's own Unix sockets (Bun.listen / Bun.connect), used under Bun in
  * place of node:net. Bun's node:net hands a write to the kernel only on a later turn of the event
- * loop: on the GPU host a transfer phase written 0.1 ms after the one before it reached an awake
- * worker 0.3 ms later, in a separate read. A Bun socket writes with one sendto(2) at once; what the
+ * loop, so a message written right after another reaches even an awake reader late, in a separate
+ * read. A Bun socket writes with one sendto(2) at once; what the
  * kernel does not take (backpressure) is copied into a queue and written, in order, on drain.
  * @module
  */

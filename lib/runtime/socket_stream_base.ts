@@ -8,7 +8,7 @@
 import type { ByteStream } from "./byte_stream.ts";
 
 /** How long a closing stream waits for its peer to take what is still queued. */
-export const CLOSE_FLUSH_MS = 1000;
+const CLOSE_FLUSH_MS = 1000;
 
 /** The shared half of a socket {@link ByteStream}; subclasses write, end and destroy. */
 export abstract class SocketStreamBase implements ByteStream {

@@ -8,7 +8,7 @@ import * as net from "node:net";
 import { existsSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { bunSockets, connectBun, listenBun } from "./bun_socket.ts";
-import { getEnv, pid } from "./env.ts";
+import { pid, readSetting } from "./env.ts";
 import type { ByteStream, UnixServer } from "./byte_stream.ts";
 import { SocketStreamBase } from "./socket_stream_base.ts";
 
@@ -112,7 +112,7 @@ function removeSocketFile(path: string): void {
  * LMPOOL_SOCKETS=node asks for node:net; node:net elsewhere (Deno).
  */
 function nativeSockets() {
-  return getEnv("LMPOOL_SOCKETS") === "node" ? undefined : bunSockets();
+  return readSetting("LMPOOL_SOCKETS") === "node" ? undefined : bunSockets();
 }
 
 function connectOnce(path: string): Promise<ByteStream> {

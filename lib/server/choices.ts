@@ -104,7 +104,7 @@ export function startChoices(engine: GenerationEngine, metrics: ServerMetrics, j
 }
 
 /** Consumes one choice to its end. */
-export async function collectChoice(run: ChoiceRun): Promise<FinishedChoice> {
+async function collectChoice(run: ChoiceRun): Promise<FinishedChoice> {
   const out: FinishedChoice = { index: run.index, prompt: run.prompt, text: "", tokenIds: [], logprobs: [], finishReason: "abort" };
   for await (const d of run.deltas) {
     out.text += d.text;

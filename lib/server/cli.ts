@@ -4,6 +4,7 @@
  * @module
  */
 import { parseGpuList } from "../core/gpu_list.ts";
+import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
 import { parseArgs } from "node:util";
 import { TRANSFER_MODES, type TransferModeSetting } from "../transfer/control/transfer_config.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
@@ -27,7 +28,7 @@ export interface ServeCliOptions {
   longPrefillChunk?: number;
   routingPolicy?: string;
   /** GPU pairs joined by NVLink, e.g. [[0, 1], [2, 3]]. */
-  nvlinkPairs?: Array<[number, number]>;
+  nvlinkPairs?: RankPair[];
   apiKey?: string;
   servedModelName?: string;
   backend?: "cpu" | "cuda";
@@ -106,18 +107,10 @@ function seconds(flag: string, v: string | undefined, min: number, minInclusive:
 }
 
 /** Parses --gpus: a rank count ("2") or a comma list of device ids with repeats ("0,0", "3,"). */
-export function parseGpus(v: string): number | number[] {
+function parseGpus(v: string): number | number[] {
   return parseGpuList("gpus", v);
 }
 
-/** Parses "0-1,2-3" into [[0, 1], [2, 3]]. */
-export function parseNvlinkPairs(v: string): Array<[number, number]> {
-  return v.split(",").map((part) => {
-    const m = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(part);
-    if (!m || m[1] === m[2]) throw new RangeError(`--nvlink-pairs entries must look like 0-1 (two different GPUs), got ${JSON.stringify(part)}`);
-    return [Number(m[1]), Number(m[2])];
-  });
-}
 
 /** Parses serve's command line (without the runtime and script arguments). */
 export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
@@ -174,7 +167,7 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     maxNumBatchedTokens: integer("max-num-batched-tokens", values["max-num-batched-tokens"], 1),
     longPrefillChunk: integer("long-prefill-chunk", values["long-prefill-chunk"], 0),
     routingPolicy: values["routing-policy"],
-    nvlinkPairs: values["nvlink-pairs"] === undefined ? undefined : parseNvlinkPairs(values["nvlink-pairs"]),
+    nvlinkPairs: values["nvlink-pairs"] === undefined ? undefined : parseRankPairs(values["nvlink-pairs"], "--nvlink-pairs"),
     apiKey: values["api-key"],
     servedModelName: values["served-model-name"],
     backend,

@@ -23,7 +23,7 @@ export type ServeEngineOptions =
   & { modelDir: string };
 
 /** Checks what can be checked before any process starts; throws StartupError naming the flag. */
-export function checkServeEngineOptions(o: ServeEngineOptions): void {
+function checkServeEngineOptions(o: ServeEngineOptions): void {
   if (o.routingPolicy !== undefined && !(POLICY_NAMES as readonly string[]).includes(o.routingPolicy)) {
     throw new StartupError("--routing-policy", `${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`);
   }

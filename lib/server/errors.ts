@@ -82,7 +82,7 @@ export function formatParamPath(path: readonly PropertyKey[]): string {
 }
 
 /** Short JSON of a bad value for an error message (long values are cut). */
-export function describeValue(v: unknown): string {
+function describeValue(v: unknown): string {
   let s: string;
   try {
     s = v === undefined ? "undefined" : JSON.stringify(v);

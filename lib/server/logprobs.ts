@@ -25,7 +25,7 @@ export interface ChatTokenLogprob {
 const encoder = new TextEncoder();
 
 /** The text of each token alone. */
-export function tokenStrings(tokenizer: TextTokenizer, tokenIds: readonly number[]): string[] {
+function tokenStrings(tokenizer: TextTokenizer, tokenIds: readonly number[]): string[] {
   return tokenIds.map((id) => tokenizer.decode([id]));
 }
 

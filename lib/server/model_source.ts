@@ -13,7 +13,7 @@ import { byteProgress, type ProgressSink } from "./progress.ts";
 export const DEMO_DEFAULT_CHAT_MAX_TOKENS = 128;
 
 /** What the server says when it serves the demo model. */
-export const DEMO_MODEL_NOTICE =
+const DEMO_MODEL_NOTICE =
   "No --model given: serving LMPool's embedded demo model (Qwen3 architecture, real Qwen3 tokenizer and chat template, RANDOM WEIGHTS).\n" +
   "Its text is random: it shows the server works, not what a trained model says. Pass --model <hf-dir> for a real model.\n" +
   `Chat requests without max_tokens stop after ${DEMO_DEFAULT_CHAT_MAX_TOKENS} tokens on this model.`;

@@ -10,8 +10,8 @@ import { z } from "zod";
 /** Largest finite float32. */
 export const FLOAT32_MAX = 3.4028234663852886e38;
 /** Smallest and largest int32. */
-export const INT32_MIN = -(2 ** 31);
-export const INT32_MAX = 2 ** 31 - 1;
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
 
 /** Bounds of one float field; an exclusive bound refuses the bound itself. */
 export interface FloatRange {

@@ -20,7 +20,7 @@ export function escapeLabelValue(v: string): string {
 }
 
 /** Formats a sample value the way Prometheus reads it (+Inf, -Inf, NaN). */
-export function formatValue(v: number): string {
+function formatValue(v: number): string {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "+Inf";
   if (v === -Infinity) return "-Inf";

@@ -33,7 +33,7 @@ export interface PromptTokenizer {
  * the tokenizers LMPool loads, with room for Unicode normalization, so it never refuses a prompt
  * that fits the context.
  */
-export const DEFAULT_MAX_INPUT_CHARS_PER_TOKEN = 1024;
+const DEFAULT_MAX_INPUT_CHARS_PER_TOKEN = 1024;
 
 function templateRefused(message: string) {
   // A template can reject a conversation (e.g. roles out of order); that is the request's fault.

@@ -28,7 +28,7 @@ export interface PromptContext {
  * Longest text (UTF-16 units) whose tokens can still fit `maxModelLen`: max_model_len times the most
  * characters one token stands for. Infinity when the tokenizer has no such bound.
  */
-export function maxPromptChars(maxModelLen: number, maxInputCharsPerToken: number): number {
+function maxPromptChars(maxModelLen: number, maxInputCharsPerToken: number): number {
   return maxModelLen * maxInputCharsPerToken;
 }
 
@@ -71,14 +71,14 @@ export async function completionPrompts(prompt: string | string[] | number[] | n
 }
 
 /** Flattens a message's content (string or text parts) to one string; parts join with newlines. */
-export function messageText(m: ChatMessageInput): string {
+function messageText(m: ChatMessageInput): string {
   if (m.content == null) return "";
   if (typeof m.content === "string") return m.content;
   return m.content.map((p) => p.text).join("\n");
 }
 
 /** Maps request messages onto the tokenizer's chat messages (`developer` reads as `system`). */
-export function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
+function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
   return messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: messageText(m) }));
 }
 

@@ -11,7 +11,7 @@ import { ApiError } from "./errors.ts";
 export const DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 /** 413 for a body over the limit; `atLeast` when the body was cut off while streaming. */
-export function requestTooLarge(bytes: number, maxBytes: number, atLeast = false): ApiError {
+function requestTooLarge(bytes: number, maxBytes: number, atLeast = false): ApiError {
   return new ApiError(
     413,
     `Request body of ${atLeast ? "at least " : ""}${bytes} bytes exceeds --max-request-bytes ${maxBytes}; send a smaller body or raise the limit`,

@@ -7,7 +7,7 @@
 import { badRequest, requestTimedOut, type ApiError } from "./errors.ts";
 
 /** The header a client sets to bound its own request, in seconds. */
-export const REQUEST_TIMEOUT_HEADER = "x-request-timeout";
+const REQUEST_TIMEOUT_HEADER = "x-request-timeout";
 
 /** Longest limit a timer can hold (setTimeout's range). */
 export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);

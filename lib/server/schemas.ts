@@ -12,7 +12,7 @@ import { float32In, int32In } from "./number_schemas.ts";
 const tokenId = int32In(0);
 
 /** Most choices per prompt (`n`). */
-export const MAX_CHOICES = 128;
+const MAX_CHOICES = 128;
 
 /**
  * Largest seed: choice j of n samples with seed + j, which must stay a safe integer (what the
@@ -60,7 +60,7 @@ const commonFields = {
 };
 
 /** A prompt: text, a list of texts, token ids, or a list of token-id lists. */
-export const promptSchema = z.union(
+const promptSchema = z.union(
   [z.string(), z.array(z.string()).min(1), z.array(tokenId).min(1), z.array(z.array(tokenId).min(1)).min(1)],
   { error: "prompt must be a string, a list of strings, a list of token ids, or a list of token-id lists" },
 );
@@ -85,7 +85,7 @@ const messageContentSchema = z.union([z.string(), z.array(textPartSchema)], {
 });
 
 /** One chat message; `developer` is read as `system`. */
-export const chatMessageSchema = z.object({
+const chatMessageSchema = z.object({
   role: z.enum(["system", "developer", "user", "assistant", "tool"]),
   content: messageContentSchema.nullish(),
   name: z.string().nullish(),
@@ -123,14 +123,8 @@ export const tokenizeRequestSchema = z
     path: ["prompt"],
   });
 
-/** The parsed body of POST /tokenize. */
-export type TokenizeRequest = z.infer<typeof tokenizeRequestSchema>;
-
 /** POST /detokenize body (vLLM's shape). */
 export const detokenizeRequestSchema = z.object({
   model: z.string().nullish(),
   tokens: z.array(tokenId),
 });
-
-/** The parsed body of POST /detokenize. */
-export type DetokenizeRequest = z.infer<typeof detokenizeRequestSchema>;

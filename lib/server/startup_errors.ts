@@ -18,7 +18,7 @@ export class StartupError extends Error {
 }
 
 /** Engine option names -> the serve flags that set them. */
-export const OPTION_FLAGS: Readonly<Record<string, string>> = {
+const OPTION_FLAGS: Readonly<Record<string, string>> = {
   maxModelLen: "--max-model-len",
   blockSize: "--block-size",
   gpuMemoryUtilization: "--gpu-memory-utilization",

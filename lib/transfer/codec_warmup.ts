@@ -1,29 +1,26 @@
 /**
  * Start-up warm-up of the message codec on the transfer phases. Plans are rare next to step
- * traffic, so their encode and decode paths would stay in the runtime's slow tiers for the first
- * plans: on the development machine one transfer_prepare took 5 ms to encode the first time,
- * 75 us each over the next 10, 31 us over 100 and 6 us over 10,000 (decode 0.2 ms, then 11, 7 and
- * 4 us), and a plan's critical path crosses about a dozen encodes and decodes in three processes.
+ * traffic, so their encode and decode paths would stay in the runtime's slow (not yet optimized)
+ * tiers for the first plans, whose first encodes cost far more than later ones, and a plan's
+ * critical path crosses about a dozen encodes and decodes in three processes.
  * Each process that takes part in transfers runs these messages through the codec before it
  * declares itself ready.
  * @module
  */
-import { getEnv } from "../runtime/env.ts";
+import { parseSetting, readSetting } from "../runtime/env.ts";
 import { FrameDecoder } from "../protocol/frame_codec.ts";
 import { decodeMessage, encodeMessage } from "../protocol/message_codec.ts";
 import type { Message } from "../protocol/messages.ts";
 // The phase messages register themselves with the codec when this module loads.
 import "./transfer_messages.ts";
 
-/** Rounds of {@link warmTransferCodec} by default (about 0.1 s on one core). */
-export const DEFAULT_CODEC_WARMUP_ROUNDS = 1000;
+/** Rounds of {@link warmTransferCodec} by default. */
+const DEFAULT_CODEC_WARMUP_ROUNDS = 1000;
 
 /** Rounds from LMPOOL_CODEC_WARMUP (0 turns the warm-up off), else the default. */
-export function codecWarmupRounds(text: string | undefined = getEnv("LMPOOL_CODEC_WARMUP")): number {
-  if (text === undefined || text === "") return DEFAULT_CODEC_WARMUP_ROUNDS;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`LMPOOL_CODEC_WARMUP must be a non-negative integer, got ${JSON.stringify(text)}`);
-  return n;
+export function codecWarmupRounds(text?: string): number {
+  const n = text === undefined ? readSetting("LMPOOL_CODEC_WARMUP") : parseSetting("LMPOOL_CODEC_WARMUP", text);
+  return n ?? DEFAULT_CODEC_WARMUP_ROUNDS;
 }
 
 /** One message of each transfer phase and ack shape, as a 1-block plan sends them. */

@@ -10,17 +10,17 @@ import { registerMessages } from "../protocol/messages.ts";
 import { TRANSFER_FAST_CHECKS } from "./transfer_fast_checks.ts";
 
 /** copy keeps the source replica; move releases a safe unreferenced source suffix at finalize. */
-export const TransferMode = z.enum(["copy", "move"]);
+const TransferMode = z.enum(["copy", "move"]);
 /** The phases of one plan. */
-export const TransferPhase = z.enum(["prepare", "execute", "publish", "finalize", "abort"]);
+const TransferPhase = z.enum(["prepare", "execute", "publish", "finalize", "abort"]);
 
 const PlanId = z.string().min(1);
 
 /** One source block of a plan, pinned to its generation (a reused block id fails the check). */
-export const TransferBlock = z.object({ hash: z.string(), parent: z.string(), srcBlock: Count, generation: Count });
+const TransferBlock = z.object({ hash: z.string(), parent: z.string(), srcBlock: Count, generation: Count });
 
 /** Lock the source generations (source) / reserve destination blocks (destination). */
-export const TransferPrepareMessage = z.object({
+const TransferPrepareMessage = z.object({
   type: z.literal("transfer_prepare"),
   ...envelope,
   planId: PlanId,
@@ -40,7 +40,7 @@ export const TransferPrepareMessage = z.object({
  * destination named its reserved blocks (the destination uses its reservation; a one-sided path
  * tells the source).
  */
-export const TransferExecuteMessage = z.object({
+const TransferExecuteMessage = z.object({
   type: z.literal("transfer_execute"),
   ...envelope,
   planId: PlanId,
@@ -51,16 +51,16 @@ export const TransferExecuteMessage = z.object({
 });
 
 /** Destination: make the received blocks visible (Ready, hashed, in the next snapshot). */
-export const TransferPublishMessage = z.object({ type: z.literal("transfer_publish"), ...envelope, planId: PlanId });
+const TransferPublishMessage = z.object({ type: z.literal("transfer_publish"), ...envelope, planId: PlanId });
 
 /** Source: end the plan; for move, release the safe unreferenced source suffix. */
-export const TransferFinalizeMessage = z.object({ type: z.literal("transfer_finalize"), ...envelope, planId: PlanId, mode: TransferMode });
+const TransferFinalizeMessage = z.object({ type: z.literal("transfer_finalize"), ...envelope, planId: PlanId, mode: TransferMode });
 
 /** Both sides: undo the plan (free destination reservations, unlock the source). */
-export const TransferAbortMessage = z.object({ type: z.literal("transfer_abort"), ...envelope, planId: PlanId, reason: z.string() });
+const TransferAbortMessage = z.object({ type: z.literal("transfer_abort"), ...envelope, planId: PlanId, reason: z.string() });
 
 /** Worker -> control plane: outcome of one phase (reply to the phase message). */
-export const TransferAckMessage = z.object({
+const TransferAckMessage = z.object({
   type: z.literal("transfer_ack"),
   ...envelope,
   planId: PlanId,

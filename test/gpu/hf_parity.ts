@@ -1,4 +1,4 @@
-// CUDA logits vs transformers' own forward (issue 3 GPU acceptance). Run on the GPU machine after
+// CUDA logits vs transformers' own forward (a GPU acceptance check). Run on the GPU machine after
 // test/gpu/hf_reference.py wrote DIR:  bun run test/gpu/hf_parity.ts DIR [DIR...]
 // For each model: the prefill path (one step over all tokens, logits at every position) and the
 // decode path (a short prefill, then one teacher-forced token per step) are compared with the

@@ -56,8 +56,7 @@ async function settledControlStats(engine: LLMEngine): Promise<Record<string, nu
 const opts = { worldSize: 2, numBlocks: 256, blockSize: BLOCK, maxModelLen: 4096, topology: "0-1", log: null, backend: "cpu" } satisfies Partial<LLMEngineOptions>;
 
 test("load skew: placements copy hot prefixes to the idle partner; leases route requests there and they hit the copies", async () => {
-  const transfers = { mode: "auto", foreground: false, placementIntervalMs: 20 } as const;
-  await using engine = await LLMEngine.create({ model, ...opts, transfers });
+  await using engine = await LLMEngine.create({ model, ...opts, transfers: { mode: "auto", foreground: false }, transferTuning: { placementIntervalMs: 20 } });
   const outs = await replay(engine);
   const c = await settledControlStats(engine);
   expect(c.transfer_background_completed).toBeGreaterThanOrEqual(1);

@@ -8,7 +8,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RequestOutput } from "../../lib/core/outputs.ts";
 import { LLMEngine, type LLMEngineOptions } from "../../lib/engine/llm_engine.ts";
+import { fileURLToPath } from "node:url";
 import { engineTestModelDir, randomTokens, rng } from "./llm_fixtures.ts";
+
+const FAULTY_WORKER_MAIN = fileURLToPath(new URL("../helpers/faulty_worker_main.ts", import.meta.url));
 
 const base = { worldSize: 2, numBlocks: 128, maxModelLen: 512, topology: "0-1", log: null, backend: "cpu", routing: { policy: "round-robin" } } satisfies Partial<LLMEngineOptions>;
 const greedy = { maxTokens: 6, temperature: 0 };
@@ -111,12 +114,13 @@ describe("transfers forced on", () => {
 describe("a fault injected in every plan", () => {
   for (const fault of ["execute:dst:fail", "publish:dst:hang"]) {
     test(`${fault}: every plan aborts, outputs still equal, no block leaks`, async () => {
-      process.env.LMPOOL_TRANSFER_FAULTS = fault;
+      // The test entry reads the faults in each worker, which inherits this environment.
+      process.env.LMPOOL_TEST_TRANSFER_FAULTS = fault;
       let engine: LLMEngine;
       try {
-        engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", foregroundDeadlineMs: 300 } });
+        engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", foregroundDeadlineMs: 300 }, workerMain: FAULTY_WORKER_MAIN });
       } finally {
-        delete process.env.LMPOOL_TRANSFER_FAULTS;
+        delete process.env.LMPOOL_TEST_TRANSFER_FAULTS;
       }
       await using _ = engine;
       const got = await run(engine);

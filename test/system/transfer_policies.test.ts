@@ -43,8 +43,8 @@ test("background placement copies a hot prefix to the idle partner; its lease ro
   const prefix = randomTokens(next, 160); // 10 blocks
   const prompts = Array.from({ length: 5 }, () => [...prefix, ...randomTokens(next, 7)]);
   const opts = { worldSize: 2, numBlocks: 128, maxModelLen: 512, topology: "0-1", log: null, backend: "cpu" } satisfies Partial<LLMEngineOptions>;
-  const transfers = { mode: "force", hotnessThreshold: 3, placementIntervalMs: 20, minLoadSkewTokens: 0, minLoadSkewRatio: 0 } as const;
-  await using engine = await LLMEngine.create({ model, ...opts, transfers });
+  const transferTuning = { hotnessThreshold: 3, placementIntervalMs: 20, minLoadSkewTokens: 0, minLoadSkewRatio: 0 };
+  await using engine = await LLMEngine.create({ model, ...opts, transfers: "force", transferTuning });
   const outs: RequestOutput[] = [];
   for (const p of prompts.slice(0, 3)) {
     outs.push((await engine.generate({ promptTokenIds: p }, greedy))[0]!);
@@ -114,7 +114,7 @@ test("with offloadIntoColderCache, a foreground offload into a partner with no f
   };
   const zOlder = [y, z, a, w, b, a];
   const zNewer = [y, w, a, z, b, a];
-  await using engine = await LLMEngine.create({ model, ...opts, transfers: { mode: "force", offloadIntoColderCache: true } });
+  await using engine = await LLMEngine.create({ model, ...opts, transfers: "force", transferTuning: { offloadIntoColderCache: true } });
   const got = await run(engine, zOlder);
   // Rank 1 has 4 free blocks: a's 20 fit by reclaiming z's blocks, all older than a's chain.
   const c = await engine.processes.controlStats();
@@ -124,7 +124,7 @@ test("with offloadIntoColderCache, a foreground offload into a partner with no f
   await expectDrained(engine);
   // z used after a: reclaiming it for a's chain would evict hotter cache, so the chain stays on
   // rank 0, where b reclaims most of it (the last a then copies what is left).
-  await using newer = await LLMEngine.create({ model, ...opts, transfers: { mode: "force", offloadIntoColderCache: true } });
+  await using newer = await LLMEngine.create({ model, ...opts, transfers: "force", transferTuning: { offloadIntoColderCache: true } });
   const kept = await run(newer, zNewer);
   expect(kept[5]!.metrics.numCachedTokens).toBeLessThan(320);
   expect((await newer.processes.controlStats()).transfer_released_blocks ?? 0).toBeLessThan(20);

@@ -2,12 +2,12 @@
  * The interface every routing policy implements, and the rank-ordering helpers policies share.
  * @module
  */
-import type { PolicyName } from "../routing_config.ts";
 import type { RouteChoice, RoutingContext } from "../routing_context.ts";
 
 /** Picks a rank for one query. Called only when at least one rank is healthy. */
 export interface RoutingPolicy {
-  readonly name: PolicyName;
+  /** Its name in the registry (policy_registry.ts). */
+  readonly name: string;
   choose(ctx: RoutingContext): RouteChoice;
   /** Forgets per-rank state (the rank died). */
   forgetRank?(rank: number): void;

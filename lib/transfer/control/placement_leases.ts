@@ -12,6 +12,7 @@
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
+import { realClock, type Clock } from "../../core/clock.ts";
 import { projectRouteCost } from "../../global/route_cost.ts";
 import type { RouteAdvisor } from "../../global/route_advisor.ts";
 import type { RouteChoice, RoutingContext } from "../../global/routing_context.ts";
@@ -26,7 +27,7 @@ interface Lease {
 /** Active placement leases by the deepest copied hash. */
 export class PlacementLeases implements RouteAdvisor {
   readonly #byHash = new Map<BlockHash, Lease[]>();
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #bonusTokens: number;
   readonly #skewTokens: number;
   readonly #skewRatio: number;
@@ -34,11 +35,11 @@ export class PlacementLeases implements RouteAdvisor {
   routed = 0;
   hits = 0;
 
-  constructor(options: { bonusTokens: number; minLoadSkewTokens?: number; minLoadSkewRatio?: number; now?: () => number }) {
+  constructor(options: { bonusTokens: number; minLoadSkewTokens?: number; minLoadSkewRatio?: number; clock?: Clock }) {
     this.#bonusTokens = options.bonusTokens;
     this.#skewTokens = options.minLoadSkewTokens ?? Infinity;
     this.#skewRatio = options.minLoadSkewRatio ?? Infinity;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? realClock;
   }
 
   /** Active leases. */
@@ -50,8 +51,8 @@ export class PlacementLeases implements RouteAdvisor {
 
   /** Grants (or extends) a lease of the chain ending at `hash` on `rank`. */
   grant(hash: BlockHash, depth: number, rank: number, durationMs: number): void {
-    const until = this.#now() + durationMs;
-    const list = (this.#byHash.get(hash) ?? []).filter((l) => l.rank !== rank && l.until > this.#now());
+    const until = this.#clock.now() + durationMs;
+    const list = (this.#byHash.get(hash) ?? []).filter((l) => l.rank !== rank && l.until > this.#clock.now());
     list.push({ rank, depth, until });
     this.#byHash.set(hash, list);
   }
@@ -67,7 +68,7 @@ export class PlacementLeases implements RouteAdvisor {
 
   advise(ctx: RoutingContext, choice: RouteChoice): RouteChoice | undefined {
     if (this.#byHash.size === 0 || ctx.config.policy !== "lmpool") return undefined;
-    const now = this.#now();
+    const now = this.#clock.now();
     const hashes = ctx.query.blockHashes;
     for (let i = hashes.length - 1; i >= 0; i--) {
       const list = this.#byHash.get(hashes[i]!);

@@ -1,65 +1,33 @@
 /**
- * Drives transfer plans through their phases from the control plane: prepare (both sides) ->
- * execute (both) -> publish (destination) -> finalize (source, then destination), or abort (both)
- * when any answer is a refusal, a message fails, a hook injects a fault, or the plan's deadline
- * passes. On data paths that allow it (pipelinePhases) execute and publish go out right behind
- * prepare; the workers run them in order, and the acks are still checked phase by phase. While a
- * plan runs, in-flight markers in the global block manager keep its source blocks out of reclaim
- * accounting, and the coordinator knows which blocks are arriving where (so plans do not duplicate
- * each other) and which are leaving (so nothing plans on blocks a move releases).
+ * Drives transfer plans through the phase table of plan_phases.ts from the control plane: prepare
+ * (both sides) -> execute (both) -> publish (destination) -> finalize (source, then destination),
+ * or abort (both) when any answer is a refusal, a message fails, a hook injects a fault, or the
+ * plan's deadline passes. On data paths that allow it (pipelinePhases) execute and publish go out
+ * right behind prepare; the workers run them in order, and the acks are still checked phase by
+ * phase. While a plan runs it keeps itself in the {@link RunningPlans} indexes (in-flight markers
+ * in the global block manager, blocks arriving and leaving, busy pairs).
  * Plan ids are unique per control-plane incarnation; starting a known id returns its outcome. A
  * plan that passes its deadline tells the cost model it cost at least that long, so a data path
  * slower than its estimate stops being admitted instead of timing out plan after plan.
- *
- * The source finalizes before the destination: once the source committed (a move released its
- * blocks) nothing undoes the destination's copy.
+ * Time comes from the injected clock: deadlines are wall-clock (the workers check them too),
+ * durations monotonic.
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
-import type { MessageOf } from "../../protocol/messages.ts";
+import { realClock, settleOrReject, type Clock } from "../../core/clock.ts";
 import { keepAwakeWhile } from "../../runtime/keep_awake.ts";
 import type { GlobalBlockManager } from "../../global/global_block_manager.ts";
+import { DeadlineFailure, PhaseFailure, PLAN_PHASES, type CoordinatorPhase, type PhaseMessage, type PlanOutcome, type PlanRun, type TransferAck } from "./plan_phases.ts";
+import { RunningPlans, type InboundPlan, type RunningPlan } from "./running_plans.ts";
 import { TransferLatencyLog } from "./transfer_latency_log.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
 import type { PlanCandidate, TransferPlan } from "./transfer_plan.ts";
-// The phase messages register themselves with the codec when this module loads.
-import "../transfer_messages.ts";
 
-/** The fields of a worker's transfer_ack. */
-export type TransferAck = Omit<MessageOf<"transfer_ack">, "type" | "id" | "replyTo">;
-/** A phase message as the coordinator sends it. */
-export type PhaseMessage =
-  | Omit<MessageOf<"transfer_prepare">, "id" | "replyTo">
-  | Omit<MessageOf<"transfer_execute">, "id" | "replyTo">
-  | Omit<MessageOf<"transfer_publish">, "id" | "replyTo">
-  | Omit<MessageOf<"transfer_finalize">, "id" | "replyTo">
-  | Omit<MessageOf<"transfer_abort">, "id" | "replyTo">;
+export type { CoordinatorPhase, PhaseMessage, PlanOutcome, TransferAck } from "./plan_phases.ts";
+export type { InboundPlan } from "./running_plans.ts";
+
 /** Sends a phase message to a worker and resolves with its ack (rejects on a lost connection or timeout). */
 export type TransferLink = (rank: number, message: PhaseMessage, timeoutMs: number) => Promise<TransferAck>;
-/** Phases the coordinator drives. */
-export type CoordinatorPhase = "prepare" | "execute" | "publish" | "finalize";
-
-/** How a plan ended. */
-export interface PlanOutcome {
-  plan: TransferPlan;
-  status: "completed" | "aborted";
-  /** Where it failed, and why. */
-  failedPhase?: CoordinatorPhase;
-  reason?: string;
-  bytes: number;
-  /** Dispatch (prepare sent) to publish acknowledged, ms. */
-  publishMs?: number;
-  /** Source blocks a move released. */
-  released: number;
-}
-
-/** A running plan that brings blocks to a rank. */
-export interface InboundPlan {
-  plan: TransferPlan;
-  done: Promise<PlanOutcome>;
-  /** When it started (the coordinator's clock, ms). */
-  startedAt: number;
-}
 
 /** Options of a {@link TransferCoordinator}. */
 export interface TransferCoordinatorOptions {
@@ -68,8 +36,14 @@ export interface TransferCoordinatorOptions {
   cost: TransferCostModel;
   /** Prefix of plan ids (e.g. the control plane's epoch). */
   idPrefix?: string;
-  /** Wall clock of deadlines (default Date.now). */
-  now?: () => number;
+  /** Time and timers (default the real clock); plan deadlines are its wallNow(). */
+  clock?: Clock;
+  /**
+   * Keeps the process's event loop turning while plans run, so acks are read as they land
+   * (default: lib/runtime/keep_awake.ts on the real clock; nothing on any other clock, whose plans
+   * wait on no socket).
+   */
+  keepAwake?: (active: () => boolean, maxMs: number) => void;
   /** How long abort messages may take (default 2000 ms). */
   abortTimeoutMs?: number;
   /**
@@ -101,40 +75,31 @@ export interface TransferCoordinatorOptions {
 
 /** Longest the coordinator's event loop keeps turning for running plans without a pause. */
 const PLAN_AWAKE_MAX_MS = 5000;
-
-class PhaseFailure extends Error {
-  override readonly name: string = "PhaseFailure";
-}
-
-/** The plan's deadline passed before a phase ended. */
-class DeadlineFailure extends PhaseFailure {
-  override readonly name = "DeadlineFailure";
-}
+/** Outcomes remembered for repeated plan ids. */
+const KNOWN_OUTCOMES = 4096;
 
 /** Runs plans; one instance per control plane. */
 export class TransferCoordinator {
   readonly #o: TransferCoordinatorOptions;
-  readonly #now: () => number;
-  readonly #plans = new Map<string, Promise<PlanOutcome>>();
-  /** Running plans: resolves true once both sides accepted prepare (the source pinned its blocks). */
-  readonly #prepared = new Map<string, { promise: Promise<boolean>; resolve: (ok: boolean) => void }>();
-  readonly #inbound = new Map<number, Map<BlockHash, InboundPlan>>();
-  readonly #movingOut = new Set<string>();
-  readonly #pairs = new Map<string, number>();
+  readonly #clock: Clock;
+  readonly #keepAwake: (active: () => boolean, maxMs: number) => void;
+  readonly #outcomes = new Map<string, Promise<PlanOutcome>>();
+  readonly #running: RunningPlans;
   readonly #counters = new Map<string, number>();
   /** Dispatch-to-publish times of recent completed plans. */
   readonly latency = new TransferLatencyLog();
   #nextId = 0;
-  #active = 0;
 
   constructor(o: TransferCoordinatorOptions) {
     this.#o = o;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? realClock;
+    this.#keepAwake = o.keepAwake ?? (this.#clock === realClock ? keepAwakeWhile : () => {});
+    this.#running = new RunningPlans(o.blocks);
   }
 
   /** Plans running now. */
   get activePlans(): number {
-    return this.#active;
+    return this.#running.size;
   }
 
   /** transfer_* counters, and the transfer_publish_* summary of recent plans. */
@@ -149,29 +114,22 @@ export class TransferCoordinator {
 
   /** A running plan brings `hash` to `rank`. */
   isInbound(rank: number, hash: BlockHash): boolean {
-    return this.#inbound.get(rank)?.has(hash) ?? false;
+    return this.#running.isInbound(rank, hash);
   }
 
   /** Running plans bringing any of `hashes` to `rank`, each with how many of those hashes it brings. */
   inboundPlans(rank: number, hashes: readonly BlockHash[]): (InboundPlan & { blocks: number })[] {
-    const m = this.#inbound.get(rank);
-    if (!m) return [];
-    const out = new Map<InboundPlan, number>();
-    for (const h of hashes) {
-      const p = m.get(h);
-      if (p) out.set(p, (out.get(p) ?? 0) + 1);
-    }
-    return [...out].map(([p, blocks]) => ({ ...p, blocks }));
+    return this.#running.inboundPlans(rank, hashes);
   }
 
   /** A running move takes `hash` away from `rank`. */
   isMovingOut(rank: number, hash: BlockHash): boolean {
-    return this.#movingOut.has(`${rank}:${hash}`);
+    return this.#running.isMovingOut(rank, hash);
   }
 
   /** A plan runs between `a` and `b`, in either direction. */
   pairBusy(a: number, b: number): boolean {
-    return (this.#pairs.get(pairName(a, b)) ?? 0) > 0;
+    return this.#running.pairBusy(a, b);
   }
 
   /**
@@ -179,140 +137,106 @@ export class TransferCoordinator {
    * the source cannot reclaim them any more), false when the plan ended before or is unknown.
    */
   prepared(planId: string): Promise<boolean> {
-    return this.#prepared.get(planId)?.promise ?? Promise.resolve(false);
+    return this.#running.prepared(planId);
   }
 
   /** The outcome of a started plan id. */
   outcome(planId: string): Promise<PlanOutcome> | undefined {
-    return this.#plans.get(planId);
+    return this.#outcomes.get(planId);
   }
 
   /** Gives `candidate` an id and a deadline `deadlineMs` from now, and runs it. */
   start(candidate: PlanCandidate, deadlineMs: number): { plan: TransferPlan; done: Promise<PlanOutcome> } {
-    const plan: TransferPlan = { ...candidate, planId: `${this.#o.idPrefix ?? "p"}-${++this.#nextId}`, deadline: this.#now() + deadlineMs };
+    const plan: TransferPlan = { ...candidate, planId: `${this.#o.idPrefix ?? "p"}-${++this.#nextId}`, deadline: this.#clock.wallNow() + deadlineMs };
     return { plan, done: this.run(plan) };
   }
 
   /** Runs a plan with its own id (idempotent per id). Never rejects. */
   run(plan: TransferPlan): Promise<PlanOutcome> {
-    const known = this.#plans.get(plan.planId);
+    const known = this.#outcomes.get(plan.planId);
     if (known) return known;
     if (plan.src === plan.dst) throw new RangeError(`plan ${plan.planId} has source and destination rank ${plan.src}`);
     if (plan.blocks.length === 0) throw new RangeError(`plan ${plan.planId} has no blocks`);
-    let resolvePrepared!: (ok: boolean) => void;
-    this.#prepared.set(plan.planId, { promise: new Promise<boolean>((r) => (resolvePrepared = r)), resolve: resolvePrepared });
-    const done = this.#drive(plan);
-    this.#plans.set(plan.planId, done);
-    if (this.#plans.size > 4096) this.#plans.delete(this.#plans.keys().next().value!);
-    const inbound = this.#inbound.get(plan.dst) ?? new Map<BlockHash, InboundPlan>();
-    this.#inbound.set(plan.dst, inbound);
-    const record: InboundPlan = { plan, done, startedAt: this.#now() };
-    for (const b of plan.blocks) inbound.set(b.hash, record);
-    if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.add(`${plan.src}:${b.hash}`);
-    const pair = pairName(plan.src, plan.dst);
-    this.#pairs.set(pair, (this.#pairs.get(pair) ?? 0) + 1);
-    this.#o.blocks.lockInFlight(plan.planId, plan.src, plan.blocks.map((b) => b.hash));
-    this.#active++;
+    const { promise: done, resolve } = Promise.withResolvers<PlanOutcome>();
+    this.#outcomes.set(plan.planId, done);
+    if (this.#outcomes.size > KNOWN_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
+    const entry = this.#running.enter(plan, done, this.#clock.now());
     // Acks then get read as they land, not after a wake-up of this process (lib/runtime/keep_awake.ts).
-    keepAwakeWhile(() => this.#active > 0, Math.min(Math.max(1, plan.deadline - this.#now()), PLAN_AWAKE_MAX_MS));
+    this.#keepAwake(() => this.#running.size > 0, Math.min(Math.max(1, plan.deadline - this.#clock.wallNow()), PLAN_AWAKE_MAX_MS));
     this.count("transfer_started");
-    void done.then(() => {
-      resolvePrepared(false); // no-op once prepared
-      this.#prepared.delete(plan.planId);
-      this.#active--;
-      this.#o.blocks.unlockInFlight(plan.planId);
-      for (const b of plan.blocks) if (inbound.get(b.hash) === record) inbound.delete(b.hash);
-      if (plan.mode === "move") for (const b of plan.blocks) this.#movingOut.delete(`${plan.src}:${b.hash}`);
-      const n = (this.#pairs.get(pair) ?? 1) - 1;
-      if (n <= 0) this.#pairs.delete(pair);
-      else this.#pairs.set(pair, n);
-    });
+    // The plan starts after run() returned; it leaves the indexes before anyone sees its outcome.
+    void Promise.resolve()
+      .then(() => this.#drive(entry))
+      .catch((e: Error): PlanOutcome => ({ plan, status: "aborted", reason: `the coordinator failed: ${e.message}`, bytes: 0, released: 0 }))
+      .then((outcome) => {
+        entry.leave();
+        resolve(outcome);
+      });
     return done;
   }
 
-  async #drive(plan: TransferPlan): Promise<PlanOutcome> {
-    await Promise.resolve(); // let run() record the plan's markers first
-    const { src, dst, planId } = plan;
-    const t0 = performance.now();
-    let phase: CoordinatorPhase = "prepare";
-    let bytes = 0;
-    let publishMs: number | undefined;
-    let released = 0;
-    const trace: PlanTrace | undefined = this.#o.trace ? { t0, lines: [] } : undefined;
+  async #drive(entry: RunningPlan): Promise<PlanOutcome> {
+    const { plan } = entry.record;
+    const { src, dst } = plan;
+    const srcEpoch = this.#o.blocks.table(src)?.epoch;
+    const dstEpoch = this.#o.blocks.table(dst)?.epoch;
+    const run: PlanRun = { plan, srcEpoch: srcEpoch ?? -1, dstEpoch: dstEpoch ?? -1, now: () => this.#clock.now(), t0: this.#clock.now(), onPrepared: () => entry.markPrepared(), phase: "prepare", bytes: 0, released: 0 };
+    const trace: PlanTrace | undefined = this.#o.trace ? { t0: run.t0, lines: [] } : undefined;
     try {
-      const srcEpoch = this.#o.blocks.table(src)?.epoch;
-      const dstEpoch = this.#o.blocks.table(dst)?.epoch;
       if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
-      const hook = this.#o.beforePhase;
-      if (hook) await hook(plan, "prepare");
-      const prepare = { type: "transfer_prepare", planId, mode: plan.mode, srcRank: src, dstRank: dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline } as const;
-      const srcBlocks = plan.blocks.map((b) => b.srcBlock);
-      // Execute names the destination's blocks once prepare reserved them (pipelined: not yet).
-      const execute = (dstBlocks?: number[]) => ({ type: "transfer_execute", planId, srcRank: src, dstRank: dst, srcBlocks, ...(dstBlocks ? { dstBlocks } : {}) }) as const;
-      const publish = { type: "transfer_publish", planId } as const;
-      const pipelined = this.#o.pipelinePhases?.(src, dst) ?? true;
-      // The destination's prepare goes first: its answer (and, on CUDA IPC, its go-ahead to the
-      // source) starts the plan's critical path; the source's execute follows its prepare.
-      const prepared = this.#all(plan, [dst, src], prepare, trace);
-      let executed: Promise<TransferAck[]> | undefined;
-      let published: Promise<TransferAck[]> | undefined;
-      if (pipelined) {
-        prepared.catch(() => {}); // awaited below; a hook throwing first must not leave it unhandled
-        phase = "execute";
-        if (hook) await hook(plan, phase);
-        executed = this.#all(plan, [src, dst], execute(), trace);
-        executed.catch(() => {});
-        phase = "publish";
-        if (hook) await hook(plan, phase);
-        published = this.#all(plan, [dst], publish, trace);
-        published.catch(() => {});
-      }
-      phase = "prepare";
-      const dstPrep = (await prepared)[0]!;
-      const dstBlocks = dstPrep.dstBlocks ?? [];
-      if (dstBlocks.length !== plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${plan.blocks.length}-block plan`);
-      this.#prepared.get(planId)?.resolve(true);
-      const preparedAt = performance.now();
-      phase = "execute";
-      if (!executed) {
-        if (hook) await hook(plan, phase);
-        executed = this.#all(plan, [src, dst], execute(dstBlocks), trace);
-      }
-      const srcExec = (await executed)[0]!;
-      bytes = srcExec.bytes ?? 0;
-      const executedAt = performance.now();
-      phase = "publish";
-      if (!published) {
-        if (hook) await hook(plan, phase);
-        published = this.#all(plan, [dst], publish, trace);
-      }
-      await published;
-      publishMs = performance.now() - t0;
-      phase = "finalize";
-      if (hook) await hook(plan, phase);
-      const srcFin = (await this.#all(plan, [src], { type: "transfer_finalize", planId, mode: plan.mode }))[0]!;
-      released = srcFin.released ?? 0;
-      // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.
-      await this.#all(plan, [dst], { type: "transfer_finalize", planId, mode: plan.mode }).catch((e: Error) => this.#log(`[transfer] plan ${planId}: destination finalize failed (plan stays committed): ${e.message}`));
-      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: srcExec.elapsedMs, publishMs, waitMs: this.#waitedMs(plan) });
+      await this.#walk(run, trace);
+      const publishMs = run.publishMs!;
+      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: run.sourceMs, publishMs, waitMs: this.#waitedMs(plan) });
       this.count("transfer_completed");
       this.count(`transfer_${plan.kind}_completed`);
       this.count("transfer_blocks", plan.blocks.length);
-      this.count("transfer_bytes", bytes);
-      this.count("transfer_released_blocks", released);
-      this.latency.record(plan.blocks.length, publishMs, { prepareMs: preparedAt - t0, executeMs: executedAt - preparedAt });
-      if (trace) this.#o.trace!(`[transfer-trace] ${planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.lines.join("; ")}`);
-      return { plan, status: "completed", bytes, publishMs, released };
+      this.count("transfer_bytes", run.bytes);
+      this.count("transfer_released_blocks", run.released);
+      this.latency.record(plan.blocks.length, publishMs, { prepareMs: run.preparedAt! - run.t0, executeMs: run.executedAt! - run.preparedAt! });
+      if (trace) this.#o.trace!(`[transfer-trace] ${plan.planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.lines.join("; ")}`);
+      return { plan, status: "completed", bytes: run.bytes, publishMs, released: run.released };
     } catch (e) {
       const reason = (e as Error).message;
+      const { phase } = run;
       const timedOut = e instanceof DeadlineFailure;
       // Ran out of time: it costs at least this much, so the cost gate stops admitting its like.
-      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, performance.now() - t0, this.#waitedMs(plan));
+      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, this.#clock.now() - run.t0, this.#waitedMs(plan));
       await this.#abortBoth(plan, `${phase} failed: ${reason}`);
       this.count("transfer_aborted");
       this.count(`transfer_abort_${phase}`);
       if (timedOut) this.count("transfer_deadline_aborts");
-      return { plan, status: "aborted", failedPhase: phase, reason, bytes, publishMs, released };
+      return { plan, status: "aborted", failedPhase: phase, reason, bytes: run.bytes, publishMs: run.publishMs, released: run.released };
+    }
+  }
+
+  /**
+   * Walks PLAN_PHASES: sends each row (on a pipelined pair, with the rows that may go ahead of its
+   * acks right behind it) and checks its acks in order. Throws at the first failure of a row that
+   * aborts; a row past the commit point only logs.
+   */
+  async #walk(run: PlanRun, trace: PlanTrace | undefined): Promise<void> {
+    const { plan } = run;
+    const pipelined = this.#o.pipelinePhases?.(plan.src, plan.dst) ?? true;
+    const sent: Promise<TransferAck[]>[] = [];
+    const send = async (i: number): Promise<void> => {
+      const step = PLAN_PHASES[i]!;
+      run.phase = step.phase;
+      const hook = this.#o.beforePhase;
+      if (hook && step.hooked) await hook(plan, step.phase);
+      const acks = this.#all(plan, step.to(plan), step.message(run), step.traced ? trace : undefined);
+      acks.catch(() => {}); // checked in order below; a failure found first elsewhere must not leave it unhandled
+      sent[i] = acks;
+    };
+    for (const [i, step] of PLAN_PHASES.entries()) {
+      try {
+        if (!sent[i]) await send(i);
+        for (let j = i + 1; pipelined && j < PLAN_PHASES.length && PLAN_PHASES[j]!.sendsAhead && !sent[j]; j++) await send(j);
+        run.phase = step.phase;
+        step.check(await sent[i]!, run);
+      } catch (e) {
+        if (step.undo === "abort-both") throw e;
+        this.#log(`[transfer] plan ${plan.planId}: ${step.phase} on rank ${step.to(plan).join(", ")} failed (plan stays committed): ${(e as Error).message}`);
+      }
     }
   }
 
@@ -326,42 +250,30 @@ export class TransferCoordinator {
   }
 
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
-  async #all(plan: TransferPlan, ranks: number[], message: PhaseMessage, trace?: PlanTrace): Promise<TransferAck[]> {
-    const left = plan.deadline - this.#now();
+  async #all(plan: TransferPlan, ranks: readonly number[], message: PhaseMessage, trace?: PlanTrace): Promise<TransferAck[]> {
+    const clock = this.#clock;
+    const left = plan.deadline - clock.wallNow();
     if (left <= 0) throw new DeadlineFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineFailure(`plan ${plan.planId} passed its deadline during ${message.type}`)), left);
-    });
-    try {
-      // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).
-      const sentAt = performance.now();
-      const sentAtEpoch = performance.timeOrigin + sentAt;
-      const acked: string[] = [];
-      const checked = ranks.map((r) =>
-        // The link may outlive the deadline race, so a late ack still finds its request.
-        this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
-          if (trace) acked.push(`r${r} ${(performance.now() - sentAt).toFixed(3)} (${ackTiming(ack, sentAtEpoch)})`);
-          if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
-          return ack;
-        }),
-      );
-      const acks = await Promise.race([Promise.all(checked), deadline]);
-      trace?.lines.push(`${message.type.slice("transfer_".length)} sent +${(sentAt - trace.t0).toFixed(3)}: ${acked.join(", ")}`);
-      return acks;
-    } finally {
-      clearTimeout(timer);
-    }
+    // The first refusal fails the phase at once (a receiver would otherwise wait for the deadline).
+    const sentAt = clock.now();
+    const acked: string[] = [];
+    const checked = ranks.map((r) =>
+      // The link may outlive the deadline race, so a late ack still finds its request.
+      this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
+        if (trace) acked.push(`r${r} ${(clock.now() - sentAt).toFixed(3)} (${ackTiming(ack, clock.timeOrigin + sentAt, clock)})`);
+        if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
+        return ack;
+      }),
+    );
+    const acks = await settleOrReject(Promise.all(checked), left, () => new DeadlineFailure(`plan ${plan.planId} passed its deadline during ${message.type}`), clock);
+    trace?.lines.push(`${message.type.slice("transfer_".length)} sent +${(sentAt - trace.t0).toFixed(3)}: ${acked.join(", ")}`);
+    return acks;
   }
 
   async #abortBoth(plan: TransferPlan, reason: string): Promise<void> {
     const timeout = this.#o.abortTimeoutMs ?? 2000;
     const msg = { type: "transfer_abort", planId: plan.planId, reason } as const;
-    const bounded = (r: number) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const expire = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no abort ack within ${timeout} ms`)), timeout)));
-      return Promise.race([this.#o.link(r, msg, timeout), expire]).finally(() => clearTimeout(timer));
-    };
+    const bounded = (r: number) => settleOrReject(this.#o.link(r, msg, timeout), timeout, () => new Error(`no abort ack within ${timeout} ms`), this.#clock);
     const results = await Promise.allSettled([plan.src, plan.dst].map(bounded));
     // A worker that does not answer aborts the plan itself at its deadline.
     results.forEach((r, i) => {
@@ -380,19 +292,15 @@ interface PlanTrace {
   lines: string[];
 }
 
-function pairName(a: number, b: number): string {
-  return a < b ? `${a}-${b}` : `${b}-${a}`;
-}
-
 /**
  * The worker's part of one ack's round trip for the trace: its handling time, and when it says when
  * it read the message, the way there and back ("?" when the ack carries no timing).
  */
-function ackTiming(ack: TransferAck, sentAtEpoch: number): string {
+function ackTiming(ack: TransferAck, sentAtEpoch: number, clock: Clock): string {
   if (ack.handledMs === undefined) return "?";
   const handled = ack.handledMs.toFixed(3);
   if (ack.receivedAt === undefined) return handled;
   const there = ack.receivedAt - sentAtEpoch;
-  const back = performance.timeOrigin + performance.now() - ack.receivedAt - ack.handledMs;
+  const back = clock.timeOrigin + clock.now() - ack.receivedAt - ack.handledMs;
   return `${handled}; there ${there.toFixed(3)}, back ${back.toFixed(3)}`;
 }

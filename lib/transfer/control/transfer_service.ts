@@ -8,7 +8,7 @@
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
-import { settlesWithin } from "../../runtime/event_loop.ts";
+import { realClock, settlesWithin, type Clock, type TimerHandle } from "../../core/clock.ts";
 import type { GlobalScheduler, RouteDecision } from "../../global/global_scheduler.ts";
 import { HotnessTracker, planPlacements, type PlacementEnv } from "./placement.ts";
 import { PlacementLeases } from "./placement_leases.ts";
@@ -27,7 +27,8 @@ export interface TransferServiceOptions {
   link: TransferLink;
   /** Prefix of plan ids (unique per control-plane incarnation). */
   idPrefix: string;
-  now?: () => number;
+  /** Time and timers of the service, its coordinator and its leases (default the real clock). */
+  clock?: Clock;
   log?: (line: string) => void;
   /** Test hook of the coordinator (see TransferCoordinator). */
   beforePhase?: (plan: TransferPlan, phase: CoordinatorPhase) => void | Promise<void>;
@@ -45,21 +46,21 @@ export class TransferService {
   readonly hotness: HotnessTracker;
   readonly leases: PlacementLeases;
   readonly #scheduler: GlobalScheduler;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #log: (line: string) => void;
   readonly #blockBytes = new Map<number, number>();
   readonly #placedAt = new Map<string, number>();
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #timer: TimerHandle | undefined;
 
   constructor(o: TransferServiceOptions) {
     this.config = o.config;
     this.#scheduler = o.scheduler;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? realClock;
     this.#log = o.log ?? ((l) => console.error(l));
     this.cost = new TransferCostModel(o.config);
-    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, now: this.#now, log: o.log, beforePhase: o.beforePhase, trace: o.trace, pipelinePhases: (src, dst) => this.#pipelines(src, dst) });
+    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, clock: this.#clock, log: o.log, beforePhase: o.beforePhase, trace: o.trace, pipelinePhases: (src, dst) => this.#pipelines(src, dst) });
     this.hotness = new HotnessTracker(o.config);
-    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, now: this.#now });
+    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, clock: this.#clock });
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
   }
 
@@ -71,13 +72,12 @@ export class TransferService {
   /** Starts periodic placement passes. */
   start(): void {
     if (!this.enabled || !this.config.background || this.#timer) return;
-    this.#timer = setInterval(() => this.placementPass(), this.config.placementIntervalMs);
-    (this.#timer as { unref?: () => void }).unref?.();
+    this.#timer = this.#clock.setInterval(() => this.placementPass(), this.config.placementIntervalMs, { keepsAlive: false });
   }
 
   /** Stops the placement timer (running plans finish or hit their deadlines). */
   stop(): void {
-    clearInterval(this.#timer);
+    this.#clock.clearInterval(this.#timer);
     this.#timer = undefined;
   }
 
@@ -119,7 +119,7 @@ export class TransferService {
     ctx ??= new RoutingContext(query, s.blocks, s.reservations, s.topology, s.config);
     let resident = 0;
     for (const r of s.blocks.healthyRanks()) resident = Math.max(resident, ctx.match(r).blocks);
-    this.hotness.observe(query.requestId, query.blockHashes, resident, decision.matchedBlocks > 0, this.#now());
+    this.hotness.observe(query.requestId, query.blockHashes, resident, decision.matchedBlocks > 0, this.#clock.now());
     if (!this.config.foreground) return undefined;
     const env = this.#plannerEnv(ctx);
     const c = this.coordinator;
@@ -137,7 +137,7 @@ export class TransferService {
       waits.push(c.start(copy.plan, this.config.foregroundDeadlineMs).done);
       savedMs += copy.plan.savedMs;
     }
-    const now = this.#now();
+    const now = this.#clock.now();
     const bs = ctx.capacity(decision.rank).blockSize;
     for (const j of joined) {
       const saves = this.cost.savedPrefillMs(decision.rank, j.blocks * bs);
@@ -154,7 +154,7 @@ export class TransferService {
   /** Settles when every one of `waits` settled, or after `ms` (counted as an expired wait). */
   #bounded(waits: readonly Promise<unknown>[], ms: number): Promise<void> | undefined {
     if (waits.length === 0) return undefined;
-    return settlesWithin(Promise.allSettled(waits), ms).then((settled) => {
+    return settlesWithin(Promise.allSettled(waits), ms, this.#clock).then((settled) => {
       if (!settled) this.coordinator.count("transfer_route_wait_expired");
     });
   }
@@ -174,7 +174,7 @@ export class TransferService {
   /** One background placement pass; returns the plans started. */
   placementPass(): TransferPlan[] {
     if (!this.enabled || !this.config.background) return [];
-    const now = this.#now();
+    const now = this.#clock.now();
     const hot = this.hotness.hot(now);
     if (hot.length === 0) return [];
     const s = this.#scheduler;

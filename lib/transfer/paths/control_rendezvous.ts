@@ -23,7 +23,7 @@ export interface RendezvousClientOptions {
 }
 
 /** The partner did not reach the rendezvous in time. */
-export class RendezvousTimeoutError extends Error {
+class RendezvousTimeoutError extends Error {
   override readonly name = "RendezvousTimeoutError";
 }
 

@@ -12,7 +12,7 @@ import { pairName, type DirectDataPath } from "../paths/direct_data_path.ts";
 import type { KvDataPath, KvTransferJob } from "../paths/kv_data_path.ts";
 
 /** Names of the direct paths a worker may have, in order of preference; always in the counters. */
-export const DIRECT_PATH_NAMES = ["ipc", "nccl"] as const;
+const DIRECT_PATH_NAMES = ["ipc", "nccl"] as const;
 
 /** One direct path of a {@link PerPeerDataPath} and the peers it was tried for. */
 export interface DirectPeers {

@@ -1,5 +1,7 @@
 /**
- * The worker side of transactional KV transfer: one record per plan id and one answer per phase.
+ * The worker side of transactional KV transfer: one record per plan id and one answer per phase,
+ * each phase run by its role's row in role_phases.ts (the source's and the destination's protocol
+ * side by side there).
  * - prepare: the source pins the plan's blocks at their generations (a reused block makes the plan
  *   stale and the answer a refusal); the destination pins the cached parents the plan's chains hang
  *   from and reserves blocks (invisible to routing), reclaiming cold cached ones when too few are
@@ -11,29 +13,24 @@
  * - publish (destination): the received blocks become Ready prefix-cache entries, reported in the
  *   next block delta.
  * - finalize: the source unpins; for move it also frees the safe unreferenced suffix.
- * - abort (any time): the destination cancels the data path, waits for it to settle, releases its
- *   reservation (or, after publish, takes back the unreferenced blocks it published); the source
- *   unpins. Both sides end as before the plan.
+ * - abort (any time): every phase's undo, last first: the destination cancels the data path, waits
+ *   for it to settle, releases its reservation (or, after publish, takes back the unreferenced
+ *   blocks it published); the source unpins. Both sides end as before the plan.
  * A phase runs once the plan's earlier phases received here have answered, so the control plane may
  * send a plan's phases back to back (pipelined) and a failed phase fails the ones behind it.
  * A repeated phase message gets the same answer; a phase after abort is refused. A plan still open
  * at its deadline aborts itself, so a lost control plane cannot strand pins or reservations.
  * @module
  */
+import { realClock, type Clock } from "../../core/clock.ts";
 import type { BlockManager } from "../../local/block_manager.ts";
-import type { KvDataPath, KvTransferJob } from "../paths/kv_data_path.ts";
+import type { KvDataPath } from "../paths/kv_data_path.ts";
 import type { MessageOf } from "../../protocol/messages.ts";
-// The phase messages register themselves with the codec when this module loads.
-import "../transfer_messages.ts";
+import { isAborted, newLocalPlan, roleName, type LocalPlan, type TransferAckFields, type TransferPhaseMessage, type TransferPhaseName, type TransferRole } from "./local_plan.ts";
+import { PhaseRefusal, phasesOf, undoOrder, type ExecutorCounters, type ExecutorSide, type WorkerPhase } from "./role_phases.ts";
 
-/** A phase message the executor handles. */
-export type TransferPhaseMessage = MessageOf<"transfer_prepare" | "transfer_execute" | "transfer_publish" | "transfer_finalize" | "transfer_abort">;
-/** The answer to one phase (a transfer_ack without type and correlation fields). */
-export type TransferAckFields = Omit<MessageOf<"transfer_ack">, "type" | "id" | "replyTo">;
-/** Phase names. */
-export type TransferPhaseName = TransferAckFields["phase"];
-/** Which side of a plan this worker is. */
-export type TransferRole = "src" | "dst";
+export type { TransferAckFields, TransferPhaseMessage, TransferPhaseName, TransferRole } from "./local_plan.ts";
+
 /** A test hook: make a phase fail (answer not ok) or hang (answer only once the plan aborts). */
 export type TransferFaultHook = (phase: TransferPhaseName, role: TransferRole, planId: string) => "fail" | "hang" | undefined;
 
@@ -44,8 +41,8 @@ export interface TransferExecutorOptions {
   epoch: number;
   blocks: BlockManager;
   dataPath: KvDataPath;
-  /** Wall clock for deadlines (default Date.now: plans carry absolute deadlines). */
-  now?: () => number;
+  /** Time and timers (default the real clock); plans carry wall-clock deadlines (its wallNow()). */
+  clock?: Clock;
   faults?: TransferFaultHook;
   /**
    * A plan aborts itself this long after its deadline (default 250 ms): the control plane, which
@@ -56,37 +53,14 @@ export interface TransferExecutorOptions {
   retainFinished?: number;
 }
 
-type PlanState = "preparing" | "prepared" | "executed" | "published" | "finalized" | "aborted";
-
-interface LocalPlan {
-  planId: string;
-  role: TransferRole;
-  mode: "copy" | "move";
-  peer: number;
-  state: PlanState;
-  abortReason?: string;
-  /** Source: pinned block ids. Destination: pinned parents (until publish), reserved, then published block ids. */
-  pinned: number[];
-  reserved: number[];
-  published: number[];
-  srcBlocks: number[];
-  entries: { hash: string; parent: string }[];
-  answers: Map<TransferPhaseName, Promise<TransferAckFields>>;
-  /** Destination: the receive started at prepare (see KvDataPath.receivesAtPrepare). */
-  receiving?: Promise<number>;
-  execution?: Promise<unknown>;
-  timer?: ReturnType<typeof setTimeout>;
-  aborted: Promise<void>;
-  signalAborted: () => void;
-}
-
 /** Executes transfer phases against one worker's block manager and KV cache. */
 export class TransferExecutor {
   /** Called after every change of blocks (reservations, pins, publish, release): report a delta. */
   onChange: () => void = () => {};
-  readonly counters = { prepared: 0, refused: 0, sentBlocks: 0, sentBytes: 0, receivedBlocks: 0, receivedBytes: 0, published: 0, finalized: 0, released: 0, aborted: 0, deadlineAborts: 0 };
+  readonly counters: ExecutorCounters = { prepared: 0, refused: 0, sentBlocks: 0, sentBytes: 0, receivedBlocks: 0, receivedBytes: 0, published: 0, finalized: 0, released: 0, aborted: 0, deadlineAborts: 0 };
   readonly #o: TransferExecutorOptions;
-  readonly #now: () => number;
+  readonly #clock: Clock;
+  readonly #side: ExecutorSide;
   readonly #plans = new Map<string, LocalPlan>();
   /**
    * Host-path plans whose payload is moving: a source from execute to finalize (its bytes may sit
@@ -98,7 +72,18 @@ export class TransferExecutor {
 
   constructor(o: TransferExecutorOptions) {
     this.#o = o;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? realClock;
+    this.#side = {
+      rank: o.rank,
+      blocks: o.blocks,
+      dataPath: o.dataPath,
+      clock: this.#clock,
+      counters: this.counters,
+      startMoving: (plan) => void this.#moving.add(plan),
+      stopMoving: (plan) => this.#stopMoving(plan),
+      changed: () => this.onChange(),
+      finished: (plan) => this.#forgetLater(plan),
+    };
   }
 
   /** Plans holding pins or reservations here (the scheduler may be waiting on their blocks). */
@@ -121,8 +106,7 @@ export class TransferExecutor {
   payloadsSettled(): Promise<void> {
     if (this.#moving.size === 0) return Promise.resolve();
     if (!this.#settled) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
+      const { promise, resolve } = Promise.withResolvers<void>();
       this.#settled = { promise, resolve };
     }
     return this.#settled.promise;
@@ -158,16 +142,15 @@ export class TransferExecutor {
     await Promise.all([...this.#plans.values()].map((p) => this.#abort(p.planId, "worker exiting")));
   }
 
+  /** Checks what both roles check, runs the role's prepare row, and arms the plan's deadline. */
   #prepare(m: MessageOf<"transfer_prepare">): Promise<TransferAckFields> {
     const existing = this.#plans.get(m.planId);
     if (existing) return existing.answers.get("prepare") ?? Promise.resolve(this.#ack(m.planId, "prepare", false, { error: `plan ${m.planId} was ${existing.state} before its prepare arrived` }));
     const role: TransferRole | undefined = m.srcRank === this.#o.rank ? "src" : m.dstRank === this.#o.rank ? "dst" : undefined;
-    let signalAborted!: () => void;
-    const plan: LocalPlan = {
+    const plan = newLocalPlan({
       planId: m.planId, role: role ?? "src", mode: m.mode, peer: role === "src" ? m.dstRank : m.srcRank, state: "preparing",
-      pinned: [], reserved: [], published: [], srcBlocks: m.blocks.map((b) => b.srcBlock), entries: m.blocks.map((b) => ({ hash: b.hash, parent: b.parent })),
-      answers: new Map(), aborted: new Promise((r) => (signalAborted = r)), signalAborted,
-    };
+      srcBlocks: m.blocks.map((b) => b.srcBlock), entries: m.blocks.map((b) => ({ hash: b.hash, parent: b.parent })),
+    });
     this.#plans.set(m.planId, plan);
     const answer = (async (): Promise<TransferAckFields> => {
       const refuse = (error: string) => {
@@ -182,40 +165,22 @@ export class TransferExecutor {
       if (!role || m.srcRank === m.dstRank) return refuse(`plan ${m.planId} moves ${m.srcRank}->${m.dstRank}; rank ${this.#o.rank} is not exactly one side`);
       const epoch = role === "src" ? m.srcEpoch : m.dstEpoch;
       if (epoch !== this.#o.epoch) return refuse(`plan ${m.planId} is for rank ${this.#o.rank} epoch ${epoch}, this worker is epoch ${this.#o.epoch}`);
-      if (m.deadline <= this.#now()) return refuse(`plan ${m.planId} arrived after its deadline`);
+      if (m.deadline <= this.#clock.wallNow()) return refuse(`plan ${m.planId} arrived after its deadline`);
       const fault = await this.#fault("prepare", role, plan);
       if (fault) return refuse(fault);
       if (isAborted(plan)) return refuse(`plan ${m.planId} was aborted while preparing: ${plan.abortReason}`);
-      const bm = this.#o.blocks;
-      if (role === "src") {
-        for (const b of m.blocks) {
-          if (b.srcBlock >= bm.numBlocks) return refuse(`stale plan ${m.planId}: block ${b.srcBlock} is outside 0..${bm.numBlocks - 1}`);
-          const info = bm.blockInfo(b.srcBlock);
-          if (info.hash !== b.hash || info.generation !== b.generation) {
-            return refuse(`stale plan ${m.planId}: source block ${b.srcBlock} is generation ${info.generation} hash ${info.hash ?? "none"}, the plan expects generation ${b.generation} hash ${b.hash}`);
-          }
-        }
-        if (!bm.pinSource(m.blocks.map((b) => ({ block: b.srcBlock, generation: b.generation })))) return refuse(`stale plan ${m.planId}: a source block is no longer published at its generation`);
-        plan.pinned = [...plan.srcBlocks];
-      } else {
-        // The reservation may reclaim cached blocks: never the parents the incoming chains hang from.
-        const inPlan = new Set(m.blocks.map((b) => b.hash));
-        const kept = bm.pinCached(m.blocks.map((b) => b.parent).filter((h) => !inPlan.has(h)));
-        const got = bm.reserve(m.blocks.length);
-        if (!got) {
-          bm.unpinSource(kept);
-          return refuse(`rank ${this.#o.rank} cannot reserve ${m.blocks.length} blocks for plan ${m.planId} (${bm.numAvailableBlocks} free or reclaimable)`);
-        }
-        plan.pinned = kept;
-        plan.reserved = got;
+      let extra: Partial<TransferAckFields>;
+      try {
+        extra = phasesOf(role).prepare.run(this.#side, plan, m);
+      } catch (e) {
+        if (e instanceof PhaseRefusal) return refuse(e.message);
+        throw e;
       }
-      plan.state = "prepared";
-      if (role === "dst") this.#receiveEarly(plan);
       this.counters.prepared++;
-      plan.timer = setTimeout(() => void this.#abort(plan.planId, "deadline", true), Math.max(0, m.deadline + (this.#o.deadlineGraceMs ?? 250) - this.#now()));
-      (plan.timer as { unref?: () => void }).unref?.();
+      const grace = this.#o.deadlineGraceMs ?? 250;
+      plan.timer = this.#clock.setTimeout(() => void this.#abort(plan.planId, "deadline", true), Math.max(0, m.deadline + grace - this.#clock.wallNow()), { keepsAlive: false });
       this.onChange();
-      return this.#ack(m.planId, "prepare", true, role === "dst" ? { dstBlocks: [...plan.reserved] } : {});
+      return this.#ack(m.planId, "prepare", true, extra);
     })().catch((e: Error) => {
       // Nothing was pinned or reserved when a check threw: the plan is simply refused.
       plan.state = "aborted";
@@ -226,83 +191,25 @@ export class TransferExecutor {
     return answer;
   }
 
+  /** Runs a phase after prepare through the row of the plan's role. */
   async #run(plan: LocalPlan, phase: TransferPhaseName, m: TransferPhaseMessage): Promise<TransferAckFields> {
     const no = (error: string) => this.#ack(plan.planId, phase, false, { error });
     if (plan.state === "aborted") return no(`plan ${plan.planId} was aborted: ${plan.abortReason ?? "unknown reason"}`);
     const fault = await this.#fault(phase, plan.role, plan);
     if (fault) return no(fault);
     if (isAborted(plan)) return no(`plan ${plan.planId} was aborted: ${plan.abortReason ?? "unknown reason"}`);
-    const bm = this.#o.blocks;
-    switch (phase) {
-      case "execute": {
-        if (plan.state !== "prepared") return no(`cannot execute plan ${plan.planId}: it is ${plan.state}`);
-        const e = m as MessageOf<"transfer_execute">;
-        const t0 = performance.now();
-        const path = this.#o.dataPath;
-        if (plan.role === "dst" && e.dstBlocks && (e.dstBlocks.length !== plan.reserved.length || e.dstBlocks.some((b, i) => b !== plan.reserved[i]))) {
-          return no(`plan ${plan.planId}: execute names destination blocks ${e.dstBlocks.join(",")}, reserved ${plan.reserved.join(",")}`);
-        }
-        const dstBlocks = plan.role === "dst" ? plan.reserved : (e.dstBlocks ?? []);
-        const job = jobOf(plan, e.srcBlocks, dstBlocks);
-        if (plan.role === "src" && (e.srcBlocks.length !== plan.srcBlocks.length || e.srcBlocks.some((b, i) => b !== plan.srcBlocks[i]))) {
-          return no(`plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`);
-        }
-        const op = plan.role === "src" ? path.send(job) : (plan.receiving ?? path.receive(job));
-        if ((path.pathOf?.(plan.peer) ?? "host") === "host") this.#moving.add(plan);
-        plan.execution ??= op.catch(() => {});
-        // The source's bytes may still sit in its socket until the destination has them (finalize).
-        if (plan.role === "dst") void plan.execution.then(() => this.#stopMoving(plan));
-        let bytes: number;
-        try {
-          bytes = await op;
-        } catch (err) {
-          return no(`plan ${plan.planId} execute on rank ${this.#o.rank} failed: ${(err as Error).message}`);
-        }
-        if (isAborted(plan)) return no(`plan ${plan.planId} was aborted during execute: ${plan.abortReason}`);
-        plan.state = "executed";
-        const n = plan.role === "src" ? plan.srcBlocks.length : plan.reserved.length;
-        if (plan.role === "src") (this.counters.sentBlocks += n), (this.counters.sentBytes += bytes);
-        else (this.counters.receivedBlocks += n), (this.counters.receivedBytes += bytes);
-        return this.#ack(plan.planId, phase, true, { bytes, elapsedMs: performance.now() - t0 });
-      }
-      case "publish": {
-        if (plan.role !== "dst") return no(`plan ${plan.planId}: publish goes to the destination, rank ${this.#o.rank} is the source`);
-        if (plan.state !== "executed") return no(`cannot publish plan ${plan.planId}: it is ${plan.state}`);
-        const published = bm.publishReserved(plan.reserved.map((block, i) => ({ block, hash: plan.entries[i]!.hash, parent: plan.entries[i]!.parent })));
-        plan.reserved = [];
-        // The kept parents now have published children: reclamation cannot take them before those.
-        bm.unpinSource(plan.pinned);
-        plan.pinned = [];
-        plan.published = published;
-        plan.state = "published";
-        // Published data is valid on its own: a lost control plane must not undo it at the deadline.
-        clearTimeout(plan.timer);
-        this.counters.published += published.length;
-        this.onChange();
-        return this.#ack(plan.planId, phase, true, {});
-      }
-      case "finalize": {
-        if (plan.role === "dst") {
-          if (plan.state !== "published") return no(`cannot finalize plan ${plan.planId} on the destination: it is ${plan.state}`);
-          plan.state = "finalized";
-          this.#forgetLater(plan);
-          return this.#ack(plan.planId, phase, true, {});
-        }
-        if (plan.state !== "executed") return no(`cannot finalize plan ${plan.planId} on the source: it is ${plan.state}`);
-        bm.unpinSource(plan.pinned);
-        plan.pinned = [];
-        this.#stopMoving(plan);
-        const released = plan.mode === "move" ? bm.reclaimSuffix(plan.srcBlocks) : [];
-        plan.state = "finalized";
-        clearTimeout(plan.timer);
-        this.counters.finalized++;
-        this.counters.released += released.length;
-        this.#forgetLater(plan);
-        this.onChange();
-        return this.#ack(plan.planId, phase, true, { released: released.length });
-      }
-      default:
-        return no(`unexpected phase ${phase}`);
+    const row = phasesOf(plan.role)[phase as WorkerPhase];
+    if (!row) {
+      const other: TransferRole = plan.role === "src" ? "dst" : "src";
+      if (!phasesOf(other)[phase as WorkerPhase]) return no(`unexpected phase ${phase}`);
+      return no(`plan ${plan.planId}: ${phase} goes to the ${roleName(other)}, rank ${this.#o.rank} is the ${roleName(plan.role)}`);
+    }
+    if (plan.state !== row.from) return no(`cannot ${phase} plan ${plan.planId} on the ${roleName(plan.role)}: it is ${plan.state}`);
+    try {
+      return this.#ack(plan.planId, phase, true, await row.run(this.#side, plan, m));
+    } catch (e) {
+      if (e instanceof PhaseRefusal) return no(e.message);
+      throw e;
     }
   }
 
@@ -310,8 +217,7 @@ export class TransferExecutor {
     let plan = this.#plans.get(planId);
     if (!plan) {
       // Remember the id: a prepare arriving after its abort must be refused.
-      let signalAborted!: () => void;
-      plan = { planId, role: "src", mode: "copy", peer: -1, state: "aborted", abortReason: reason, pinned: [], reserved: [], published: [], srcBlocks: [], entries: [], answers: new Map(), aborted: new Promise((r) => (signalAborted = r)), signalAborted };
+      plan = newLocalPlan({ planId, role: "src", mode: "copy", peer: -1, state: "aborted", abortReason: reason, srcBlocks: [], entries: [] });
       plan.answers.set("prepare", Promise.resolve(this.#ack(planId, "prepare", false, { error: `plan ${planId} was aborted before its prepare: ${reason}` })));
       this.#plans.set(planId, plan);
       this.#forgetLater(plan);
@@ -325,21 +231,15 @@ export class TransferExecutor {
       p.state = "aborted";
       p.abortReason ??= reason;
       p.signalAborted();
-      clearTimeout(p.timer);
+      this.#clock.clearTimeout(p.timer);
       this.#stopMoving(p);
       if (byDeadline && wasOpen) this.counters.deadlineAborts++;
-      // Never release blocks a scatter may still write.
-      this.#o.dataPath.cancel(planId, reason);
-      await p.execution;
-      const bm = this.#o.blocks;
-      if (p.pinned.length > 0) bm.unpinSource(p.pinned);
-      if (p.reserved.length > 0) bm.releaseReserved(p.reserved);
-      // Undo a publish: blocks nobody references yet go back to free.
-      const taken = p.published.length > 0 ? bm.reclaimSuffix(p.published) : [];
-      const changed = p.pinned.length + p.reserved.length + taken.length > 0;
-      p.pinned = [];
-      p.reserved = [];
-      p.published = [];
+      let changed = false;
+      for (const row of undoOrder(p.role)) {
+        if (!row.undo) continue;
+        const undone = row.undo(this.#side, p, reason);
+        if (undone instanceof Promise ? await undone : undone) changed = true;
+      }
       if (wasOpen) this.counters.aborted++;
       this.#forgetLater(p);
       if (changed) this.onChange();
@@ -347,18 +247,6 @@ export class TransferExecutor {
     })().catch((e: Error) => this.#ack(planId, "abort", false, { error: `abort on rank ${this.#o.rank} failed: ${e.message}` }));
     p.answers.set("abort", answer);
     return answer;
-  }
-
-  /**
-   * Starts a destination's receive at prepare when its path allows (one-sided CUDA IPC): its
-   * go-ahead to the source then overlaps the control plane's execute. The receive resolves only
-   * after the source's own execute copied, and an abort still waits for it to settle.
-   */
-  #receiveEarly(plan: LocalPlan): void {
-    const path = this.#o.dataPath;
-    if (!path.receivesAtPrepare?.(plan.peer)) return;
-    plan.receiving = path.receive(jobOf(plan, plan.srcBlocks, plan.reserved));
-    plan.execution = plan.receiving.catch(() => {});
   }
 
   /** Applies the fault hook: "fail" answers not ok, "hang" waits until the plan is aborted. */
@@ -389,14 +277,4 @@ export class TransferExecutor {
   #ack(planId: string, phase: TransferPhaseName, ok: boolean, extra: Partial<TransferAckFields>): TransferAckFields {
     return { planId, phase, rank: this.#o.rank, ok, ...extra };
   }
-}
-
-/** The data path's view of a plan's execute. */
-function jobOf(plan: LocalPlan, srcBlocks: readonly number[], dstBlocks: readonly number[]): KvTransferJob {
-  return { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(srcBlocks), dstBlocks: Int32Array.from(dstBlocks) };
-}
-
-/** Re-reads the state after an await (abort may have changed it meanwhile). */
-function isAborted(plan: LocalPlan): boolean {
-  return plan.state === "aborted";
 }

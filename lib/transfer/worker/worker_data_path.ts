@@ -2,8 +2,8 @@
  * Opens a worker's KV data path: the host socket path (lib/transfer/paths/host/kv_peer_channel.ts) to every peer,
  * plus a direct device path with each direct NVLink partner on another CUDA device where
  * transfers.dataPath allows it. "auto" prefers, per partner, CUDA IPC (the source copies into the
- * partner's cache with the copy engine; the fastest measured path: 0.087 ms per 28 MiB block on
- * 2 x H200), then an NCCL pair, then the host path, logging one line per pair that falls back,
+ * partner's cache with the copy engine; the fastest path in the transfer benchmark), then an NCCL
+ * pair, then the host path, logging one line per pair that falls back,
  * naming it and the cause. Plans pick the path per
  * peer ({@link PerPeerDataPath}). On the CPU backend nothing direct is tried: no rendezvous traffic.
  * @module
@@ -62,7 +62,7 @@ export interface OpenWorkerDataPathOptions {
 }
 
 /** The KV peer socket of a rank. */
-export function peerSocketPath(dir: string, rank: number): string {
+function peerSocketPath(dir: string, rank: number): string {
   return `${dir}/kv-${rank}.sock`;
 }
 
@@ -134,7 +134,7 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
 }
 
 /** The native library's NCCL pairs as a {@link NcclPairFactory}. */
-export function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
+function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
   return {
     unavailable: () => {
       const v = xfer.ncclVersion();
@@ -150,7 +150,7 @@ export function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
  * with `kv`'s shape, and copies into it with `mode` (copyEngineDirect: the copy engine only, the
  * fastest measured cross-process path; kernel: one kernel storing over NVLink).
  */
-export function nativeIpcFactory(xfer: KvTransferEngine, kv: KvCache, mode: PeerCopyModeName = "copyEngineDirect"): IpcViewFactory {
+function nativeIpcFactory(xfer: KvTransferEngine, kv: KvCache, mode: PeerCopyModeName = "copyEngineDirect"): IpcViewFactory {
   return {
     numBlocks: kv.numBlocks,
     blockBytes: kv.blockBytes,

@@ -1,6 +1,7 @@
 // Route reservations: concurrent routes cannot spend the same free blocks; worker reports,
 // request ends, dead ranks and the TTL release them.
 import { expect, test } from "bun:test";
+import { VirtualClock } from "../../../lib/core/virtual_clock.ts";
 import { GlobalScheduler } from "../../../lib/global/global_scheduler.ts";
 import { RouteReservations } from "../../../lib/global/route_reservations.ts";
 import { hashesOf, IDLE, promptTokens, snapshot } from "./page_table_fixture.ts";
@@ -50,14 +51,14 @@ test("a worker report of queued then allocated requests releases pending work, t
 });
 
 test("reservations expire after the TTL and die with their rank", () => {
-  let now = 1000;
-  const s = new GlobalScheduler({ config: { reservationTtlMs: 500 }, now: () => now });
+  const clock = new VirtualClock({ startMs: 1000 });
+  const s = new GlobalScheduler({ config: { reservationTtlMs: 500 }, clock });
   s.applySnapshot(snapshot(0));
   s.applySnapshot(snapshot(1));
   s.route(q("r1", 2));
-  now += 100;
+  clock.advanceSync(100);
   s.route(q("r2", 2));
-  now += 450; // r1 is 550 ms old, r2 450 ms
+  clock.advanceSync(450); // r1 is 550 ms old, r2 450 ms
   s.route(q("r3", 2));
   expect(s.reservations.get("r1")).toBeUndefined();
   expect(s.reservations.get("r2")).toBeDefined();

@@ -4,6 +4,7 @@
 // GlobalBlockManager fed by the workers' real snapshots/deltas; one TransferCoordinator whose link
 // calls the executors. Used by the transaction, fault and concurrency tests.
 import { prefixBlockHashes, type BlockHash } from "../../../lib/core/block_hash.ts";
+import { realClock, type Clock } from "../../../lib/core/clock.ts";
 import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
 import { GlobalBlockManager } from "../../../lib/global/global_block_manager.ts";
 import { TransferCoordinator, type CoordinatorPhase, type PhaseMessage } from "../../../lib/transfer/control/transfer_coordinator.ts";
@@ -116,6 +117,8 @@ export interface ClusterOptions {
    * done by {@link StoreView}s and its signals on an in-memory {@link SignalNetwork}.
    */
   dataPath?: "host" | "ipc";
+  /** The coordinator's and the executors' clock (default the real one). */
+  clock?: Clock;
 }
 
 /** A mapping of `to`'s store from the worker owning `from`: a copy lands when waited for. */
@@ -159,7 +162,7 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
       const ipc = new IpcDataPath({ rank, blockBytes: kv.blockBytes, views: new Map(peers.map((r) => [r, new StoreView(kv, stores[r]!)])), signals: signals.line(rank), timeoutMs: 1000, log: () => {} });
       dataPath = new PerPeerDataPath({ rank, host, direct: [{ name: "ipc", path: ipc, peers }], log: () => {} });
     }
-    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath, faults: o.faults?.(rank) });
+    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath, faults: o.faults?.(rank), clock: o.clock });
     workers.push({ rank, bm, kv, channel, executor, ...(signals ? { signals } : {}) });
     table.applySnapshot(bm.snapshot(IDLE));
   }
@@ -179,6 +182,7 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
     blocks: table,
     cost: new TransferCostModel(resolveTransferConfig("force")),
     idPrefix: "t",
+    clock: o.clock,
     beforePhase: o.beforePhase,
     pipelinePhases: () => o.pipelinePhases ?? true,
     log: () => {},
@@ -190,10 +194,11 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
       sent.push({ rank, type: m.type, planId: m.planId, answeredBefore: [...acks] });
       await Promise.resolve();
       if (o.silent?.(rank, m)) return new Promise(() => {});
-      const t0 = performance.now();
+      const clock = o.clock ?? realClock;
+      const t0 = clock.now();
       const ack = await workers[rank]!.executor.handle(m as TransferPhaseMessage);
       acks.push(`${m.type}@${rank}`);
-      return o.stampAcks ? { ...ack, handledMs: performance.now() - t0, receivedAt: performance.timeOrigin + t0 } : ack;
+      return o.stampAcks ? { ...ack, handledMs: clock.now() - t0, receivedAt: clock.timeOrigin + t0 } : ack;
     },
   });
   return {

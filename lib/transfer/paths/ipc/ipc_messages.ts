@@ -19,17 +19,15 @@ import { Count, envelope } from "../../../protocol/envelope.ts";
 import { registerMessages } from "../../../protocol/messages.ts";
 
 /** Bytes of a CUDA IPC memory handle (cudaIpcMemHandle_t). */
-export const CUDA_IPC_HANDLE_BYTES = 64;
+const CUDA_IPC_HANDLE_BYTES = 64;
 
 /** A CUDA IPC memory handle: 64 opaque bytes (msgpack bin). */
-export const CudaIpcHandle = z.custom<Uint8Array>((v) => v instanceof Uint8Array && v.length === CUDA_IPC_HANDLE_BYTES, {
+const CudaIpcHandle = z.custom<Uint8Array>((v) => v instanceof Uint8Array && v.length === CUDA_IPC_HANDLE_BYTES, {
   message: `expected a CUDA IPC handle (${CUDA_IPC_HANDLE_BYTES} bytes)`,
 });
 
 /** The two rounds of an IPC pair's start-up, in order. */
-export const IPC_STAGES = ["handle", "opened"] as const;
-/** One of IPC_STAGES. */
-export type IpcStage = (typeof IPC_STAGES)[number];
+const IPC_STAGES = ["handle", "opened"] as const;
 
 /** What one side offers at a stage; an answer carries the partner's (see the module doc). */
 const offerFields = {
@@ -41,13 +39,13 @@ const offerFields = {
 };
 
 /** Worker -> control plane (request; reply ipc_answer): this rank's part of one stage with peerRank. */
-export const IpcOfferMessage = z.object({ type: z.literal("ipc_offer"), ...envelope, rank: Count, epoch: Count, peerRank: Count, ...offerFields });
+const IpcOfferMessage = z.object({ type: z.literal("ipc_offer"), ...envelope, rank: Count, epoch: Count, peerRank: Count, ...offerFields });
 
 /**
  * Control plane -> worker (reply to ipc_offer): the partner's offer of the same stage, or in
  * `error` why there is none (the partner's reason, or the control plane's refusal).
  */
-export const IpcAnswerMessage = z.object({ type: z.literal("ipc_answer"), ...envelope, peerRank: Count, ...offerFields });
+const IpcAnswerMessage = z.object({ type: z.literal("ipc_answer"), ...envelope, peerRank: Count, ...offerFields });
 
 /** The CUDA IPC rendezvous messages by type, as the protocol's registry holds them. */
 const IPC_SCHEMAS = { ipc_offer: IpcOfferMessage, ipc_answer: IpcAnswerMessage } as const;

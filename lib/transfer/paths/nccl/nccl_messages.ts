@@ -15,10 +15,10 @@ import { Count, envelope } from "../../../protocol/envelope.ts";
 import { registerMessages } from "../../../protocol/messages.ts";
 
 /** Bytes of an NCCL unique id (ncclUniqueId). */
-export const NCCL_UNIQUE_ID_BYTES = 128;
+const NCCL_UNIQUE_ID_BYTES = 128;
 
 /** An NCCL unique id: 128 opaque bytes (msgpack bin). */
-export const NcclUniqueId = z.custom<Uint8Array>((v) => v instanceof Uint8Array && v.length === NCCL_UNIQUE_ID_BYTES, {
+const NcclUniqueId = z.custom<Uint8Array>((v) => v instanceof Uint8Array && v.length === NCCL_UNIQUE_ID_BYTES, {
   message: `expected an NCCL unique id (${NCCL_UNIQUE_ID_BYTES} bytes)`,
 });
 
@@ -27,7 +27,7 @@ export const NcclUniqueId = z.custom<Uint8Array>((v) => v instanceof Uint8Array 
  * peerRank. The lower rank sends the unique id; `unavailable` says why this side cannot join (the
  * partner is told instead of waiting).
  */
-export const NcclIdOfferMessage = z.object({
+const NcclIdOfferMessage = z.object({
   type: z.literal("nccl_id_offer"),
   ...envelope,
   rank: Count,
@@ -38,7 +38,7 @@ export const NcclIdOfferMessage = z.object({
 });
 
 /** Control plane -> worker (reply to nccl_id_offer): the pair's unique id, or why there is none. */
-export const NcclIdMessage = z.object({
+const NcclIdMessage = z.object({
   type: z.literal("nccl_id"),
   ...envelope,
   peerRank: Count,
@@ -50,7 +50,7 @@ export const NcclIdMessage = z.object({
  * Worker -> control plane: whether this rank's direct pair with peerRank (NCCL, or CUDA IPC: see
  * ipc_messages.ts) is up (after start-up, on every reconnect, and when it breaks).
  */
-export const NcclPairStatusMessage = z.object({
+const NcclPairStatusMessage = z.object({
   type: z.literal("nccl_pair_status"),
   ...envelope,
   rank: Count,
@@ -60,7 +60,7 @@ export const NcclPairStatusMessage = z.object({
 });
 
 /** Control plane -> worker: the partner has no working direct pair; use the host path for peerRank. */
-export const NcclPairDownMessage = z.object({ type: z.literal("nccl_pair_down"), ...envelope, peerRank: Count, reason: z.string() });
+const NcclPairDownMessage = z.object({ type: z.literal("nccl_pair_down"), ...envelope, peerRank: Count, reason: z.string() });
 
 /** The NCCL pair messages by type, as the protocol's registry holds them. */
 const NCCL_SCHEMAS = {

@@ -5,13 +5,14 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { DEFAULT_TRANSFER_CONFIG, resolveTransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
+import { DEFAULT_TRANSFER_OPTIONS, resolveTransferConfig, resolveTransferOptions } from "../../../../lib/transfer/control/transfer_config.ts";
+import { DEFAULT_TRANSFER_TUNING, splitTransferSettings } from "../../../../lib/transfer/control/transfer_tuning.ts";
 import { interpolateCurve, parseResiduals, parseTransferProfile, sizeBucket, TransferCostModel } from "../../../../lib/transfer/control/transfer_cost_model.ts";
 
 describe("transfer config", () => {
   test("defaults: auto, caps 8 per chain and 128 per pair, zero fixed latency", () => {
     const c = resolveTransferConfig();
-    expect(c).toEqual({ ...DEFAULT_TRANSFER_CONFIG });
+    expect(c).toEqual({ ...DEFAULT_TRANSFER_OPTIONS, ...DEFAULT_TRANSFER_TUNING });
     expect(c).toMatchObject({ mode: "auto", backgroundCopyMaxBlocks: 8, backgroundCopyBatchMaxBlocks: 128, fallbackFixedMs: 0 });
   });
   test("a bare mode string and partial objects", () => {
@@ -25,6 +26,13 @@ describe("transfer config", () => {
     expect(() => resolveTransferConfig({ ewmaAlpha: 0 })).toThrow(/ewmaAlpha/);
     expect(() => resolveTransferConfig({ foreground: "yes" as never })).toThrow(/transfers.foreground must be a boolean/);
     expect(() => resolveTransferConfig({ bogus: 1 } as never)).toThrow(/unknown transfers setting "bogus"/);
+  });
+  test("the public options refuse an internal constant, which the tuning argument sets", () => {
+    expect(() => resolveTransferOptions({ mode: "auto", hotnessThreshold: 3 } as never)).toThrow(/transfers.hotnessThreshold is not a transfer option/);
+    expect(resolveTransferOptions({ mode: "force", dataPath: "host" }, { hotnessThreshold: 3, ewmaAlpha: 0.5 })).toMatchObject({ mode: "force", dataPath: "host", hotnessThreshold: 3, ewmaAlpha: 0.5 });
+    expect(() => resolveTransferOptions("auto", { ewmaAlpha: 2 })).toThrow(/transfers.ewmaAlpha must be in \(0, 1\], got 2/);
+    expect(() => resolveTransferOptions("auto", { safetyRatio: 3 } as never)).toThrow(/unknown transfer constant "safetyRatio"/);
+    expect(splitTransferSettings({ dataPath: "ipc", offloadIntoColderCache: true })).toEqual({ options: { dataPath: "ipc" }, tuning: { offloadIntoColderCache: true } });
   });
 });
 

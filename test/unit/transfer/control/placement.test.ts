@@ -4,6 +4,7 @@
 // routing.
 import { describe, expect, test } from "bun:test";
 import type { BlockHash } from "../../../../lib/core/block_hash.ts";
+import { VirtualClock } from "../../../../lib/core/virtual_clock.ts";
 import { GlobalScheduler } from "../../../../lib/global/global_scheduler.ts";
 import { HotnessTracker, planPlacements, type HotChain, type PlacementEnv } from "../../../../lib/transfer/control/placement.ts";
 import { PlacementLeases } from "../../../../lib/transfer/control/placement_leases.ts";
@@ -126,7 +127,7 @@ describe("placement leases", () => {
     // Both hold the prefix; rank 1 carries a little more load, so lmpool alone prefers rank 0.
     s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0) }));
     s.applySnapshot(snapshot(1, { entries: chainEntries(HOT.slice(0, 8), 500), load: { ...IDLE, numWaiting: 1, waitingTokens: 100 } }));
-    const leases = new PlacementLeases({ bonusTokens: 512, now: () => now });
+    const leases = new PlacementLeases({ bonusTokens: 512, clock: new VirtualClock({ startMs: now }) });
     s.routeAdvisor = leases;
     if (leaseFor !== undefined) leases.grant(HOT[7]!, 8, leaseFor, 1000);
     const tokens = [...promptTokens(1, 20 * 16), 5, 6, 7];
@@ -140,7 +141,7 @@ describe("placement leases", () => {
     expect(leases.routed).toBe(1);
     expect(routed("lmpool", 0).leases.hits).toBe(1);
     expect(routed("round-robin", 1).d.reason).toBe("round-robin");
-    const expired = new PlacementLeases({ bonusTokens: 512, now: () => 5000 });
+    const expired = new PlacementLeases({ bonusTokens: 512, clock: new VirtualClock({ startMs: 5000 }) });
     expect(expired.size).toBe(0);
   });
 });
@@ -152,7 +153,7 @@ describe("leases on a partial copy", () => {
     const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
     s.applySnapshot(snapshot(0, { entries: chainEntries(LONG, 0), load: load(o.ownerQueue) }));
     s.applySnapshot(snapshot(1, { entries: chainEntries(LONG.slice(0, 8), 500), load: load(o.leaseQueue) }));
-    const leases = new PlacementLeases({ bonusTokens: 0, ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }), now: () => 0 });
+    const leases = new PlacementLeases({ bonusTokens: 0, ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }), clock: new VirtualClock() });
     s.routeAdvisor = leases;
     leases.grant(LONG[7]!, 8, 1, 1000);
     const tokens = [...promptTokens(7, 40 * 16), 5, 6, 7];

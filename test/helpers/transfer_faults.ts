@@ -1,10 +1,10 @@
 /**
- * Fault injection for transfer tests across processes: LMPOOL_TRANSFER_FAULTS lists
- * `phase:role:kind` entries (comma-separated), e.g. "execute:dst:hang,publish:dst:fail", applied by
- * every worker to every plan. Unset in production.
+ * Fault injection for transfer tests across processes: a text of `phase:role:kind` entries
+ * (comma-separated), e.g. "execute:dst:hang,publish:dst:fail", applied by every worker started
+ * through faulty_worker_main.ts to every plan.
  * @module
  */
-import type { TransferFaultHook, TransferPhaseName, TransferRole } from "./transfer_executor.ts";
+import type { TransferFaultHook, TransferPhaseName, TransferRole } from "../../lib/transfer/worker/transfer_executor.ts";
 
 const PHASES = ["prepare", "execute", "publish", "finalize", "abort"];
 
