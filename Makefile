@@ -23,7 +23,7 @@ CPU_LIB    := $(BUILD)/liblmpool_cpu.so
 CUDA_LIB   := $(BUILD)/liblmpool_cuda.so
 HAVE_CUDA  := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
 
-.PHONY: all native native-cpu native-cuda deps test test-unit check serve bench clean
+.PHONY: all native native-cpu native-cuda deps test test-unit check fmt serve bench clean
 
 all: native
 
@@ -66,9 +66,16 @@ test: deps native-cpu
 	$(DENO) check mod.ts ffi/mod.ts lib/model/mod.ts lib/global/mod.ts lib/transfer/mod.ts
 	$(DENO) test --allow-ffi --allow-env --allow-read --allow-sys test/deno/
 
+# Types (tsc and Deno), formatting and lint; the last two read their settings from deno.json.
 check: deps
 	node_modules/.bin/tsc --noEmit -p .
 	$(DENO) check mod.ts ffi/mod.ts lib/model/mod.ts lib/global/mod.ts lib/transfer/mod.ts
+	$(DENO) fmt --check
+	$(DENO) lint
+
+# Formats the tree in place (what `make check` holds it to).
+fmt: deps
+	$(DENO) fmt
 
 serve: deps native
 	$(BUN) run examples/serve.ts $(ARGS)

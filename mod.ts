@@ -31,8 +31,22 @@ export {
 export { NoHealthyRankError } from "./lib/global/global_scheduler.ts";
 export { DEFAULT_SAMPLING_PARAMS, resolveSamplingParams } from "./lib/core/sampling_params.ts";
 export type { SamplingParams } from "./lib/core/sampling_params.ts";
-export type { FinishReason, PromptInput, RequestMetrics, RequestOptions, RequestOutput, StreamDelta } from "./lib/core/outputs.ts";
-export type { ChatMessage, EngineStats, GenerationEngine, RankStats, ServedModelInfo, TextTokenizer } from "./lib/core/engine_api.ts";
+export type {
+  FinishReason,
+  PromptInput,
+  RequestMetrics,
+  RequestOptions,
+  RequestOutput,
+  StreamDelta,
+} from "./lib/core/outputs.ts";
+export type {
+  ChatMessage,
+  EngineStats,
+  GenerationEngine,
+  RankStats,
+  ServedModelInfo,
+  TextTokenizer,
+} from "./lib/core/engine_api.ts";
 
 export { LLM } from "./lib/engine/llm.ts";
 export type { LLMConfig, LLMOptions } from "./lib/engine/llm.ts";
@@ -44,6 +58,11 @@ export type { ListenOptions, RunningServer, ServeOptions, ServerListener } from 
 export { POLICY_NAMES } from "./lib/global/routing_config.ts";
 export type { PolicyName, RoutingConfigInput } from "./lib/global/routing_config.ts";
 export { TRANSFER_MODES } from "./lib/transfer/control/transfer_config.ts";
-export type { DataPathSetting, TransferConfigInput, TransferModeSetting, TransferOptions } from "./lib/transfer/control/transfer_config.ts";
+export type {
+  DataPathSetting,
+  TransferConfigInput,
+  TransferModeSetting,
+  TransferOptions,
+} from "./lib/transfer/control/transfer_config.ts";
 export { ensureModel } from "./lib/model/demo_model.ts";
 export type { EnsureModelOptions } from "./lib/model/demo_model.ts";

@@ -10,7 +10,9 @@ export function intOption(name: string, text: string | undefined, fallback: numb
   if (text === undefined) return fallback;
   const v = Number(text);
   if (!Number.isSafeInteger(v) || v < min) {
-    throw new RangeError(`--${name} must be ${min === 1 ? "a positive integer" : `an integer >= ${min}`}, got ${JSON.stringify(text)}`);
+    throw new RangeError(
+      `--${name} must be ${min === 1 ? "a positive integer" : `an integer >= ${min}`}, got ${JSON.stringify(text)}`,
+    );
   }
   return v;
 }
@@ -18,7 +20,9 @@ export function intOption(name: string, text: string | undefined, fallback: numb
 /** `--name`'s comma-separated list of integers >= 0 ("1,2,4"). */
 export function intListOption(name: string, text: string): number[] {
   const xs = text.split(",").map((s) => Number(s.trim()));
-  if (xs.some((x) => !Number.isSafeInteger(x) || x < 0)) throw new RangeError(`--${name} must be a comma-separated list of integers, got ${JSON.stringify(text)}`);
+  if (xs.some((x) => !Number.isSafeInteger(x) || x < 0)) {
+    throw new RangeError(`--${name} must be a comma-separated list of integers, got ${JSON.stringify(text)}`);
+  }
   return xs;
 }
 

@@ -41,7 +41,16 @@ export interface EngineContext {
 
 /** Names of all configurations, in report order. */
 export const CONFIGURATION_NAMES = [
-  "single-gpu", "round-robin", "least-loaded", "prefix-only", "cache-aware", "weighted-scorers", "session-affinity", "lmpool-routing", "transfer-rr", "lmpool",
+  "single-gpu",
+  "round-robin",
+  "least-loaded",
+  "prefix-only",
+  "cache-aware",
+  "weighted-scorers",
+  "session-affinity",
+  "lmpool-routing",
+  "transfer-rr",
+  "lmpool",
 ] as const;
 
 /** One of CONFIGURATION_NAMES. */
@@ -76,7 +85,12 @@ function createSingleGpu(ctx: EngineContext): Promise<GenerationEngine> {
 const OFF = { foreground: false, background: false };
 const ON = { foreground: true, background: true };
 /** Routing policy (lib/global/routing_config.ts POLICY_NAMES) and transfer switches per configuration. */
-export const MULTI_GPU_SETTINGS: Readonly<Record<Exclude<ConfigurationName, "single-gpu">, { policy: PolicyName; transfer: { foreground: boolean; background: boolean } }>> = {
+export const MULTI_GPU_SETTINGS: Readonly<
+  Record<
+    Exclude<ConfigurationName, "single-gpu">,
+    { policy: PolicyName; transfer: { foreground: boolean; background: boolean } }
+  >
+> = {
   "round-robin": { policy: "round-robin", transfer: OFF },
   "least-loaded": { policy: "least-loaded", transfer: OFF },
   "prefix-only": { policy: "prefix-only", transfer: OFF },
@@ -110,12 +124,21 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
 /** The named configurations for `ctx`; throws a RangeError naming an unknown one. */
 export function buildConfigurations(names: readonly string[], ctx: EngineContext): EngineConfiguration[] {
   return names.map((n) => {
-    if (!(CONFIGURATION_NAMES as readonly string[]).includes(n)) throw new RangeError(`unknown configuration ${JSON.stringify(n)}; known: ${CONFIGURATION_NAMES.join(", ")}`);
+    if (!(CONFIGURATION_NAMES as readonly string[]).includes(n)) {
+      throw new RangeError(`unknown configuration ${JSON.stringify(n)}; known: ${CONFIGURATION_NAMES.join(", ")}`);
+    }
     const name = n as ConfigurationName;
-    const forced = ctx.transferMode === "force" && name !== "single-gpu" && MULTI_GPU_SETTINGS[name].transfer.foreground ? " (transfers forced: no cost gate)" : "";
+    const forced = ctx.transferMode === "force" && name !== "single-gpu" && MULTI_GPU_SETTINGS[name].transfer.foreground
+      ? " (transfers forced: no cost gate)"
+      : "";
     const firstDevice = ctx.gpus[0] ?? 0;
     const single = DESCRIPTIONS["single-gpu"] + (firstDevice === 0 ? "" : ` (device ${firstDevice})`);
-    const description = (name === "single-gpu" ? single : DESCRIPTIONS[name].replace("N GPUs", describeGpus(ctx.gpus))) + forced;
-    return { name, description, create: () => (name === "single-gpu" ? createSingleGpu(ctx) : createMultiGpu(name, ctx)) };
+    const description =
+      (name === "single-gpu" ? single : DESCRIPTIONS[name].replace("N GPUs", describeGpus(ctx.gpus))) + forced;
+    return {
+      name,
+      description,
+      create: () => (name === "single-gpu" ? createSingleGpu(ctx) : createMultiGpu(name, ctx)),
+    };
   });
 }

@@ -27,18 +27,42 @@ import { parseTransferProfile, profileLatencyPoints, TRANSFER_PROFILE_SCHEMA } f
 
 /** The scaled-down locality workload of --quick: same structure, CPU-sized. */
 export const QUICK_LOCALITY = {
-  numRequests: 8, groups: 2, unitTokens: 40, headerTokens: [4, 6], questionTokens: [2, 4],
-  outputTokens: 4, maxInFlight: 4, blockSize: 16, kvBlocksPerGpu: 64,
+  numRequests: 8,
+  groups: 2,
+  unitTokens: 40,
+  headerTokens: [4, 6],
+  questionTokens: [2, 4],
+  outputTokens: 4,
+  maxInFlight: 4,
+  blockSize: 16,
+  kvBlocksPerGpu: 64,
 };
 
 /** The scaled-down load-skew workload of --quick: the same 3 hot prefixes of 36 complete blocks and
  * a partial one, revisited by 63 requests, on 16-token blocks (token ids fit the test models). */
-export const QUICK_LOAD_SKEW = { revisits: 63, prefixTokens: 583, blockSize: 16, kvBlocksPerGpu: 384, maxTokenId: 4000 };
+export const QUICK_LOAD_SKEW = {
+  revisits: 63,
+  prefixTokens: 583,
+  blockSize: 16,
+  kvBlocksPerGpu: 384,
+  maxTokenId: 4000,
+};
 
 /** The scaled-down memory-skew workload of --quick: same phases and block counts, 16-token blocks. */
-export const QUICK_MEMORY_SKEW = { sessionPrefixTokens: 1158, anchorTokens: 16, coldTokens: [262, 327], blockSize: 16, kvBlocksPerGpu: 384, maxTokenId: 4000 };
+export const QUICK_MEMORY_SKEW = {
+  sessionPrefixTokens: 1158,
+  anchorTokens: 16,
+  coldTokens: [262, 327],
+  blockSize: 16,
+  kvBlocksPerGpu: 384,
+  maxTokenId: 4000,
+};
 
-const QUICK_OVERRIDES: Readonly<Record<string, Record<string, unknown>>> = { locality: QUICK_LOCALITY, "load-skew": QUICK_LOAD_SKEW, "memory-skew": QUICK_MEMORY_SKEW };
+const QUICK_OVERRIDES: Readonly<Record<string, Record<string, unknown>>> = {
+  locality: QUICK_LOCALITY,
+  "load-skew": QUICK_LOAD_SKEW,
+  "memory-skew": QUICK_MEMORY_SKEW,
+};
 
 /** The configurations of --quick: the reference's five-way comparison (single GPU, round-robin,
  * routing only, transfer only, full LMPool), to keep the CI form short. */
@@ -68,7 +92,9 @@ const HELP = `usage: bun bench e2e [options]
 
 async function traceProfileOf(w: Workload, blockSize: number, modelDir: string): Promise<TraceProfile> {
   if (w.requests.every((r) => r.promptTokenIds)) return profileTrace(w.requests, blockSize);
-  const { ModelTokenizer } = (await import("../lib/model/tokenizer.ts")) as { ModelTokenizer: { fromDir(d: string): { encode(t: string): number[] } } };
+  const { ModelTokenizer } = (await import("../lib/model/tokenizer.ts")) as {
+    ModelTokenizer: { fromDir(d: string): { encode(t: string): number[] } };
+  };
   const tok = ModelTokenizer.fromDir(modelDir);
   return profileTrace(w.requests, blockSize, (t) => tok.encode(t));
 }
@@ -82,19 +108,39 @@ function jsonObjectOption(name: string, text: string | undefined): Record<string
   } catch (e) {
     throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}: ${(e as Error).message}`);
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}`);
+  }
   return v as Record<string, unknown>;
 }
 
 /** Runs the e2e comparison with command-line `argv`; returns the results and where they went (null for --help). */
-export async function runE2E(argv: string[], log: (line: string) => void = console.log): Promise<{ results: BenchResults; dir: string } | null> {
+export async function runE2E(
+  argv: string[],
+  log: (line: string) => void = console.log,
+): Promise<{ results: BenchResults; dir: string } | null> {
   const { values: a } = parseArgs({
     args: argv,
     options: {
-      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, workload: { type: "string" }, scales: { type: "string" },
-      "workload-file": { type: "string" }, "workload-options": { type: "string" }, topology: { type: "string" }, configs: { type: "string" }, model: { type: "string" }, backend: { type: "string" },
-      gpus: { type: "string" }, repetitions: { type: "string" }, seed: { type: "string" }, arrival: { type: "string" },
-      "max-in-flight": { type: "string" }, "transfer-json": { type: "string" }, "transfer-mode": { type: "string" }, "transfer-options": { type: "string" }, out: { type: "string" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      workload: { type: "string" },
+      scales: { type: "string" },
+      "workload-file": { type: "string" },
+      "workload-options": { type: "string" },
+      topology: { type: "string" },
+      configs: { type: "string" },
+      model: { type: "string" },
+      backend: { type: "string" },
+      gpus: { type: "string" },
+      repetitions: { type: "string" },
+      seed: { type: "string" },
+      arrival: { type: "string" },
+      "max-in-flight": { type: "string" },
+      "transfer-json": { type: "string" },
+      "transfer-mode": { type: "string" },
+      "transfer-options": { type: "string" },
+      out: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -105,7 +151,9 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   }
   const quick = a.quick ?? false;
   const backend = a.backend ?? (quick ? "cpu" : undefined);
-  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") {
+    throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  }
   const seed = a.seed === undefined ? 0 : Number(a.seed);
   if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
   const repetitions = intOption("repetitions", a.repetitions, quick ? 2 : 3);
@@ -115,31 +163,62 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   const transferOptions = jsonObjectOption("transfer-options", a["transfer-options"]);
   const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
   // A trace file alone means the jsonl workload; with no jsonl among the named ones, the file would go unread.
-  const workloadNames = (a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "locality")).split(",").map((s) => s.trim());
-  if (a.scales !== undefined && !workloadNames.includes("locality")) throw new RangeError(`--scales is read by --workload locality only, got --workload ${JSON.stringify(a.workload ?? "jsonl")}`);
-  if (a["workload-file"] !== undefined && !workloadNames.includes("jsonl")) throw new RangeError(`--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(a.workload)}`);
+  const workloadNames = (a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "locality")).split(",").map((s) =>
+    s.trim()
+  );
+  if (a.scales !== undefined && !workloadNames.includes("locality")) {
+    throw new RangeError(
+      `--scales is read by --workload locality only, got --workload ${JSON.stringify(a.workload ?? "jsonl")}`,
+    );
+  }
+  if (a["workload-file"] !== undefined && !workloadNames.includes("jsonl")) {
+    throw new RangeError(
+      `--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(a.workload)}`,
+    );
+  }
   const specs: WorkloadSpec[] = workloadNames.flatMap((name): WorkloadSpec[] =>
-    name === "locality"
-      ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) }))
-      : [{ name, seed, overrides: overridesOf(name), ...(name === "jsonl" && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}) }]);
+    name === "locality" ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) })) : [{
+      name,
+      seed,
+      overrides: overridesOf(name),
+      ...(name === "jsonl" && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}),
+    }]
+  );
   const workloads = specs.map(buildWorkload);
-  const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((s) => s.trim()).filter(Boolean);
+  const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((
+    s,
+  ) => s.trim()).filter(Boolean);
   const unknown = configNames.filter((n) => !(CONFIGURATION_NAMES as readonly string[]).includes(n));
-  if (unknown.length) throw new RangeError(`unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`);
+  if (unknown.length) {
+    throw new RangeError(
+      `unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`,
+    );
+  }
   const arrival = parseArrival(a.arrival ?? "burst", seed);
   const transferMode = a["transfer-mode"] ?? "auto";
-  if (transferMode !== "auto" && transferMode !== "force") throw new RangeError(`--transfer-mode must be auto or force, got ${JSON.stringify(transferMode)}`);
+  if (transferMode !== "auto" && transferMode !== "force") {
+    throw new RangeError(`--transfer-mode must be auto or force, got ${JSON.stringify(transferMode)}`);
+  }
   const maxInFlight = a["max-in-flight"] === undefined ? undefined : intOption("max-in-flight", a["max-in-flight"], 1);
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
   const model = readModelConfig(modelDir);
-  log(`e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${describeGpus(gpus)}, ${repetitions} repetitions, configurations ${configNames.join(", ")}`);
+  log(
+    `e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${
+      describeGpus(gpus)
+    }, ${repetitions} repetitions, configurations ${configNames.join(", ")}`,
+  );
   const scenarios: ScenarioResult[] = [];
   const transferLatency = a["transfer-json"] ? readTransferLatency(a["transfer-json"]) : undefined;
   const results: BenchResults = {
     schema: RESULTS_SCHEMA,
     entry: "e2e",
-    metadata: collectMetadata({ command: ["bun", "bench", "e2e", ...argv], model, seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) }, extra: { backend: backend ?? "auto", gpusUsed: new Set(gpus).size, rankDevices: gpus, quick } }),
+    metadata: collectMetadata({
+      command: ["bun", "bench", "e2e", ...argv],
+      model,
+      seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) },
+      extra: { backend: backend ?? "auto", gpusUsed: new Set(gpus).size, rankDevices: gpus, quick },
+    }),
     scenarios,
     ...(transferLatency ? { transferLatency } : {}),
   };
@@ -147,11 +226,32 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
   let written: { files: string[] } | undefined;
   for (const w of workloads) {
     const blockSize = w.settings.blockSize ?? 256;
-    const ctx: EngineContext = { modelDir, gpus, blockSize, transferMode, transferOptions, ...(backend ? { backend } : {}), ...(a.topology ? { topology: a.topology } : {}), ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}) };
+    const ctx: EngineContext = {
+      modelDir,
+      gpus,
+      blockSize,
+      transferMode,
+      transferOptions,
+      ...(backend ? { backend } : {}),
+      ...(a.topology ? { topology: a.topology } : {}),
+      ...(w.settings.kvBlocksPerGpu ? { kvBlocksPerGpu: w.settings.kvBlocksPerGpu } : {}),
+    };
     const traceProfile = await traceProfileOf(w, blockSize, modelDir);
-    log(`\n${w.name}: ${w.requests.length} requests, trace request share ${(traceProfile.requestShare * 100).toFixed(2)}%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`);
+    log(
+      `\n${w.name}: ${w.requests.length} requests, trace request share ${
+        (traceProfile.requestShare * 100).toFixed(2)
+      }%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`,
+    );
     const scenario: ScenarioResult = {
-      workload: { name: w.name, description: w.description, seed: w.seed, params: w.params, settings: w.settings, requests: w.requests.length, ...(w.reference ? { reference: w.reference } : {}) },
+      workload: {
+        name: w.name,
+        description: w.description,
+        seed: w.seed,
+        params: w.params,
+        settings: w.settings,
+        requests: w.requests.length,
+        ...(w.reference ? { reference: w.reference } : {}),
+      },
       traceProfile,
       arrival: arrival.kind === "poisson" ? `poisson ${arrival.rate} req/s` : arrival.kind,
       maxInFlight: maxInFlight ?? w.settings.maxInFlight ?? null,
@@ -159,7 +259,13 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
     };
     scenarios.push(scenario);
     for (const config of buildConfigurations(configNames, ctx)) {
-      scenario.configurations.push(await runConfiguration(config, w, { repetitions, run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) }, log }));
+      scenario.configurations.push(
+        await runConfiguration(config, w, {
+          repetitions,
+          run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) },
+          log,
+        }),
+      );
       // Rewrite the artifacts after every configuration: an interrupted sweep keeps what it measured.
       written = writeArtifacts(results, { dir });
     }
@@ -171,7 +277,8 @@ export async function runE2E(argv: string[], log: (line: string) => void = conso
 
 const entry: BenchEntry = {
   name: "e2e",
-  description: "policy comparison (single GPU, routing policies, transfer, LMPool) on locality/skew workloads, 95% CIs, JSON+markdown+SVG",
+  description:
+    "policy comparison (single GPU, routing policies, transfer, LMPool) on locality/skew workloads, 95% CIs, JSON+markdown+SVG",
   async run(argv) {
     await runE2E(argv);
   },
@@ -181,8 +288,11 @@ export default entry;
 /** Transfer latency points from the transfer bench's profile (p95 per size) or a plain point list. */
 function readTransferLatency(path: string): TransferLatencyPoint[] {
   const json = JSON.parse(readFileSync(path, "utf8")) as unknown;
-  if ((json as { schema?: unknown }).schema === TRANSFER_PROFILE_SCHEMA) return profileLatencyPoints(parseTransferProfile(json));
-  if (!Array.isArray(json)) throw new TypeError(`--transfer-json ${path}: expected a transfer profile or an array of points`);
+  if ((json as { schema?: unknown }).schema === TRANSFER_PROFILE_SCHEMA) {
+    return profileLatencyPoints(parseTransferProfile(json));
+  }
+  if (!Array.isArray(json)) {
+    throw new TypeError(`--transfer-json ${path}: expected a transfer profile or an array of points`);
+  }
   return json as TransferLatencyPoint[];
 }
-

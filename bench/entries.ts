@@ -22,7 +22,11 @@ export const BENCH_ENTRY_MODULES: readonly { name: string; module: string }[] = 
 ];
 
 /** An entry that loaded, or why it did not. */
-export type LoadedEntry = { name: string; module: string; entry: BenchEntry } | { name: string; module: string; unavailable: string };
+export type LoadedEntry = { name: string; module: string; entry: BenchEntry } | {
+  name: string;
+  module: string;
+  unavailable: string;
+};
 
 function isBenchEntry(x: unknown): x is BenchEntry {
   const e = x as BenchEntry | undefined;
@@ -32,13 +36,22 @@ function isBenchEntry(x: unknown): x is BenchEntry {
 /** Imports one entry module; never throws. */
 export async function loadEntry(ref: { name: string; module: string }): Promise<LoadedEntry> {
   const url = new URL(ref.module, import.meta.url);
-  if (!existsSync(fileURLToPath(url))) return { ...ref, unavailable: `not available: bench/${ref.module.replace("./", "")} not built yet` };
+  if (!existsSync(fileURLToPath(url))) {
+    return { ...ref, unavailable: `not available: bench/${ref.module.replace("./", "")} not built yet` };
+  }
   try {
     const mod = (await import(url.href)) as { default?: unknown };
-    if (!isBenchEntry(mod.default)) return { ...ref, unavailable: `not available: ${ref.module} has no default-exported BenchEntry` };
+    if (!isBenchEntry(mod.default)) {
+      return { ...ref, unavailable: `not available: ${ref.module} has no default-exported BenchEntry` };
+    }
     return { ...ref, entry: mod.default };
   } catch (e) {
-    return { ...ref, unavailable: `not available: ${ref.module} failed to load (${e instanceof Error ? e.message.split("\n")[0] : String(e)})` };
+    return {
+      ...ref,
+      unavailable: `not available: ${ref.module} failed to load (${
+        e instanceof Error ? e.message.split("\n")[0] : String(e)
+      })`,
+    };
   }
 }
 

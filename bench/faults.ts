@@ -12,7 +12,7 @@
 import { FAULT_CASES, faultCase } from "./faults/case_table.ts";
 import type { CaseResult } from "./faults/case_result.ts";
 import { type FaultsOptions, parseFaultsArgs } from "./faults/options.ts";
-import { renderFaultsMarkdown, type FaultsReport, FAULTS_SCHEMA, writeFaultsReport } from "./faults/report.ts";
+import { FAULTS_SCHEMA, type FaultsReport, renderFaultsMarkdown, writeFaultsReport } from "./faults/report.ts";
 import { runCase } from "./faults/run_case.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -24,14 +24,25 @@ export class FaultCaseFailure extends Error {
 }
 
 /** Runs the cases of `o` in table order, rewriting the report after each; returns it and where it went. */
-export async function runFaults(o: FaultsOptions, argv: string[], log: (line: string) => void = console.log): Promise<{ report: FaultsReport; dir: string }> {
+export async function runFaults(
+  o: FaultsOptions,
+  argv: string[],
+  log: (line: string) => void = console.log,
+): Promise<{ report: FaultsReport; dir: string }> {
   const dir = o.out ?? createResultsDir();
   const report: FaultsReport = {
     schema: FAULTS_SCHEMA,
-    metadata: collectMetadata({ command: ["bun", "bench", "faults", ...argv], extra: { backend: o.backend, gpuFlag: o.gpus, quick: o.quick, soakMinutes: o.soakMinutes } }),
+    metadata: collectMetadata({
+      command: ["bun", "bench", "faults", ...argv],
+      extra: { backend: o.backend, gpuFlag: o.gpus, quick: o.quick, soakMinutes: o.soakMinutes },
+    }),
     cases: [],
   };
-  log(`faults: ${o.cases.length} case(s), backend ${o.backend}, --gpus ${o.gpus}${o.quick ? ", quick" : ""}; results in ${dir}`);
+  log(
+    `faults: ${o.cases.length} case(s), backend ${o.backend}, --gpus ${o.gpus}${
+      o.quick ? ", quick" : ""
+    }; results in ${dir}`,
+  );
   for (const name of o.cases) {
     report.cases.push(await runCase(faultCase(name), o, log));
     // Rewrite after every case: an interrupted suite keeps what it measured.
@@ -49,9 +60,15 @@ export function failedCases(cases: readonly CaseResult[]): string[] {
 
 const entry: BenchEntry = {
   name: "faults",
-  description: "fault suite on the real server under load: sent/completed/clear errors/lost, leaked blocks, time to detect and to serve again",
+  description:
+    "fault suite on the real server under load: sent/completed/clear errors/lost, leaked blocks, time to detect and to serve again",
   async run(argv) {
-    const o = parseFaultsArgs(argv, FAULT_CASES.map((c) => c.name), FAULT_CASES.map((c) => `${c.name.padEnd(22)} ${c.description}`), console.log);
+    const o = parseFaultsArgs(
+      argv,
+      FAULT_CASES.map((c) => c.name),
+      FAULT_CASES.map((c) => `${c.name.padEnd(22)} ${c.description}`),
+      console.log,
+    );
     if (o === null) return;
     const { report } = await runFaults(o, argv);
     const failed = failedCases(report.cases);

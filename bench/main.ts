@@ -13,7 +13,9 @@ const USAGE = `usage: bun bench                 list the entries
 async function list(): Promise<void> {
   console.log(USAGE);
   console.log("\nentries:");
-  for (const e of await loadEntries()) console.log(`  ${e.name.padEnd(16)} ${"entry" in e ? e.entry.description : e.unavailable}`);
+  for (const e of await loadEntries()) {
+    console.log(`  ${e.name.padEnd(16)} ${"entry" in e ? e.entry.description : e.unavailable}`);
+  }
 }
 
 async function runAllQuick(): Promise<number> {
@@ -47,14 +49,21 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (first.startsWith("-")) {
-    const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, help: { type: "boolean", short: "h" } }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({
+      args: argv,
+      options: { quick: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false,
+    });
     if (values.quick) return runAllQuick();
     await list();
     return 0;
   }
   const ref = BENCH_ENTRY_MODULES.find((e) => e.name === first);
   if (!ref) {
-    console.error(`unknown benchmark entry ${JSON.stringify(first)}; entries: ${BENCH_ENTRY_MODULES.map((e) => e.name).join(", ")}`);
+    console.error(
+      `unknown benchmark entry ${JSON.stringify(first)}; entries: ${BENCH_ENTRY_MODULES.map((e) => e.name).join(", ")}`,
+    );
     return 2;
   }
   const loaded = await loadEntry(ref);

@@ -17,6 +17,17 @@ export async function resolveModelDir(model: string): Promise<string> {
 /** The directory and the shape fields of its config.json, for results metadata. */
 export function readModelConfig(dir: string): Record<string, unknown> {
   const c = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
-  const keys = ["architectures", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "max_position_embeddings", "torch_dtype"];
+  const keys = [
+    "architectures",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "torch_dtype",
+  ];
   return { dir, ...Object.fromEntries(keys.filter((k) => k in c).map((k) => [k, c[k]])) };
 }

@@ -12,8 +12,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
+import { allocateStepBatch, Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
 import { seededRandom } from "../lib/core/seeded_random.ts";
+import { parseModelSpec } from "../lib/model/config.ts";
+import { presetConfig } from "../lib/model/presets.ts";
 import { f32ToBf16 } from "../lib/model/float_formats.ts";
 import { intListOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
@@ -36,23 +38,43 @@ interface Plan {
   gemm: { m: number; n: number; k: number; iters: number };
 }
 
-const QWEN3_06B: NativeModelConfig = {
-  arch: "qwen3", vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16,
-  numKvHeads: 8, headDim: 128, tieWordEmbeddings: true, ropeType: "default", ropeOriginalMaxPosition: 0,
-  maxPosition: 40960, rmsNormEps: 1e-6, ropeTheta: 1000000, ropeFactor: 1, ropeLowFreqFactor: 0, ropeHighFreqFactor: 0,
-};
+const QWEN3_06B: NativeModelConfig = parseModelSpec(presetConfig("qwen3-0.6b")).native;
 
 const FULL: Plan = {
-  backend: undefined, config: QWEN3_06B, blockSize: 256, decodeBatches: [1, 16, 64, 256], context: 1024,
-  prefillSeqs: 8, prefillLen: 2048, decodeIters: 20, decodeWarmupMs: 300,
-  copy: { bytes: 2 ** 31, iters: 10 }, gemm: { m: 8192, n: 8192, k: 8192, iters: 20 },
+  backend: undefined,
+  config: QWEN3_06B,
+  blockSize: 256,
+  decodeBatches: [1, 16, 64, 256],
+  context: 1024,
+  prefillSeqs: 8,
+  prefillLen: 2048,
+  decodeIters: 20,
+  decodeWarmupMs: 300,
+  copy: { bytes: 2 ** 31, iters: 10 },
+  gemm: { m: 8192, n: 8192, k: 8192, iters: 20 },
 };
 
 const QUICK: Plan = {
   backend: "cpu",
-  config: { ...QWEN3_06B, vocabSize: 2048, hiddenSize: 128, intermediateSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32 },
-  blockSize: 16, decodeBatches: [1, 4, 16], context: 64, prefillSeqs: 4, prefillLen: 128, decodeIters: 5, decodeWarmupMs: 0,
-  copy: { bytes: 2 ** 25, iters: 5 }, gemm: { m: 256, n: 256, k: 256, iters: 3 },
+  config: {
+    ...QWEN3_06B,
+    vocabSize: 2048,
+    hiddenSize: 128,
+    intermediateSize: 256,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 32,
+  },
+  blockSize: 16,
+  decodeBatches: [1, 4, 16],
+  context: 64,
+  prefillSeqs: 4,
+  prefillLen: 128,
+  decodeIters: 5,
+  decodeWarmupMs: 0,
+  copy: { bytes: 2 ** 25, iters: 5 },
+  gemm: { m: 256, n: 256, k: 256, iters: 3 },
 };
 
 /** Seeded uniform values in [-spread, spread] as bf16 bits. */
@@ -103,15 +125,24 @@ function buildModel(native: Native, c: NativeModelConfig, maxTokens: number, max
 }
 
 /** A step of `seqs` sequences: seq s feeds `len` tokens after `cached` ones, in blocks from firstBlock + s * perSeq. */
-function makeStep(seqs: number, len: number, cached: number, firstBlock: number, perSeq: number, bs: number, vocab: number, seed: number): StepBatch {
+function makeStep(
+  seqs: number,
+  len: number,
+  cached: number,
+  firstBlock: number,
+  perSeq: number,
+  bs: number,
+  vocab: number,
+  seed: number,
+): StepBatch {
   const T = seqs * len;
   const b: StepBatch = {
-    numSeqs: seqs, numTokens: T, tokenIds: new Int32Array(T), positions: new Int32Array(T), slotMapping: new Int32Array(T),
-    queryStart: new Int32Array(seqs + 1), contextLens: new Int32Array(seqs), blockTables: new Int32Array(seqs * perSeq),
-    maxBlocksPerSeq: perSeq, numRows: seqs, sampleIndex: new Int32Array(seqs), temperature: new Float32Array(seqs),
-    topK: new Int32Array(seqs), topP: new Float32Array(seqs).fill(1), seed: new BigUint64Array(seqs),
-    outTokens: new Int32Array(seqs), outLogprobs: new Float32Array(seqs),
+    ...allocateStepBatch({ tokens: T, seqs, maxBlocksPerSeq: perSeq }),
+    numSeqs: seqs,
+    numTokens: T,
+    numRows: seqs,
   };
+  b.topP.fill(1);
   let s32 = seed >>> 0;
   for (let s = 0; s < seqs; s++) {
     for (let j = 0; j < perSeq; j++) b.blockTables[s * perSeq + j] = firstBlock + s * perSeq + j;
@@ -147,7 +178,13 @@ function si(x: number, unit: string): string {
 async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: "boolean" }, out: { type: "string" }, profile: { type: "boolean" }, batches: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      quick: { type: "boolean" },
+      out: { type: "string" },
+      profile: { type: "boolean" },
+      batches: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help) {
     console.log("usage: bun bench native_step [--quick] [--profile] [--batches 1,16] [--out results.json]");
@@ -155,10 +192,19 @@ async function run(argv: string[]): Promise<void> {
   }
   const base = values.quick ? QUICK : FULL;
   const chosen: Plan = values.profile
-    ? { ...base, decodeBatches: [1], decodeIters: 5, decodeWarmupMs: 0, copy: { bytes: 2 ** 20, iters: 1 }, gemm: { m: 256, n: 256, k: 256, iters: 1 } }
+    ? {
+      ...base,
+      decodeBatches: [1],
+      decodeIters: 5,
+      decodeWarmupMs: 0,
+      copy: { bytes: 2 ** 20, iters: 1 },
+      gemm: { m: 256, n: 256, k: 256, iters: 1 },
+    }
     : base;
   const batches = values.batches === undefined ? chosen.decodeBatches : intListOption("batches", values.batches);
-  if (batches.length === 0 || batches.includes(0)) throw new RangeError(`--batches must list positive batch sizes, got ${JSON.stringify(values.batches)}`);
+  if (batches.length === 0 || batches.includes(0)) {
+    throw new RangeError(`--batches must list positive batch sizes, got ${JSON.stringify(values.batches)}`);
+  }
   const plan: Plan = { ...chosen, decodeBatches: batches };
   const native = new Native(plan.backend ? { backend: plan.backend } : {});
   const c = plan.config, bs = plan.blockSize;
@@ -166,7 +212,9 @@ async function run(argv: string[]): Promise<void> {
 
   const copyBw = native.benchCopyBandwidth(plan.copy.bytes, plan.copy.iters);
   const gemmPeak = native.benchGemmBf16(plan.gemm.m, plan.gemm.n, plan.gemm.k, plan.gemm.iters);
-  console.log(`ceilings: copy ${si(copyBw, "B/s")} (read + write), bf16 GEMM ${si(gemmPeak, "FLOP/s")} (${plan.gemm.m}^3)`);
+  console.log(
+    `ceilings: copy ${si(copyBw, "B/s")} (read + write), bf16 GEMM ${si(gemmPeak, "FLOP/s")} (${plan.gemm.m}^3)`,
+  );
 
   const maxBatch = Math.max(...plan.decodeBatches);
   const prefillTokens = plan.prefillSeqs * plan.prefillLen;
@@ -179,13 +227,22 @@ async function run(argv: string[]): Promise<void> {
   const H = c.hiddenSize, I = c.intermediateSize, D = c.headDim, L = c.numLayers;
   const qkvDim = (c.numHeads + 2 * c.numKvHeads) * D;
   const layerParams = H * qkvDim + c.numHeads * D * H + 3 * I * H;
-  const prefillFlops = 2 * L * layerParams * prefillTokens
-    + 4 * L * c.numHeads * D * plan.prefillSeqs * (plan.prefillLen * (plan.prefillLen + 1)) / 2
-    + 2 * c.vocabSize * H * plan.prefillSeqs;
+  const prefillFlops = 2 * L * layerParams * prefillTokens +
+    4 * L * c.numHeads * D * plan.prefillSeqs * (plan.prefillLen * (plan.prefillLen + 1)) / 2 +
+    2 * c.vocabSize * H * plan.prefillSeqs;
   const prefillMs: number[] = [];
   const prefillSteps = values.profile ? 2 : Math.max(4, numBlocks / perStep);
   for (let i = 0; i < prefillSteps; i++) {
-    const b = makeStep(plan.prefillSeqs, plan.prefillLen, 0, (i * perStep) % numBlocks, prefillBlocks, bs, c.vocabSize, i + 1);
+    const b = makeStep(
+      plan.prefillSeqs,
+      plan.prefillLen,
+      0,
+      (i * perStep) % numBlocks,
+      prefillBlocks,
+      bs,
+      c.vocabSize,
+      i + 1,
+    );
     const ms = timeMs(() => model.step(kv, b));
     if (i > 0) prefillMs.push(ms);
   }
@@ -215,17 +272,38 @@ async function run(argv: string[]): Promise<void> {
     const deviceMs = percentile(deviceTimes, 50);
     const bytes = weightBytes + batch * plan.context * kvBytesPerToken;
     const ceilingMs = (bytes / copyBw) * 1e3;
-    return { batch, context: plan.context, medianMs: ms, deviceMs, bytes, ceilingMs, fractionOfRoofline: ceilingMs / ms, achievedBytesPerS: bytes / (ms / 1e3) };
+    return {
+      batch,
+      context: plan.context,
+      medianMs: ms,
+      deviceMs,
+      bytes,
+      ceilingMs,
+      fractionOfRoofline: ceilingMs / ms,
+      achievedBytesPerS: bytes / (ms / 1e3),
+    };
   });
 
-  console.log(`\ndecode, context ${plan.context}, block ${bs} (ceiling: (weights ${fmt(weightBytes / 1e9, 3)} GB + KV) / copy bandwidth)`);
+  console.log(
+    `\ndecode, context ${plan.context}, block ${bs} (ceiling: (weights ${
+      fmt(weightBytes / 1e9, 3)
+    } GB + KV) / copy bandwidth)`,
+  );
   console.log("  batch   step ms   device ms   ceiling ms   of roofline   achieved");
   for (const d of decode) {
-    console.log(`  ${String(d.batch).padStart(5)}   ${fmt(d.medianMs, 3).padStart(7)}   ${fmt(d.deviceMs, 3).padStart(9)}   ${fmt(d.ceilingMs, 3).padStart(10)}   ${(fmt(100 * d.fractionOfRoofline, 1) + "%").padStart(11)}   ${si(d.achievedBytesPerS, "B/s").padStart(11)}`);
+    console.log(
+      `  ${String(d.batch).padStart(5)}   ${fmt(d.medianMs, 3).padStart(7)}   ${fmt(d.deviceMs, 3).padStart(9)}   ${
+        fmt(d.ceilingMs, 3).padStart(10)
+      }   ${(fmt(100 * d.fractionOfRoofline, 1) + "%").padStart(11)}   ${si(d.achievedBytesPerS, "B/s").padStart(11)}`,
+    );
   }
-  console.log(`\nprefill ${plan.prefillSeqs} x ${plan.prefillLen}: ${fmt(prefillMedian, 2)} ms/step, ${fmt(prefillTokS, 0)} tokens/s; ` +
-    `${si(prefillFlopS, "FLOP/s")} of model FLOPs = ${fmt((100 * prefillFlopS) / gemmPeak, 1)}% of the GEMM peak ` +
-    `(ceiling ${fmt(gemmPeak / (prefillFlops / prefillTokens), 0)} tokens/s)`);
+  console.log(
+    `\nprefill ${plan.prefillSeqs} x ${plan.prefillLen}: ${fmt(prefillMedian, 2)} ms/step, ${
+      fmt(prefillTokS, 0)
+    } tokens/s; ` +
+      `${si(prefillFlopS, "FLOP/s")} of model FLOPs = ${fmt((100 * prefillFlopS) / gemmPeak, 1)}% of the GEMM peak ` +
+      `(ceiling ${fmt(gemmPeak / (prefillFlops / prefillTokens), 0)} tokens/s)`,
+  );
 
   if (values.out) {
     const result = {
@@ -233,7 +311,16 @@ async function run(argv: string[]): Promise<void> {
       backend: native.backend,
       ceilings: { copyBytesPerS: copyBw, gemmBf16FlopsPerS: gemmPeak, gemmShape: plan.gemm },
       decode,
-      prefill: { seqs: plan.prefillSeqs, len: plan.prefillLen, medianMs: prefillMedian, tokensPerS: prefillTokS, flopsPerStep: prefillFlops, modelFlopsPerS: prefillFlopS, fractionOfGemmPeak: prefillFlopS / gemmPeak, samplesMs: prefillMs },
+      prefill: {
+        seqs: plan.prefillSeqs,
+        len: plan.prefillLen,
+        medianMs: prefillMedian,
+        tokensPerS: prefillTokS,
+        flopsPerStep: prefillFlops,
+        modelFlopsPerS: prefillFlopS,
+        fractionOfGemmPeak: prefillFlopS / gemmPeak,
+        samplesMs: prefillMs,
+      },
     };
     mkdirSync(dirname(values.out), { recursive: true });
     writeFileSync(values.out, JSON.stringify(result, null, 2));

@@ -8,7 +8,7 @@
  * @module
  */
 import type { BenchEntry } from "./entry.ts";
-import { blockHash, rootHash, type BlockHash } from "../lib/core/block_hash.ts";
+import { type BlockHash, blockHash, rootHash } from "../lib/core/block_hash.ts";
 import type { BlockEntry, BlockSnapshot } from "../lib/core/block_snapshot.ts";
 import { GlobalScheduler } from "../lib/global/global_scheduler.ts";
 import { POLICY_NAMES, type PolicyName } from "../lib/global/routing_config.ts";
@@ -51,7 +51,15 @@ function buildWorld(rand: () => number): { trees: PrefixTree[]; snapshots: Block
     for (const h of hashes) {
       if (!present[rank]!.has(h)) {
         present[rank]!.add(h);
-        perRank[rank]!.push({ hash: h, parent: p, block: perRank[rank]!.length, generation: 1, refCount: rand() < 0.1 ? 1 : 0, lastAccess: clock++, accessCount: 1 + Math.floor(rand() * 20) });
+        perRank[rank]!.push({
+          hash: h,
+          parent: p,
+          block: perRank[rank]!.length,
+          generation: 1,
+          refCount: rand() < 0.1 ? 1 : 0,
+          lastAccess: clock++,
+          accessCount: 1 + Math.floor(rand() * 20),
+        });
         total++;
       }
       p = h;
@@ -60,7 +68,10 @@ function buildWorld(rand: () => number): { trees: PrefixTree[]; snapshots: Block
   while (total < TARGET_BLOCKS) {
     // Trunk: a system prompt or document of 8..256 blocks (128..4096 tokens).
     const trunk = chain(rootHash(), 8 + Math.floor(rand() * 248), rand);
-    const branches = Array.from({ length: 2 + Math.floor(rand() * 10) }, () => chain(trunk[trunk.length - 1]!, 2 + Math.floor(rand() * 40), rand));
+    const branches = Array.from(
+      { length: 2 + Math.floor(rand() * 10) },
+      () => chain(trunk[trunk.length - 1]!, 2 + Math.floor(rand() * 40), rand),
+    );
     trees.push({ trunk, branches });
     const replicas = 1 + Math.floor(rand() * 3);
     const home = Math.floor(rand() * RANKS);
@@ -69,7 +80,9 @@ function buildWorld(rand: () => number): { trees: PrefixTree[]; snapshots: Block
       // Replicas hold the trunk (sometimes only a part of it) and some of the branches.
       const depth = k === 0 ? trunk.length : Math.max(1, Math.floor(trunk.length * (0.3 + 0.7 * rand())));
       publish(rank, trunk.slice(0, depth), "");
-      if (depth === trunk.length) for (const b of branches) if (k === 0 || rand() < 0.3) publish(rank, b, trunk[trunk.length - 1]!);
+      if (depth === trunk.length) {
+        for (const b of branches) if (k === 0 || rand() < 0.3) publish(rank, b, trunk[trunk.length - 1]!);
+      }
     }
   }
   const snapshots = perRank.map((entries, rank) => {
@@ -79,8 +92,18 @@ function buildWorld(rand: () => number): { trees: PrefixTree[]; snapshots: Block
       rank,
       epoch: 1,
       version: 1,
-      capacity: { numBlocks, blockSize: BLOCK_SIZE, numFree: 4000 - 200 * (rank % 3), numReclaimable: entries.length - referenced },
-      load: { numRunning: 8 + rank, numWaiting: rank % 4, runningTokens: (8 + rank) * 1500, waitingTokens: (rank % 4) * 2000 },
+      capacity: {
+        numBlocks,
+        blockSize: BLOCK_SIZE,
+        numFree: 4000 - 200 * (rank % 3),
+        numReclaimable: entries.length - referenced,
+      },
+      load: {
+        numRunning: 8 + rank,
+        numWaiting: rank % 4,
+        runningTokens: (8 + rank) * 1500,
+        waitingTokens: (rank % 4) * 2000,
+      },
       entries,
     } satisfies BlockSnapshot;
   });
@@ -104,7 +127,14 @@ function buildQueries(trees: PrefixTree[], n: number, rand: () => number): Route
       hashes = [...trunk, ...branch, ...chain(last, 1 + Math.floor(rand() * 8), rand)];
     }
     const promptTokens = hashes.length * BLOCK_SIZE + Math.floor(rand() * BLOCK_SIZE);
-    out.push({ requestId: `b${i}`, blockHashes: hashes, promptTokens, maxTokens: 256, sessionId: `s${i % 512}`, ingressRank: rand() < 0.5 ? Math.floor(rand() * RANKS) : undefined });
+    out.push({
+      requestId: `b${i}`,
+      blockHashes: hashes,
+      promptTokens,
+      maxTokens: 256,
+      sessionId: `s${i % 512}`,
+      ingressRank: rand() < 0.5 ? Math.floor(rand() * RANKS) : undefined,
+    });
   }
   return out;
 }
@@ -121,7 +151,10 @@ interface Measured {
 }
 
 function measure(policy: PolicyName, snapshots: BlockSnapshot[], queries: RouteQuery[], warmup: number): Measured {
-  const topology = new NvlinkTopology(RANKS, Array.from({ length: RANKS * (RANKS - 1) / 2 }, (_, k) => k).map((k) => pairAt(k)));
+  const topology = new NvlinkTopology(
+    RANKS,
+    Array.from({ length: RANKS * (RANKS - 1) / 2 }, (_, k) => k).map((k) => pairAt(k)),
+  );
   const s = new GlobalScheduler({ config: { policy }, topology });
   for (const snap of snapshots) s.applySnapshot(snap);
   // Keep a window of outstanding reservations, as a live system would have.
@@ -163,23 +196,34 @@ function pairAt(k: number): [number, number] {
 
 const entry: BenchEntry = {
   name: "routing",
-  description: "Global Scheduler route decisions/s and p50/p99 latency, 8 ranks x ~100k cached blocks (target >= 20k routes/s, p99 <= 200 us)",
+  description:
+    "Global Scheduler route decisions/s and p50/p99 latency, 8 ranks x ~100k cached blocks (target >= 20k routes/s, p99 <= 200 us)",
   async run(argv: string[]): Promise<void> {
     if (argv.includes("--help")) {
-      console.log(`usage: bun bench routing [--quick] [--policy ${POLICY_NAMES.join("|")}]\n  --quick   10k measured routes instead of 50k (same 100k-block world)\n  --policy  measure one policy (default: all, lmpool first)`);
+      console.log(
+        `usage: bun bench routing [--quick] [--policy ${
+          POLICY_NAMES.join("|")
+        }]\n  --quick   10k measured routes instead of 50k (same 100k-block world)\n  --policy  measure one policy (default: all, lmpool first)`,
+      );
       return;
     }
     const quick = argv.includes("--quick");
     const pIdx = argv.indexOf("--policy");
     const only = pIdx >= 0 ? argv[pIdx + 1] : undefined;
-    if (only !== undefined && !(POLICY_NAMES as readonly string[]).includes(only)) throw new RangeError(`unknown --policy ${JSON.stringify(only)}; valid: ${POLICY_NAMES.join(", ")}`);
+    if (only !== undefined && !(POLICY_NAMES as readonly string[]).includes(only)) {
+      throw new RangeError(`unknown --policy ${JSON.stringify(only)}; valid: ${POLICY_NAMES.join(", ")}`);
+    }
     const rand = seededRandom(42);
     const tBuild = performance.now();
     const { trees, snapshots } = buildWorld(rand);
     const queries = buildQueries(trees, quick ? 10_000 : 50_000, rand);
     const blocks = snapshots.reduce((n, s) => n + s.entries.length, 0);
     const avgLen = queries.reduce((n, q) => n + q.blockHashes.length, 0) / queries.length;
-    console.log(`routing bench: ${RANKS} ranks, ${blocks} published blocks in ${trees.length} prefix trees, ${queries.length} queries (mean ${avgLen.toFixed(0)} blocks), built in ${((performance.now() - tBuild) / 1000).toFixed(1)} s`);
+    console.log(
+      `routing bench: ${RANKS} ranks, ${blocks} published blocks in ${trees.length} prefix trees, ${queries.length} queries (mean ${
+        avgLen.toFixed(0)
+      } blocks), built in ${((performance.now() - tBuild) / 1000).toFixed(1)} s`,
+    );
     const policies = only ? [only as PolicyName] : [...POLICY_NAMES];
     let ok = true;
     for (const p of policies) {
@@ -187,7 +231,13 @@ const entry: BenchEntry = {
       const pass = m.routesPerS >= TARGET_ROUTES_PER_S && m.p99Us <= TARGET_P99_US;
       if (p === "lmpool") ok = pass;
       console.log(
-        `  ${p.padEnd(17)} ${Math.round(m.routesPerS).toString().padStart(8)} routes/s (target >= ${TARGET_ROUTES_PER_S})  p50 ${m.p50Us.toFixed(1).padStart(6)} us  p99 ${m.p99Us.toFixed(1).padStart(6)} us (target <= ${TARGET_P99_US})  mean ${m.meanUs.toFixed(1)} us  max ${(m.maxUs / 1000).toFixed(1)} ms  prefix-hit ${(m.hitRate * 100).toFixed(1)}%  ${pass ? "PASS" : "FAIL"}`,
+        `  ${p.padEnd(17)} ${
+          Math.round(m.routesPerS).toString().padStart(8)
+        } routes/s (target >= ${TARGET_ROUTES_PER_S})  p50 ${m.p50Us.toFixed(1).padStart(6)} us  p99 ${
+          m.p99Us.toFixed(1).padStart(6)
+        } us (target <= ${TARGET_P99_US})  mean ${m.meanUs.toFixed(1)} us  max ${
+          (m.maxUs / 1000).toFixed(1)
+        } ms  prefix-hit ${(m.hitRate * 100).toFixed(1)}%  ${pass ? "PASS" : "FAIL"}`,
       );
     }
     if (policies.includes("lmpool")) console.log(`lmpool routing ${ok ? "meets" : "MISSES"} the target`);

@@ -34,7 +34,9 @@ const HELP = `usage: bun bench serving [options]
   --quick                 in-process tiny-model server on the CPU backend, 8 short requests (of a generated workload)`;
 
 async function modelName(baseUrl: string, apiKey?: string): Promise<string> {
-  const res = await fetch(`${baseUrl.replace(/\/$/, "")}/v1/models`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+  const res = await fetch(`${baseUrl.replace(/\/$/, "")}/v1/models`, {
+    headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+  });
   if (!res.ok) throw new Error(`GET ${baseUrl}/v1/models answered HTTP ${res.status}`);
   const id = ((await res.json()) as { data?: { id?: string }[] }).data?.[0]?.id;
   if (!id) throw new Error(`GET ${baseUrl}/v1/models listed no model`);
@@ -54,9 +56,19 @@ export async function runServing(argv: string[], log: (line: string) => void = c
   const { values: a } = parseArgs({
     args: argv,
     options: {
-      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, "base-url": { type: "string" }, model: { type: "string" },
-      workload: { type: "string" }, "workload-file": { type: "string" }, "num-prompts": { type: "string" }, "request-rate": { type: "string" },
-      "max-concurrency": { type: "string" }, seed: { type: "string" }, temperature: { type: "string" }, "api-key": { type: "string" }, out: { type: "string" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      "base-url": { type: "string" },
+      model: { type: "string" },
+      workload: { type: "string" },
+      "workload-file": { type: "string" },
+      "num-prompts": { type: "string" },
+      "request-rate": { type: "string" },
+      "max-concurrency": { type: "string" },
+      seed: { type: "string" },
+      temperature: { type: "string" },
+      "api-key": { type: "string" },
+      out: { type: "string" },
     },
     strict: true,
   });
@@ -67,21 +79,38 @@ export async function runServing(argv: string[], log: (line: string) => void = c
   const seed = Number(a.seed ?? 0);
   if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
   const rate = a["request-rate"] === undefined || a["request-rate"] === "inf" ? Infinity : Number(a["request-rate"]);
-  if (!(rate > 0)) throw new RangeError(`--request-rate must be a number > 0 or inf, got ${JSON.stringify(a["request-rate"])}`);
+  if (!(rate > 0)) {
+    throw new RangeError(`--request-rate must be a number > 0 or inf, got ${JSON.stringify(a["request-rate"])}`);
+  }
   const maxConcurrency = a["max-concurrency"] === undefined ? undefined : Number(a["max-concurrency"]);
-  if (maxConcurrency !== undefined && !(Number.isSafeInteger(maxConcurrency) && maxConcurrency >= 1)) throw new RangeError(`--max-concurrency must be a positive integer, got ${JSON.stringify(a["max-concurrency"])}`);
+  if (maxConcurrency !== undefined && !(Number.isSafeInteger(maxConcurrency) && maxConcurrency >= 1)) {
+    throw new RangeError(`--max-concurrency must be a positive integer, got ${JSON.stringify(a["max-concurrency"])}`);
+  }
   const temperature = Number(a.temperature ?? 0);
-  if (!(temperature >= 0)) throw new RangeError(`--temperature must be a number >= 0, got ${JSON.stringify(a.temperature)}`);
+  if (!(temperature >= 0)) {
+    throw new RangeError(`--temperature must be a number >= 0, got ${JSON.stringify(a.temperature)}`);
+  }
 
   const quickOverrides = { numRequests: 8, inputTokens: [16, 48], outputTokens: [4, 8] };
   // A trace file alone means the jsonl workload; with another workload named, the file would go unread.
   const workloadName = a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "random");
-  if (a["workload-file"] !== undefined && workloadName !== "jsonl") throw new RangeError(`--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(workloadName)}`);
+  if (a["workload-file"] !== undefined && workloadName !== "jsonl") {
+    throw new RangeError(
+      `--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(workloadName)}`,
+    );
+  }
   const fromFile = workloadName === "jsonl" || workloadName === "random-256";
-  const workload = buildWorkload({ name: workloadName, seed, ...(a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}), ...(a.quick && !fromFile ? { overrides: quickOverrides } : {}) });
+  const workload = buildWorkload({
+    name: workloadName,
+    seed,
+    ...(a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}),
+    ...(a.quick && !fromFile ? { overrides: quickOverrides } : {}),
+  });
   if (a["num-prompts"] !== undefined) {
     const n = Number(a["num-prompts"]);
-    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`--num-prompts must be a positive integer, got ${JSON.stringify(a["num-prompts"])}`);
+    if (!Number.isSafeInteger(n) || n < 1) {
+      throw new RangeError(`--num-prompts must be a positive integer, got ${JSON.stringify(a["num-prompts"])}`);
+    }
     workload.requests = workload.requests.slice(0, n);
   }
   const server = a.quick && !a["base-url"] ? await startQuickServer() : undefined;
@@ -89,17 +118,41 @@ export async function runServing(argv: string[], log: (line: string) => void = c
     const baseUrl = server?.url ?? a["base-url"] ?? "http://127.0.0.1:8000";
     const model = a.model ?? (await modelName(baseUrl, a["api-key"]));
     const arrival: ArrivalMode = rate === Infinity ? { kind: "burst" } : { kind: "poisson", rate, seed };
-    log(`serving: ${workload.requests.length} requests of ${workload.name} to ${baseUrl} (model ${model}), rate ${rate}, max concurrency ${maxConcurrency ?? "unlimited"}`);
+    log(
+      `serving: ${workload.requests.length} requests of ${workload.name} to ${baseUrl} (model ${model}), rate ${rate}, max concurrency ${
+        maxConcurrency ?? "unlimited"
+      }`,
+    );
     const target = { baseUrl, model, temperature, ...(a["api-key"] ? { apiKey: a["api-key"] } : {}) };
-    const run = await runSchedule(workload, { arrival, maxInFlight: maxConcurrency ?? Infinity, phaseBarrier: false }, (r, now, due) => sendCompletion(target, r, now, due));
+    const run = await runSchedule(
+      workload,
+      { arrival, maxInFlight: maxConcurrency ?? Infinity, phaseBarrier: false },
+      (r, now, due) => sendCompletion(target, r, now, due),
+    );
     const metrics = aggregateRun({ ...run, statsBefore: null, statsAfter: null });
-    const text = formatServingResult(metrics, { ...(maxConcurrency !== undefined ? { maxConcurrency } : {}), ...(rate !== Infinity ? { requestRate: rate } : {}) });
+    const text = formatServingResult(metrics, {
+      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+      ...(rate !== Infinity ? { requestRate: rate } : {}),
+    });
     log(text);
     if (metrics.failed > 0) log(`first errors: ${metrics.errors.slice(0, 3).join(" | ")}`);
     if (a.out) {
       mkdirSync(a.out, { recursive: true });
-      const metadata = collectMetadata({ command: ["bun", "bench", "serving", ...argv], seeds: { workload: seed }, extra: { baseUrl, servedModel: model } });
-      writeFileSync(join(a.out, "serving.json"), toJson({ schema: "lmpool-serving/1", metadata, workload: { name: workload.name, params: workload.params, requests: workload.requests.length }, metrics, records: run.records }));
+      const metadata = collectMetadata({
+        command: ["bun", "bench", "serving", ...argv],
+        seeds: { workload: seed },
+        extra: { baseUrl, servedModel: model },
+      });
+      writeFileSync(
+        join(a.out, "serving.json"),
+        toJson({
+          schema: "lmpool-serving/1",
+          metadata,
+          workload: { name: workload.name, params: workload.params, requests: workload.requests.length },
+          metrics,
+          records: run.records,
+        }),
+      );
     }
     return text;
   } finally {
@@ -109,7 +162,8 @@ export async function runServing(argv: string[], log: (line: string) => void = c
 
 const entry: BenchEntry = {
   name: "serving",
-  description: "HTTP serving client (OpenAI /v1/completions, streaming): TTFT/TPOT/ITL/E2E at a rate or concurrency, vLLM layout",
+  description:
+    "HTTP serving client (OpenAI /v1/completions, streaming): TTFT/TPOT/ITL/E2E at a rate or concurrency, vLLM layout",
   async run(argv) {
     await runServing(argv);
   },

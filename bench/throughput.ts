@@ -24,7 +24,12 @@ import { randomLengthsWorkload, readRandom256 } from "./workloads/random_lengths
 import type { Workload } from "./workloads/types.ts";
 
 /** Reference points for random-256 on one H200 (the Python LMPool measurement and the targets set against it). */
-export const REFERENCE = { pythonTokPerS: 1614, pythonSeconds: 83.0, targetTokPerS: 16000, rooflineTokPerS: 36500 } as const;
+export const REFERENCE = {
+  pythonTokPerS: 1614,
+  pythonSeconds: 83.0,
+  targetTokPerS: 16000,
+  rooflineTokPerS: 36500,
+} as const;
 
 /** Options of one throughput run. */
 export interface ThroughputOptions {
@@ -76,15 +81,22 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
     detokenize: o.detokenize,
   });
   // Warm-up: first calls allocate, build graphs, fault pages in.
-  await llm.generate([{ promptTokenIds: [1, 2, 3, 4, 5, 6, 7, 8] }, { promptTokenIds: [9, 10, 11] }], { maxTokens: 4, ignoreEos: true });
+  await llm.generate([{ promptTokenIds: [1, 2, 3, 4, 5, 6, 7, 8] }, { promptTokenIds: [9, 10, 11] }], {
+    maxTokens: 4,
+    ignoreEos: true,
+  });
   llm.engine.timings.reset();
   const preempt0 = llm.engine.scheduler.numPreemptions;
   const requests = o.workload.requests;
   const t0 = performance.now();
   const outputs = await Promise.all(
     requests.map((r) =>
-      llm.generate({ promptTokenIds: r.promptTokenIds! }, { maxTokens: r.maxTokens, ignoreEos: r.ignoreEos ?? true, temperature: r.temperature ?? 0.6 })
-        .then((x) => x[0]!),
+      llm.generate({ promptTokenIds: r.promptTokenIds! }, {
+        maxTokens: r.maxTokens,
+        ignoreEos: r.ignoreEos ?? true,
+        temperature: r.temperature ?? 0.6,
+      })
+        .then((x) => x[0]!)
     ),
   );
   const seconds = (performance.now() - t0) / 1000;
@@ -113,20 +125,36 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
 export function formatThroughput(r: ThroughputResult, workloadName: string): string {
   const f = (x: number, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
   const lines = [
-    `throughput [${workloadName}] ${r.numRequests} requests, ${f(r.promptTokens)} prompt + ${f(r.outputTokens)} output tokens, ${r.backend}, ${r.numBlocks} blocks x ${r.blockSize} tokens${r.detokenize ? "" : ", no detokenization"}`,
-    `  total time ${f(r.seconds, 2)} s | output ${f(r.outputTokPerS)} tok/s | prompt+output ${f(r.totalTokPerS)} tok/s | preemptions ${r.preemptions}`,
+    `throughput [${workloadName}] ${r.numRequests} requests, ${f(r.promptTokens)} prompt + ${
+      f(r.outputTokens)
+    } output tokens, ${r.backend}, ${r.numBlocks} blocks x ${r.blockSize} tokens${
+      r.detokenize ? "" : ", no detokenization"
+    }`,
+    `  total time ${f(r.seconds, 2)} s | output ${f(r.outputTokPerS)} tok/s | prompt+output ${
+      f(r.totalTokPerS)
+    } tok/s | preemptions ${r.preemptions}`,
   ];
   for (const [kind, k] of Object.entries(r.byKind)) {
     if (k.steps === 0) continue;
     lines.push(
-      `  ${kind.padEnd(7)} ${String(k.steps).padStart(6)} steps ${f(k.tokens).padStart(9)} tokens | native ${f(k.nativeMs / 1000, 2)} s (${f(k.nativeMs / k.steps, 2)} ms/step) | TS ${f((k.totalMs - k.nativeMs) / 1000, 2)} s (${f((k.totalMs - k.nativeMs) / k.steps, 3)} ms/step)`,
+      `  ${kind.padEnd(7)} ${String(k.steps).padStart(6)} steps ${f(k.tokens).padStart(9)} tokens | native ${
+        f(k.nativeMs / 1000, 2)
+      } s (${f(k.nativeMs / k.steps, 2)} ms/step) | TS ${f((k.totalMs - k.nativeMs) / 1000, 2)} s (${
+        f((k.totalMs - k.nativeMs) / k.steps, 3)
+      } ms/step)`,
     );
   }
-  lines.push(`  TS per step ${f(r.tsMsPerStep, 3)} ms; outside steps (event loop, delivery) ${f(r.loopOverheadMs / 1000, 2)} s`);
+  lines.push(
+    `  TS per step ${f(r.tsMsPerStep, 3)} ms; outside steps (event loop, delivery) ${f(r.loopOverheadMs / 1000, 2)} s`,
+  );
   if (workloadName.startsWith("random-256")) {
     lines.push(
-      `  reference on one H200: Python LMPool ${f(REFERENCE.pythonTokPerS)} tok/s (${REFERENCE.pythonSeconds} s); target >= ${f(REFERENCE.targetTokPerS)} tok/s; ` +
-        `roofline ~${f(REFERENCE.rooflineTokPerS)} tok/s -> this run is ${f((100 * r.outputTokPerS) / REFERENCE.targetTokPerS, 1)}% of target, ${f((100 * r.outputTokPerS) / REFERENCE.rooflineTokPerS, 1)}% of roofline`,
+      `  reference on one H200: Python LMPool ${
+        f(REFERENCE.pythonTokPerS)
+      } tok/s (${REFERENCE.pythonSeconds} s); target >= ${f(REFERENCE.targetTokPerS)} tok/s; ` +
+        `roofline ~${f(REFERENCE.rooflineTokPerS)} tok/s -> this run is ${
+          f((100 * r.outputTokPerS) / REFERENCE.targetTokPerS, 1)
+        }% of target, ${f((100 * r.outputTokPerS) / REFERENCE.rooflineTokPerS, 1)}% of roofline`,
     );
   }
   return lines.join("\n");
@@ -139,33 +167,60 @@ const USAGE = `bun bench throughput [--quick] [--workload file.jsonl] [--model d
 function int(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new RangeError(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  }
   return n;
 }
 
 const entry: BenchEntry = {
   name: "throughput",
-  description: "offline throughput of one engine on random-256 (output tok/s vs 16k target / ~36.5k H200 roofline; native vs TS step time)",
+  description:
+    "offline throughput of one engine on random-256 (output tok/s vs 16k target / ~36.5k H200 roofline; native vs TS step time)",
   async run(argv: string[]): Promise<void> {
     const { values: a } = parseArgs({
       args: argv,
       strict: true,
       options: {
-        quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, json: { type: "boolean" }, "no-detokenize": { type: "boolean" },
-        workload: { type: "string" }, model: { type: "string" }, preset: { type: "string" }, backend: { type: "string" },
-        "num-requests": { type: "string" }, "block-size": { type: "string" }, "num-blocks": { type: "string" },
-        "max-num-seqs": { type: "string" }, "max-num-batched-tokens": { type: "string" }, "gpu-memory-utilization": { type: "string" },
+        quick: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        json: { type: "boolean" },
+        "no-detokenize": { type: "boolean" },
+        workload: { type: "string" },
+        model: { type: "string" },
+        preset: { type: "string" },
+        backend: { type: "string" },
+        "num-requests": { type: "string" },
+        "block-size": { type: "string" },
+        "num-blocks": { type: "string" },
+        "max-num-seqs": { type: "string" },
+        "max-num-batched-tokens": { type: "string" },
+        "gpu-memory-utilization": { type: "string" },
       },
     });
     if (a.help) return console.log(USAGE);
-    if (a.backend !== undefined && a.backend !== "cpu" && a.backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${a.backend}`);
+    if (a.backend !== undefined && a.backend !== "cpu" && a.backend !== "cuda") {
+      throw new RangeError(`--backend must be cpu or cuda, got ${a.backend}`);
+    }
     const preset = a.preset ?? (a.quick ? "tiny" : "qwen3-0.6b");
-    if (!isPresetName(preset)) throw new RangeError(`--preset must be one of ${PRESET_NAMES.join(", ")}, got ${JSON.stringify(preset)}`);
+    if (!isPresetName(preset)) {
+      throw new RangeError(`--preset must be one of ${PRESET_NAMES.join(", ")}, got ${JSON.stringify(preset)}`);
+    }
     const numRequests = int("num-requests", a["num-requests"]);
     let workload: Workload;
     if (a.quick) {
-      if (a.workload !== undefined) throw new RangeError(`--workload ${JSON.stringify(a.workload)} does not apply to --quick, which runs its own short generated requests`);
-      workload = randomLengthsWorkload({ numRequests: numRequests ?? 16, inputTokens: [16, 64], outputTokens: [8, 24] });
+      if (a.workload !== undefined) {
+        throw new RangeError(
+          `--workload ${
+            JSON.stringify(a.workload)
+          } does not apply to --quick, which runs its own short generated requests`,
+        );
+      }
+      workload = randomLengthsWorkload({
+        numRequests: numRequests ?? 16,
+        inputTokens: [16, 64],
+        outputTokens: [8, 24],
+      });
       workload.name = "random-quick";
     } else {
       workload = a.workload ? readJsonlWorkload(resolve(a.workload)) : readRandom256();

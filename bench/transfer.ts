@@ -32,23 +32,37 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import type { TransferJob } from "../ffi/kv_transfer.ts";
 import { Native, type NativeModelConfig } from "../ffi/native.ts";
+import { parseModelSpec } from "../lib/model/config.ts";
+import { presetConfig } from "../lib/model/presets.ts";
 import { intListOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { percentile } from "./stats/percentile.ts";
 import { type Side, TransferRig } from "./transfer_rig.ts";
 import { printKernelTable, printPathTables, printTargets } from "./transfer_table.ts";
 import {
-  chooseDefaultPath, RAW_PATHS, TRANSFER_PROFILE_SCHEMA, type TransferPairProfile, type TransferPathName,
-  type TransferProfile, type TransferProfilePoint,
+  chooseDefaultPath,
+  RAW_PATHS,
+  TRANSFER_PROFILE_SCHEMA,
+  type TransferPairProfile,
+  type TransferPathName,
+  type TransferProfile,
+  type TransferProfilePoint,
 } from "./transfer_profile.ts";
 
 /** KV shape of Qwen3-0.6B; weights are never set (only the KV tensor's shape matters). */
 const QWEN3_06B_KV: NativeModelConfig = {
-  arch: "qwen3", vocabSize: 1024, hiddenSize: 1024, intermediateSize: 64, numLayers: 28, numHeads: 16,
-  numKvHeads: 8, headDim: 128, tieWordEmbeddings: true, ropeType: "default", ropeOriginalMaxPosition: 0,
-  maxPosition: 40960, rmsNormEps: 1e-6, ropeTheta: 1000000, ropeFactor: 1, ropeLowFreqFactor: 0, ropeHighFreqFactor: 0,
+  ...parseModelSpec(presetConfig("qwen3-0.6b")).native,
+  vocabSize: 1024,
+  intermediateSize: 64,
 };
-const TINY_KV: NativeModelConfig = { ...QWEN3_06B_KV, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, hiddenSize: 64 };
+const TINY_KV: NativeModelConfig = {
+  ...QWEN3_06B_KV,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 16,
+  hiddenSize: 64,
+};
 
 const USAGE = `usage: bun bench transfer [--quick] [--blocks 1,2,...] [--reps N] [--devices a,b]
        [--segment-mib M] [--nccl-channels C] [--timeout-ms T] [--out file.json]`;
@@ -71,20 +85,40 @@ function timeRuns(start: () => TransferJob, warmup: number, reps: number, timeou
 function point(blocks: number, bytes: number, ms: number[], validated: boolean | null): TransferProfilePoint {
   const p50 = percentile(ms, 50);
   return {
-    blocks, bytes, p50Ms: p50, p95Ms: percentile(ms, 95), meanMs: ms.reduce((a, b) => a + b, 0) / ms.length,
-    minMs: Math.min(...ms), gbps: bytes / (p50 / 1e3) / 1e9, samples: ms.length, validated,
+    blocks,
+    bytes,
+    p50Ms: p50,
+    p95Ms: percentile(ms, 95),
+    meanMs: ms.reduce((a, b) => a + b, 0) / ms.length,
+    minMs: Math.min(...ms),
+    gbps: bytes / (p50 / 1e3) / 1e9,
+    samples: ms.length,
+    validated,
   };
 }
 
 /** Quick form: the gather/scatter kernels of the CPU backend on a tiny shape. */
 function runQuick(blocks: number[], reps: number, out: string | undefined): void {
   const native = new Native({ backend: "cpu" });
-  const rig = new TransferRig(native, { devices: [0, 0], config: TINY_KV, blockSize: 16, maxBlocks: Math.max(...blocks), segmentBytes: 0, ncclChannels: 0, timeoutMs: 10_000, nccl: false, seed: 1 });
+  const rig = new TransferRig(native, {
+    devices: [0, 0],
+    config: TINY_KV,
+    blockSize: 16,
+    maxBlocks: Math.max(...blocks),
+    segmentBytes: 0,
+    ncclChannels: 0,
+    timeoutMs: 10_000,
+    nccl: false,
+    seed: 1,
+  });
   try {
-    console.log(`transfer --quick on the ${native.backend} backend (${native.path}): pack/unpack of ${rig.blockBytes} B blocks`);
+    console.log(
+      `transfer --quick on the ${native.backend} backend (${native.path}): pack/unpack of ${rig.blockBytes} B blocks`,
+    );
     const copyBw = native.benchCopyBandwidth(1 << 24, 5);
     const rows = blocks.map((n) => ({
-      blocks: n, bytes: n * rig.blockBytes,
+      blocks: n,
+      bytes: n * rig.blockBytes,
       pack: timeRuns(() => rig.startPack(0, n), 2, reps, 10_000, "pack"),
       unpack: timeRuns(() => rig.startUnpack(0, n), 2, reps, 10_000, "unpack"),
     }));
@@ -95,12 +129,30 @@ function runQuick(blocks: number[], reps: number, out: string | undefined): void
   }
 }
 
-function profileOf(rig: TransferRig, backend: "cuda" | "cpu", pairs: TransferPairProfile[], segmentBytes: number, ncclChannels: number): TransferProfile {
+function profileOf(
+  rig: TransferRig,
+  backend: "cuda" | "cpu",
+  pairs: TransferPairProfile[],
+  segmentBytes: number,
+  ncclChannels: number,
+): TransferProfile {
   const c = rig.o.config;
   return {
-    schema: TRANSFER_PROFILE_SCHEMA, createdAt: new Date().toISOString(), backend,
-    shape: { numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, blockSize: rig.o.blockSize, dtype: backend === "cuda" ? "bf16" : "f32" },
-    bytesPerBlock: rig.blockBytes, defaultPath: chooseDefaultPath(pairs), segmentBytes, ncclChannels, pairs,
+    schema: TRANSFER_PROFILE_SCHEMA,
+    createdAt: new Date().toISOString(),
+    backend,
+    shape: {
+      numLayers: c.numLayers,
+      numKvHeads: c.numKvHeads,
+      headDim: c.headDim,
+      blockSize: rig.o.blockSize,
+      dtype: backend === "cuda" ? "bf16" : "f32",
+    },
+    bytesPerBlock: rig.blockBytes,
+    defaultPath: chooseDefaultPath(pairs),
+    segmentBytes,
+    ncclChannels,
+    pairs,
   };
 }
 
@@ -112,11 +164,18 @@ function writeProfile(path: string, profile: TransferProfile): void {
 
 async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
-    args: argv, strict: true,
+    args: argv,
+    strict: true,
     options: {
-      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, out: { type: "string" },
-      blocks: { type: "string" }, reps: { type: "string" }, devices: { type: "string" },
-      "segment-mib": { type: "string" }, "nccl-channels": { type: "string" }, "timeout-ms": { type: "string" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      out: { type: "string" },
+      blocks: { type: "string" },
+      reps: { type: "string" },
+      devices: { type: "string" },
+      "segment-mib": { type: "string" },
+      "nccl-channels": { type: "string" },
+      "timeout-ms": { type: "string" },
     },
   });
   if (values.help) {
@@ -128,7 +187,9 @@ async function run(argv: string[]): Promise<void> {
 
   const blocks = intListOption("blocks", values.blocks ?? "1,2,4,8,16,32,64,128,256");
   const devices = intListOption("devices", values.devices ?? "0,1");
-  if (devices.length !== 2 || devices[0] === devices[1]) throw new RangeError(`--devices needs two distinct devices, got ${values.devices}`);
+  if (devices.length !== 2 || devices[0] === devices[1]) {
+    throw new RangeError(`--devices needs two distinct devices, got ${values.devices}`);
+  }
   const segmentBytes = Math.round(Number(values["segment-mib"] ?? 0) * 2 ** 20);
   const ncclChannels = intOption("nccl-channels", values["nccl-channels"], 0, 0);
   const timeoutMs = intOption("timeout-ms", values["timeout-ms"], 10_000);
@@ -136,23 +197,46 @@ async function run(argv: string[]): Promise<void> {
 
   const native = new Native({ backend: "cuda" });
   const count = native.deviceCount();
-  if (count < 2) throw new Error(`bench transfer needs 2 CUDA devices; ${count} visible (run with --quick for the CPU form)`);
-  console.log(`transfer on the ${native.backend} backend (${native.path}), devices ${devices.join(" <-> ")}, NCCL_NVLS_ENABLE=${process.env.NCCL_NVLS_ENABLE ?? "(unset)"}`);
-  if (process.env.NCCL_NVLS_ENABLE !== "0") console.log("warning: NCCL_NVLS_ENABLE is not 0; source .gpu/env.sh (NVLink multicast must stay off)");
+  if (count < 2) {
+    throw new Error(`bench transfer needs 2 CUDA devices; ${count} visible (run with --quick for the CPU form)`);
+  }
+  console.log(
+    `transfer on the ${native.backend} backend (${native.path}), devices ${devices.join(" <-> ")}, NCCL_NVLS_ENABLE=${
+      process.env.NCCL_NVLS_ENABLE ?? "(unset)"
+    }`,
+  );
+  if (process.env.NCCL_NVLS_ENABLE !== "0") {
+    console.log("warning: NCCL_NVLS_ENABLE is not 0; source .gpu/env.sh (NVLink multicast must stay off)");
+  }
   const rig = new TransferRig(native, {
-    devices: [devices[0]!, devices[1]!], config: QWEN3_06B_KV, blockSize: 256, maxBlocks: Math.max(...blocks),
-    segmentBytes, ncclChannels, timeoutMs, nccl: true, seed: 20261130,
+    devices: [devices[0]!, devices[1]!],
+    config: QWEN3_06B_KV,
+    blockSize: 256,
+    maxBlocks: Math.max(...blocks),
+    segmentBytes,
+    ncclChannels,
+    timeoutMs,
+    nccl: true,
+    seed: 20261130,
   });
   try {
     const v = rig.xfer.ncclVersion();
-    console.log(`block: ${(rig.blockBytes / 2 ** 20).toFixed(2)} MiB; NCCL: ${"version" in v ? v.version : `unavailable (${v.unavailable})`}; segments: ${segmentBytes ? `${segmentBytes} B` : "native default rule"}; reps ${reps}`);
+    console.log(
+      `block: ${(rig.blockBytes / 2 ** 20).toFixed(2)} MiB; NCCL: ${
+        "version" in v ? v.version : `unavailable (${v.unavailable})`
+      }; segments: ${segmentBytes ? `${segmentBytes} B` : "native default rule"}; reps ${reps}`,
+    );
     native.setDevice(devices[0]!);
     const copyBw = native.benchCopyBandwidth(2 ** 31, 10);
-    printKernelTable(blocks.map((n) => ({
-      blocks: n, bytes: n * rig.blockBytes,
-      pack: timeRuns(() => rig.startPack(0, n), 3, reps, timeoutMs, "pack"),
-      unpack: timeRuns(() => rig.startUnpack(0, n), 3, reps, timeoutMs, "unpack"),
-    })), copyBw);
+    printKernelTable(
+      blocks.map((n) => ({
+        blocks: n,
+        bytes: n * rig.blockBytes,
+        pack: timeRuns(() => rig.startPack(0, n), 3, reps, timeoutMs, "pack"),
+        unpack: timeRuns(() => rig.startUnpack(0, n), 3, reps, timeoutMs, "unpack"),
+      })),
+      copyBw,
+    );
 
     const pairs: TransferPairProfile[] = [];
     let seed = 1n, failures = 0;
@@ -167,7 +251,9 @@ async function run(argv: string[]): Promise<void> {
             validated = bad === 0;
             if (bad) {
               failures++;
-              console.error(`VALIDATION FAILED: ${path} ${pair.srcDevice} -> ${pair.dstDevice}, ${n} blocks: ${bad} words differ`);
+              console.error(
+                `VALIDATION FAILED: ${path} ${pair.srcDevice} -> ${pair.dstDevice}, ${n} blocks: ${bad} words differ`,
+              );
             }
           }
           const ms = timeRuns(() => rig.start(path, src, n), 3, reps, timeoutMs, `${path} ${n} blocks`);

@@ -26,7 +26,13 @@ import { intListOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
-import { type LatencyPoint, type Round, formatLatencyReport, latencyPoint, ONE_BLOCK_TARGET_MS } from "./transfer_latency_report.ts";
+import {
+  formatLatencyReport,
+  type LatencyPoint,
+  latencyPoint,
+  ONE_BLOCK_TARGET_MS,
+  type Round,
+} from "./transfer_latency_report.ts";
 
 const USAGE = `usage: bun bench transfer_latency [options]
   --quick               CPU backend, tiny model, 16-token blocks, 2 CPU workers (seconds)
@@ -49,7 +55,7 @@ const ONE = { maxTokens: 1, temperature: 0, ignoreEos: true };
 /** Control-plane counters once the plans started so far ended (completed or aborted), or after 10 s. */
 async function settledStats(engine: LLMEngine): Promise<Counters> {
   let c = await engine.processes.controlStats();
-  for (const end = Date.now() + 10_000; (c.transfer_active ?? 0) > 0 && Date.now() < end; ) {
+  for (const end = Date.now() + 10_000; (c.transfer_active ?? 0) > 0 && Date.now() < end;) {
     await new Promise((r) => setTimeout(r, 2));
     c = await engine.processes.controlStats();
   }
@@ -57,7 +63,14 @@ async function settledStats(engine: LLMEngine): Promise<Counters> {
 }
 
 /** One round of `blocks` blocks; `shift` sends the filler first (the copy goes the other way). */
-async function round(engine: LLMEngine, blocks: number, blockSize: number, next: () => number, vocab: number, shift: boolean): Promise<Round> {
+async function round(
+  engine: LLMEngine,
+  blocks: number,
+  blockSize: number,
+  next: () => number,
+  vocab: number,
+  shift: boolean,
+): Promise<Round> {
   const ids = (n: number) => Array.from({ length: n }, () => Math.floor(next() * vocab));
   const own = () => ids(1 + Math.floor(next() * Math.min(4, blockSize - 1)));
   if (shift) await engine.generate({ promptTokenIds: ids(1) }, ONE);
@@ -71,12 +84,18 @@ async function round(engine: LLMEngine, blocks: number, blockSize: number, next:
   const d = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
   const direction = `${warm.metrics.rank}->${follow.metrics.rank}`;
   const problems = [
-    d("transfer_completed") !== 1 ? `${d("transfer_completed")} plans completed (${d("transfer_aborted")} aborted), expected 1` : "",
+    d("transfer_completed") !== 1
+      ? `${d("transfer_completed")} plans completed (${d("transfer_aborted")} aborted), expected 1`
+      : "",
     d("transfer_blocks") !== blocks ? `${d("transfer_blocks")} blocks moved, expected ${blocks}` : "",
     follow.metrics.rank === warm.metrics.rank ? `the follower ran on the warm-up's rank ${warm.metrics.rank}` : "",
-    follow.metrics.numCachedTokens < blocks * blockSize ? `the follower reused ${follow.metrics.numCachedTokens} of ${blocks * blockSize} prefix tokens` : "",
+    follow.metrics.numCachedTokens < blocks * blockSize
+      ? `the follower reused ${follow.metrics.numCachedTokens} of ${blocks * blockSize} prefix tokens`
+      : "",
   ].filter(Boolean);
-  if (problems.length) return { blocks, direction, publishMs: null, bytes: d("transfer_bytes"), error: problems.join("; ") };
+  if (problems.length) {
+    return { blocks, direction, publishMs: null, bytes: d("transfer_bytes"), error: problems.join("; ") };
+  }
   return { blocks, direction, publishMs: after.transfer_publish_last_ms!, bytes: d("transfer_bytes") };
 }
 
@@ -84,7 +103,9 @@ async function round(engine: LLMEngine, blocks: number, blockSize: number, next:
 async function bytesByPath(engine: LLMEngine, bytes: number): Promise<Record<string, number>> {
   const read = () => {
     const ranks = engine.stats().ranks as unknown as Counters[];
-    return Object.fromEntries(["ipc", "nccl", "host"].map((p) => [p, ranks.reduce((t, r) => t + (r[`data_path_${p}_sent_bytes`] ?? 0), 0)]));
+    return Object.fromEntries(
+      ["ipc", "nccl", "host"].map((p) => [p, ranks.reduce((t, r) => t + (r[`data_path_${p}_sent_bytes`] ?? 0), 0)]),
+    );
   };
   for (const end = Date.now() + 3000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
     const b = read();
@@ -95,12 +116,24 @@ async function bytesByPath(engine: LLMEngine, bytes: number): Promise<Record<str
 
 async function run(argv: string[]): Promise<void> {
   const { values: a } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
+    args: argv,
+    strict: true,
+    allowPositionals: false,
     options: {
-      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, blocks: { type: "string" }, reps: { type: "string" },
-      warmup: { type: "string" }, model: { type: "string" }, "block-size": { type: "string" }, backend: { type: "string" },
-      gpus: { type: "string" }, topology: { type: "string" }, "data-path": { type: "string" }, seed: { type: "string" },
-      verbose: { type: "boolean" }, out: { type: "string" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      blocks: { type: "string" },
+      reps: { type: "string" },
+      warmup: { type: "string" },
+      model: { type: "string" },
+      "block-size": { type: "string" },
+      backend: { type: "string" },
+      gpus: { type: "string" },
+      topology: { type: "string" },
+      "data-path": { type: "string" },
+      seed: { type: "string" },
+      verbose: { type: "boolean" },
+      out: { type: "string" },
     },
   });
   if (a.help) return void console.log(USAGE);
@@ -112,7 +145,9 @@ async function run(argv: string[]): Promise<void> {
   const blockSize = intOption("block-size", a["block-size"], quick ? 16 : 256);
   const seed = intOption("seed", a.seed, 0, 0);
   const backend = a.backend ?? (quick ? "cpu" : undefined);
-  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") {
+    throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  }
   const gpus = intListOption("gpus", a.gpus ?? "0,1");
   if (gpus.length !== 2) throw new RangeError(`--gpus needs two devices, got ${JSON.stringify(a.gpus)}`);
   const dataPath = (a["data-path"] ?? "auto") as DataPathSetting;
@@ -120,7 +155,12 @@ async function run(argv: string[]): Promise<void> {
   const maxBlocks = Math.max(...sizes);
 
   const engine = await LLMEngine.create({
-    model: modelDir, worldSize: 2, gpus, topology: a.topology ?? "0-1", blockSize, maxModelLen: (maxBlocks + 1) * blockSize,
+    model: modelDir,
+    worldSize: 2,
+    gpus,
+    topology: a.topology ?? "0-1",
+    blockSize,
+    maxModelLen: (maxBlocks + 1) * blockSize,
     ...(backend ? { backend } : {}),
     // Rounds leave reclaimable prefix blocks behind; the quick form needs only room for one round.
     ...(quick ? { numBlocks: Math.max(256, 4 * (maxBlocks + 2)) } : {}),
@@ -132,7 +172,11 @@ async function run(argv: string[]): Promise<void> {
   try {
     const vocab = Math.min(engine.model.vocabSize, 150_000); // below the special tokens
     const next = seededRandom(seed);
-    console.log(`transfer_latency: ${engine.model.backend} backend, model ${modelDir}, ${blockSize}-token blocks, ranks on devices ${gpus.join(",")}, data path ${dataPath}; ${warmup} warm-up + ${reps} measured rounds per size`);
+    console.log(
+      `transfer_latency: ${engine.model.backend} backend, model ${modelDir}, ${blockSize}-token blocks, ranks on devices ${
+        gpus.join(",")
+      }, data path ${dataPath}; ${warmup} warm-up + ${reps} measured rounds per size`,
+    );
     await engine.generate({ promptTokenIds: [1, 2, 3, 4, 5, 6, 7, 8] }, { ...ONE, maxTokens: 2 });
     const points: LatencyPoint[] = [];
     const failures: string[] = [];
@@ -155,9 +199,16 @@ async function run(argv: string[]): Promise<void> {
       const one = points.find((p) => p.blocks === 1);
       const json = {
         schema: "lmpool-transfer-latency/1",
-        metadata: collectMetadata({ command: ["bun", "bench", "transfer_latency", ...argv], model: readModelConfig(modelDir), seeds: { prefix: seed }, extra: { backend: engine.model.backend, blockSize, gpus, dataPath, reps, warmup, quick } }),
+        metadata: collectMetadata({
+          command: ["bun", "bench", "transfer_latency", ...argv],
+          model: readModelConfig(modelDir),
+          seeds: { prefix: seed },
+          extra: { backend: engine.model.backend, blockSize, gpus, dataPath, reps, warmup, quick },
+        }),
         points,
-        target: one ? { blocks: 1, limitMs: ONE_BLOCK_TARGET_MS, p50Ms: one.p50Ms, pass: one.p50Ms <= ONE_BLOCK_TARGET_MS } : null,
+        target: one
+          ? { blocks: 1, limitMs: ONE_BLOCK_TARGET_MS, p50Ms: one.p50Ms, pass: one.p50Ms <= ONE_BLOCK_TARGET_MS }
+          : null,
         bytesByPath: paths,
         controlPlane: window,
         failures,
@@ -166,7 +217,11 @@ async function run(argv: string[]): Promise<void> {
       writeFileSync(out, JSON.stringify(json, null, 2) + "\n");
       console.log(`\nwrote ${out}`);
     }
-    if (failures.length) throw new Error(`${failures.length} of ${sizes.length * (warmup + reps)} rounds did not verify (first: ${failures[0]})`);
+    if (failures.length) {
+      throw new Error(
+        `${failures.length} of ${sizes.length * (warmup + reps)} rounds did not verify (first: ${failures[0]})`,
+      );
+    }
   } finally {
     await engine.shutdown();
   }
@@ -174,7 +229,8 @@ async function run(argv: string[]): Promise<void> {
 
 const entry: BenchEntry = {
   name: "transfer_latency",
-  description: "engine-level KV copy dispatch-to-publish on 2 ranks (control messages included) vs the 1-block <= 1 ms target",
+  description:
+    "engine-level KV copy dispatch-to-publish on 2 ranks (control messages included) vs the 1-block <= 1 ms target",
   run,
 };
 export default entry;

@@ -79,16 +79,24 @@ export function parseTransferProfile(x: unknown): TransferProfile {
   if (!p || typeof p !== "object") fail("the profile", "an object", x);
   if (p.schema !== TRANSFER_PROFILE_SCHEMA) fail("schema", JSON.stringify(TRANSFER_PROFILE_SCHEMA), p.schema);
   if (!(p.bytesPerBlock > 0)) fail("bytesPerBlock", "a positive number", p.bytesPerBlock);
-  if (!(FULL_PATHS as readonly string[]).includes(p.defaultPath)) fail("defaultPath", FULL_PATHS.join("|"), p.defaultPath);
+  if (!(FULL_PATHS as readonly string[]).includes(p.defaultPath)) {
+    fail("defaultPath", FULL_PATHS.join("|"), p.defaultPath);
+  }
   if (!Array.isArray(p.pairs)) fail("pairs", "an array", p.pairs);
   p.pairs.forEach((pair, i) => {
-    if (!Number.isInteger(pair.srcDevice) || !Number.isInteger(pair.dstDevice)) fail(`pairs[${i}] devices`, "integers", pair);
+    if (!Number.isInteger(pair.srcDevice) || !Number.isInteger(pair.dstDevice)) {
+      fail(`pairs[${i}] devices`, "integers", pair);
+    }
     pair.paths.forEach((curve, j) => {
       const at = `pairs[${i}].paths[${j}]`;
-      if (!([...FULL_PATHS, ...RAW_PATHS] as readonly string[]).includes(curve.path)) fail(`${at}.path`, "a known path", curve.path);
+      if (!([...FULL_PATHS, ...RAW_PATHS] as readonly string[]).includes(curve.path)) {
+        fail(`${at}.path`, "a known path", curve.path);
+      }
       let last = 0;
       for (const pt of curve.points) {
-        if (!(pt.blocks > last) || !(pt.p95Ms >= 0) || !(pt.p50Ms >= 0)) fail(`${at}.points`, "ascending blocks with p50Ms/p95Ms >= 0", pt);
+        if (!(pt.blocks > last) || !(pt.p95Ms >= 0) || !(pt.p50Ms >= 0)) {
+          fail(`${at}.points`, "ascending blocks with p50Ms/p95Ms >= 0", pt);
+        }
         last = pt.blocks;
       }
     });
@@ -127,10 +135,17 @@ export function chooseDefaultPath(pairs: readonly TransferPairProfile[]): FullPa
 }
 
 /** The profile as chart points: p95 latency per plan size, one series per directed pair and path. */
-export function profileLatencyPoints(p: TransferProfile): { pair: string; blocks: number; bytes: number; latencyMs: number }[] {
+export function profileLatencyPoints(
+  p: TransferProfile,
+): { pair: string; blocks: number; bytes: number; latencyMs: number }[] {
   return p.pairs.flatMap((pair) =>
     pair.paths.flatMap((curve) =>
-      curve.points.map((pt) => ({ pair: `${pair.srcDevice}->${pair.dstDevice} ${curve.path}`, blocks: pt.blocks, bytes: pt.bytes, latencyMs: pt.p95Ms })),
-    ),
+      curve.points.map((pt) => ({
+        pair: `${pair.srcDevice}->${pair.dstDevice} ${curve.path}`,
+        blocks: pt.blocks,
+        bytes: pt.bytes,
+        latencyMs: pt.p95Ms,
+      }))
+    )
   );
 }

@@ -5,7 +5,7 @@
  * pair. It starts any measured path in either direction and validates it byte for byte.
  * @module
  */
-import { KvTransferEngine, type DeviceBuffer, type LocalNcclPair, type TransferJob } from "../ffi/kv_transfer.ts";
+import { type DeviceBuffer, KvTransferEngine, type LocalNcclPair, type TransferJob } from "../ffi/kv_transfer.ts";
 import type { KvCache, Native, NativeModel, NativeModelConfig } from "../ffi/native.ts";
 import type { TransferPathName } from "./transfer_profile.ts";
 
@@ -68,7 +68,10 @@ export class TransferRig {
     if (o.nccl) {
       const v = this.xfer.ncclVersion();
       if ("unavailable" in v) this.ncclUnavailable = v.unavailable;
-      else this.pair = this.xfer.createLocalPair(o.devices[0], o.devices[1], { nchannels: o.ncclChannels, timeoutMs: o.timeoutMs });
+      else {this.pair = this.xfer.createLocalPair(o.devices[0], o.devices[1], {
+          nchannels: o.ncclChannels,
+          timeoutMs: o.timeoutMs,
+        });}
     }
   }
 
@@ -124,7 +127,9 @@ export class TransferRig {
     const dst = (1 - src) as Side;
     this.xfer.fillPattern(this.kv[src]!, this.ids(src, n), seed);
     using job = this.start(path, src, n);
-    if (!job.waitSync(this.o.timeoutMs)) throw new Error(`${path} ${src} -> ${dst}, ${n} blocks: not complete after ${this.o.timeoutMs} ms`);
+    if (!job.waitSync(this.o.timeoutMs)) {
+      throw new Error(`${path} ${src} -> ${dst}, ${n} blocks: not complete after ${this.o.timeoutMs} ms`);
+    }
     return this.xfer.countPatternMismatches(this.kv[dst]!, this.ids(dst, n), seed);
   }
 

@@ -5,14 +5,19 @@
  */
 import { percentile } from "./stats/percentile.ts";
 import {
-  chooseDefaultPath, FULL_PATHS, RAW_PATHS, type TransferPairProfile, type TransferProfilePoint,
+  chooseDefaultPath,
+  FULL_PATHS,
+  RAW_PATHS,
+  type TransferPairProfile,
+  type TransferProfilePoint,
 } from "./transfer_profile.ts";
 
 /** Issue 6 targets (Qwen3-0.6B shape on 2 x H200). */
 export const TARGETS = { oneBlockMs: 0.25, gbpsAt64: 317, peakFractionFrom32: 0.8 } as const;
 
 const f = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : "-");
-const pad = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => String(c).padStart(widths[i]!)).join(" ");
+const pad = (cells: (string | number)[], widths: number[]) =>
+  cells.map((c, i) => String(c).padStart(widths[i]!)).join(" ");
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(bytes < 10 * 2 ** 20 ? 2 : 0);
 
 /** Pack/unpack timings of one size. */
@@ -54,7 +59,18 @@ export function printPathTables(pair: TransferPairProfile): void {
     for (const p of curve.points) {
       const peak = peakAt(pair, p.blocks);
       const valid = p.validated === null ? "-" : p.validated ? "yes" : "NO";
-      console.log(pad([p.blocks, mib(p.bytes), f(p.p50Ms), f(p.p95Ms), f(p.gbps, 1), f(peak, 1), `${f((100 * p.gbps) / peak, 0)}%`, valid], w));
+      console.log(
+        pad([
+          p.blocks,
+          mib(p.bytes),
+          f(p.p50Ms),
+          f(p.p95Ms),
+          f(p.gbps, 1),
+          f(peak, 1),
+          `${f((100 * p.gbps) / peak, 0)}%`,
+          valid,
+        ], w),
+      );
     }
   }
 }
@@ -65,7 +81,11 @@ function verdict(ok: boolean | null): string {
 
 /** Targets per direction and full path, then the fastest path per size and the chosen default. */
 export function printTargets(pairs: TransferPairProfile[]): void {
-  console.log(`\ntargets: 1 block p50 <= ${TARGETS.oneBlockMs} ms | >= ${TARGETS.gbpsAt64} GB/s at 64 blocks | >= ${100 * TARGETS.peakFractionFrom32}% of peak from 32 blocks`);
+  console.log(
+    `\ntargets: 1 block p50 <= ${TARGETS.oneBlockMs} ms | >= ${TARGETS.gbpsAt64} GB/s at 64 blocks | >= ${
+      100 * TARGETS.peakFractionFrom32
+    }% of peak from 32 blocks`,
+  );
   for (const pair of pairs) {
     for (const curve of pair.paths.filter((c) => (FULL_PATHS as readonly string[]).includes(c.path))) {
       const at = (n: number): TransferProfilePoint | undefined => curve.points.find((p) => p.blocks === n);
@@ -74,9 +94,15 @@ export function printTargets(pairs: TransferPairProfile[]): void {
       const worst = big.length ? Math.min(...big.map((p) => p.gbps / peakAt(pair, p.blocks))) : NaN;
       console.log(
         `  ${pair.srcDevice}->${pair.dstDevice} ${curve.path.padEnd(19)}` +
-          ` ${verdict(one ? one.p50Ms <= TARGETS.oneBlockMs : null)} 1 block ${f(one?.p50Ms ?? NaN)} ms (p95 ${f(one?.p95Ms ?? NaN)})` +
-          ` | ${verdict(sixtyFour ? sixtyFour.gbps >= TARGETS.gbpsAt64 : null)} 64 blocks ${f(sixtyFour?.gbps ?? NaN, 1)} GB/s` +
-          ` | ${verdict(big.length ? worst >= TARGETS.peakFractionFrom32 : null)} worst >= 32 blocks ${f(100 * worst, 0)}% of peak`,
+          ` ${verdict(one ? one.p50Ms <= TARGETS.oneBlockMs : null)} 1 block ${f(one?.p50Ms ?? NaN)} ms (p95 ${
+            f(one?.p95Ms ?? NaN)
+          })` +
+          ` | ${verdict(sixtyFour ? sixtyFour.gbps >= TARGETS.gbpsAt64 : null)} 64 blocks ${
+            f(sixtyFour?.gbps ?? NaN, 1)
+          } GB/s` +
+          ` | ${verdict(big.length ? worst >= TARGETS.peakFractionFrom32 : null)} worst >= 32 blocks ${
+            f(100 * worst, 0)
+          }% of peak`,
       );
     }
     const sizes = [...new Set(pair.paths.flatMap((c) => c.points.map((p) => p.blocks)))].sort((a, b) => a - b);

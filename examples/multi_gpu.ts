@@ -24,4 +24,8 @@ const outputs = await engine.generate(prompts, { maxTokens: 8, temperature: 0 })
 for (const o of outputs) {
   console.log(`${o.requestId}: rank ${o.metrics.rank}, ${o.metrics.numCachedTokens} cached prompt tokens`);
 }
-console.log(JSON.stringify(engine.stats().ranks.map((r) => ({ rank: r.rank, finished: r.numFinished, hitTokens: r.prefixHitTokens }))));
+console.log(
+  JSON.stringify(
+    engine.stats().ranks.map((r) => ({ rank: r.rank, finished: r.numFinished, hitTokens: r.prefixHitTokens })),
+  ),
+);

@@ -39,7 +39,11 @@ try {
   listener = await listen({ host: cli.host, port: cli.port, maxRequestBytes: cli.maxRequestBytes });
 } catch (err) {
   if (err instanceof PortInUseError) {
-    fail("start-up failed", `--port ${cli.port} on ${cli.host} is in use; stop what holds it or pick another with --port (0 picks a free one)`, 1);
+    fail(
+      "start-up failed",
+      `--port ${cli.port} on ${cli.host} is in use; stop what holds it or pick another with --port (0 picks a free one)`,
+      1,
+    );
   }
   fail("start-up failed", `--host ${cli.host} --port ${cli.port}: cannot listen: ${startupErrorLine(err)}`, 1);
 }
@@ -52,7 +56,11 @@ try {
   const loadStart = performance.now();
   const engine = await createServeEngine({ ...cli, modelDir: dir });
   const info = engine.model;
-  log(`Loaded in ${((performance.now() - loadStart) / 1000).toFixed(1)} s: backend ${info.backend}, ${info.numRanks} rank(s), max_model_len ${info.maxModelLen}.`);
+  log(
+    `Loaded in ${
+      ((performance.now() - loadStart) / 1000).toFixed(1)
+    } s: backend ${info.backend}, ${info.numRanks} rank(s), max_model_len ${info.maxModelLen}.`,
+  );
   let server;
   try {
     server = await listener.serve({
@@ -81,7 +89,9 @@ try {
     process.exit(0);
   });
   const demo = isDemo ? " [random-weight demo model: its text is random]" : "";
-  log(`LMPool serving "${running.app.context.modelName}" at ${running.url} (OpenAI API under /v1; also /health, /metrics)${demo}`);
+  log(
+    `LMPool serving "${running.app.context.modelName}" at ${running.url} (OpenAI API under /v1; also /health, /metrics)${demo}`,
+  );
 } catch (err) {
   await listener.close().catch(() => {});
   fail("start-up failed", startupErrorLine(err), 1);

@@ -113,7 +113,10 @@ export class DeviceBuffer extends NativeHandle {
 
   /** Copies host bytes in at `offset` (complete on return). */
   write(offset: number, data: Uint8Array): void {
-    this.native.check(this.native.symbols.lp_dev_buffer_write(this.handle, offset, data, data.length), "lp_dev_buffer_write");
+    this.native.check(
+      this.native.symbols.lp_dev_buffer_write(this.handle, offset, data, data.length),
+      "lp_dev_buffer_write",
+    );
   }
 
   /** Copies `length` bytes out from `offset` (complete on return). */
@@ -195,13 +198,19 @@ export class NcclPair extends PairHandle {
   /** Sends blocks `ids` of `kv` (packed) to the peer; the peer must post the matching recv. */
   send(kv: KvBlocks, ids: Int32Array | readonly number[], segmentBytes = 0): TransferJob {
     const b = blockIds(ids, kv, "send");
-    return this.job((out) => this.native.symbols.lp_kv_send(this.handle, kv.handle, b, b.length, this.peer, segmentBytes, out), `lp_kv_send(n=${b.length})`);
+    return this.job(
+      (out) => this.native.symbols.lp_kv_send(this.handle, kv.handle, b, b.length, this.peer, segmentBytes, out),
+      `lp_kv_send(n=${b.length})`,
+    );
   }
 
   /** Receives the peer's matching send into blocks `ids` of `kv`. */
   recv(kv: KvBlocks, ids: Int32Array | readonly number[], segmentBytes = 0): TransferJob {
     const b = blockIds(ids, kv, "recv");
-    return this.job((out) => this.native.symbols.lp_kv_recv(this.handle, kv.handle, b, b.length, this.peer, segmentBytes, out), `lp_kv_recv(n=${b.length})`);
+    return this.job(
+      (out) => this.native.symbols.lp_kv_recv(this.handle, kv.handle, b, b.length, this.peer, segmentBytes, out),
+      `lp_kv_recv(n=${b.length})`,
+    );
   }
 }
 
@@ -216,15 +225,39 @@ export class LocalNcclPair extends PairHandle {
   }
 
   /** Full packed path: pack on srcRank's device, ncclSend/Recv per segment, unpack. */
-  transfer(srcRank: 0 | 1, src: KvBlocks, srcIds: Int32Array | readonly number[], dst: KvBlocks, dstIds: Int32Array | readonly number[], segmentBytes = 0): TransferJob {
+  transfer(
+    srcRank: 0 | 1,
+    src: KvBlocks,
+    srcIds: Int32Array | readonly number[],
+    dst: KvBlocks,
+    dstIds: Int32Array | readonly number[],
+    segmentBytes = 0,
+  ): TransferJob {
     const s = blockIds(srcIds, src, "source"), d = blockIds(dstIds, dst, "destination");
     if (s.length !== d.length) throw new RangeError(`${s.length} source ids but ${d.length} destination ids`);
-    return this.job((out) => this.native.symbols.lp_kv_transfer_local(this.handle, srcRank, src.handle, s, dst.handle, d, s.length, segmentBytes, out), `lp_kv_transfer_local(n=${s.length})`);
+    return this.job(
+      (out) =>
+        this.native.symbols.lp_kv_transfer_local(
+          this.handle,
+          srcRank,
+          src.handle,
+          s,
+          dst.handle,
+          d,
+          s.length,
+          segmentBytes,
+          out,
+        ),
+      `lp_kv_transfer_local(n=${s.length})`,
+    );
   }
 
   /** Raw link baseline: one plain ncclSend/ncclRecv of `bytes` between two buffers. */
   sendRecvRaw(srcRank: 0 | 1, src: DeviceBuffer, dst: DeviceBuffer, bytes: number): TransferJob {
-    return this.job((out) => this.native.symbols.lp_nccl_local_sendrecv(this.handle, srcRank, src.handle, dst.handle, bytes, out), `lp_nccl_local_sendrecv(${bytes})`);
+    return this.job(
+      (out) => this.native.symbols.lp_nccl_local_sendrecv(this.handle, srcRank, src.handle, dst.handle, bytes, out),
+      `lp_nccl_local_sendrecv(${bytes})`,
+    );
   }
 }
 
@@ -235,27 +268,39 @@ export class KvTransferEngine {
   /** Allocates a device buffer. */
   allocBuffer(device: number, bytes: number): DeviceBuffer {
     const out = new BigUint64Array(1);
-    this.native.check(this.native.symbols.lp_dev_buffer_alloc(device, bytes, out), `lp_dev_buffer_alloc(device=${device}, ${bytes} bytes)`);
+    this.native.check(
+      this.native.symbols.lp_dev_buffer_alloc(device, bytes, out),
+      `lp_dev_buffer_alloc(device=${device}, ${bytes} bytes)`,
+    );
     return new DeviceBuffer(this.native, out[0]!, device);
   }
 
   /** Raw copy-engine baseline: cudaMemcpyPeerAsync of `bytes` from src to dst. */
   copyBuffer(dst: DeviceBuffer, src: DeviceBuffer, bytes: number): TransferJob {
-    return this.#job((out) => this.native.symbols.lp_dev_buffer_copy(dst.handle, src.handle, bytes, out), `lp_dev_buffer_copy(${bytes})`);
+    return this.#job(
+      (out) => this.native.symbols.lp_dev_buffer_copy(dst.handle, src.handle, bytes, out),
+      `lp_dev_buffer_copy(${bytes})`,
+    );
   }
 
   /** Packs blocks `ids` of kv into buf ([L, 2, n, block_size, kv_heads, head_dim]). */
   pack(kv: KvBlocks, ids: Int32Array | readonly number[], buf: DeviceBuffer): TransferJob {
     const b = blockIds(ids, kv, "pack");
     this.#checkRoom(buf, b.length * kv.blockBytes);
-    return this.#job((out) => this.native.symbols.lp_kv_pack(kv.handle, b, b.length, buf.handle, out), `lp_kv_pack(n=${b.length})`);
+    return this.#job(
+      (out) => this.native.symbols.lp_kv_pack(kv.handle, b, b.length, buf.handle, out),
+      `lp_kv_pack(n=${b.length})`,
+    );
   }
 
   /** Unpacks buf (as made by pack) into blocks `ids` of kv. */
   unpack(kv: KvBlocks, ids: Int32Array | readonly number[], buf: DeviceBuffer): TransferJob {
     const b = blockIds(ids, kv, "unpack");
     this.#checkRoom(buf, b.length * kv.blockBytes);
-    return this.#job((out) => this.native.symbols.lp_kv_unpack(kv.handle, b, b.length, buf.handle, out), `lp_kv_unpack(n=${b.length})`);
+    return this.#job(
+      (out) => this.native.symbols.lp_kv_unpack(kv.handle, b, b.length, buf.handle, out),
+      `lp_kv_unpack(n=${b.length})`,
+    );
   }
 
   /** Bytes per segment a transfer of n blocks uses (segmentBytes 0: the default rule). */
@@ -268,23 +313,49 @@ export class KvTransferEngine {
   /** Fills blocks `ids` with the validation pattern of `seed` (complete on return). */
   fillPattern(kv: KvBlocks, ids: Int32Array | readonly number[], seed: bigint): void {
     const b = blockIds(ids, kv, "fillPattern");
-    this.native.check(this.native.symbols.lp_kv_fill_pattern(kv.handle, b, b.length, BigInt.asUintN(64, seed)), "lp_kv_fill_pattern");
+    this.native.check(
+      this.native.symbols.lp_kv_fill_pattern(kv.handle, b, b.length, BigInt.asUintN(64, seed)),
+      "lp_kv_fill_pattern",
+    );
   }
 
   /** 4-byte words of blocks `ids` that differ from the pattern of `seed` (0: byte-exact). */
   countPatternMismatches(kv: KvBlocks, ids: Int32Array | readonly number[], seed: bigint): number {
     const b = blockIds(ids, kv, "countPatternMismatches");
     const out = new BigInt64Array(1);
-    this.native.check(this.native.symbols.lp_kv_check_pattern(kv.handle, b, b.length, BigInt.asUintN(64, seed), out), "lp_kv_check_pattern");
+    this.native.check(
+      this.native.symbols.lp_kv_check_pattern(kv.handle, b, b.length, BigInt.asUintN(64, seed), out),
+      "lp_kv_check_pattern",
+    );
     return Number(out[0]);
   }
 
   /** Same-process copy of blocks srcIds of src into dstIds of dst (another device, or an IPC view). */
-  peerCopy(src: KvBlocks, srcIds: Int32Array | readonly number[], dst: KvBlocks, dstIds: Int32Array | readonly number[], mode: PeerCopyModeName, segmentBytes = 0): TransferJob {
+  peerCopy(
+    src: KvBlocks,
+    srcIds: Int32Array | readonly number[],
+    dst: KvBlocks,
+    dstIds: Int32Array | readonly number[],
+    mode: PeerCopyModeName,
+    segmentBytes = 0,
+  ): TransferJob {
     const s = blockIds(srcIds, src, "source"), d = blockIds(dstIds, dst, "destination");
     if (s.length !== d.length) throw new RangeError(`${s.length} source ids but ${d.length} destination ids`);
     if (!(mode in PeerCopyMode)) throw new RangeError(`unknown peer copy mode ${JSON.stringify(mode)}`);
-    return this.#job((out) => this.native.symbols.lp_kv_peer_copy(src.handle, dst.handle, s, d, s.length, PeerCopyMode[mode], segmentBytes, out), `lp_kv_peer_copy(${mode}, n=${s.length})`);
+    return this.#job(
+      (out) =>
+        this.native.symbols.lp_kv_peer_copy(
+          src.handle,
+          dst.handle,
+          s,
+          d,
+          s.length,
+          PeerCopyMode[mode],
+          segmentBytes,
+          out,
+        ),
+      `lp_kv_peer_copy(${mode}, n=${s.length})`,
+    );
   }
 
   /** The 64-byte CUDA IPC handle of a cache's tensor, for a peer worker's openRemoteKv. */
@@ -321,7 +392,16 @@ export class KvTransferEngine {
     if (uniqueId.length !== 128) throw new RangeError(`an NCCL unique id has 128 bytes, got ${uniqueId.length}`);
     const out = new BigUint64Array(1);
     this.native.check(
-      this.native.symbols.lp_nccl_pair_create(uniqueId, 2, rank, device, o.nchannels ?? 0, o.slotBytes ?? 0, o.timeoutMs, out),
+      this.native.symbols.lp_nccl_pair_create(
+        uniqueId,
+        2,
+        rank,
+        device,
+        o.nchannels ?? 0,
+        o.slotBytes ?? 0,
+        o.timeoutMs,
+        out,
+      ),
       `lp_nccl_pair_create(rank=${rank}, device=${device})`,
     );
     return new NcclPair(this.native, out[0]!, rank, device);
@@ -331,7 +411,14 @@ export class KvTransferEngine {
   createLocalPair(device0: number, device1: number, o: PairOptions): LocalNcclPair {
     const out = new BigUint64Array(1);
     this.native.check(
-      this.native.symbols.lp_nccl_pair_create_local(device0, device1, o.nchannels ?? 0, o.slotBytes ?? 0, o.timeoutMs, out),
+      this.native.symbols.lp_nccl_pair_create_local(
+        device0,
+        device1,
+        o.nchannels ?? 0,
+        o.slotBytes ?? 0,
+        o.timeoutMs,
+        out,
+      ),
       `lp_nccl_pair_create_local(${device0}, ${device1})`,
     );
     return new LocalNcclPair(this.native, out[0]!, [device0, device1]);

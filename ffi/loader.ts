@@ -6,8 +6,8 @@
 import { NativeLibraryNotFoundError } from "../lib/core/errors.ts";
 import { checkNativeSettings, readSetting } from "../lib/runtime/env.ts";
 import { pathExists } from "../lib/runtime/files.ts";
-import { openLibrary, type OpenedLibrary } from "./dlopen.ts";
-import { ABI_VERSION, SYMBOLS, type SymbolName } from "./symbols.ts";
+import { type OpenedLibrary, openLibrary } from "./dlopen.ts";
+import { ABI_VERSION, type SymbolName, SYMBOLS } from "./symbols.ts";
 
 /** The backends the native library is built for. */
 export type BackendKind = "cpu" | "cuda";

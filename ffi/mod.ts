@@ -3,6 +3,6 @@
  * the model and KV-cache handles) and the backend choice. Most users need only the root module.
  * @module
  */
-export { KvCache, Native, NativeModel, native } from "./native.ts";
+export { KvCache, Native, native, NativeModel } from "./native.ts";
 export type { NativeModelConfig, StepBatch } from "./native.ts";
 export type { BackendKind } from "./loader.ts";

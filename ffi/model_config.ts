@@ -32,9 +32,18 @@ export function encodeModelConfig(c: NativeModelConfig): Uint8Array {
   const buf = new Uint8Array(MODEL_CONFIG_BYTES);
   const v = new DataView(buf.buffer);
   const ints = [
-    c.arch === "qwen3" ? 1 : 0, c.vocabSize, c.hiddenSize, c.intermediateSize, c.numLayers,
-    c.numHeads, c.numKvHeads, c.headDim, c.tieWordEmbeddings ? 1 : 0, c.ropeType === "llama3" ? 1 : 0,
-    c.ropeOriginalMaxPosition, c.maxPosition,
+    c.arch === "qwen3" ? 1 : 0,
+    c.vocabSize,
+    c.hiddenSize,
+    c.intermediateSize,
+    c.numLayers,
+    c.numHeads,
+    c.numKvHeads,
+    c.headDim,
+    c.tieWordEmbeddings ? 1 : 0,
+    c.ropeType === "llama3" ? 1 : 0,
+    c.ropeOriginalMaxPosition,
+    c.maxPosition,
   ];
   ints.forEach((x, i) => v.setInt32(i * 4, x, true));
   const floats = [c.rmsNormEps, c.ropeTheta, c.ropeFactor, c.ropeLowFreqFactor, c.ropeHighFreqFactor];

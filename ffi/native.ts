@@ -12,7 +12,7 @@ import { encodeModelConfig, type NativeModelConfig } from "./model_config.ts";
 import { type StepBatch, StepBatchPacker } from "./step_batch.ts";
 
 export type { NativeModelConfig } from "./model_config.ts";
-export type { StepBatch } from "./step_batch.ts";
+export { allocateStepBatch, type StepBatch, type StepBatchCapacity } from "./step_batch.ts";
 
 /** Element types of weights handed to the library. */
 const DType = { bf16: 0, f16: 1, f32: 2 } as const;

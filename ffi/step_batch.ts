@@ -29,6 +29,43 @@ export interface StepBatch {
   outLogits?: Float32Array | null; // [numRows * vocab], tests only
 }
 
+/** The array sizes of a {@link StepBatch}. */
+export interface StepBatchCapacity {
+  tokens: number;
+  seqs: number;
+  maxBlocksPerSeq: number;
+  /** Sampled rows; one per sequence unless given. */
+  rows?: number;
+}
+
+/**
+ * A batch whose arrays hold `capacity` elements, all zero, with zero counts for the caller to set
+ * as it fills them: the one place a StepBatch's arrays are sized.
+ */
+export function allocateStepBatch(capacity: StepBatchCapacity): StepBatch {
+  const { tokens, seqs, maxBlocksPerSeq } = capacity;
+  const rows = capacity.rows ?? seqs;
+  return {
+    numSeqs: 0,
+    numTokens: 0,
+    tokenIds: new Int32Array(tokens),
+    positions: new Int32Array(tokens),
+    slotMapping: new Int32Array(tokens),
+    queryStart: new Int32Array(seqs + 1),
+    contextLens: new Int32Array(seqs),
+    blockTables: new Int32Array(seqs * maxBlocksPerSeq),
+    maxBlocksPerSeq,
+    numRows: 0,
+    sampleIndex: new Int32Array(rows),
+    temperature: new Float32Array(rows),
+    topK: new Int32Array(rows),
+    topP: new Float32Array(rows),
+    seed: new BigUint64Array(rows),
+    outTokens: new Int32Array(rows),
+    outLogprobs: new Float32Array(rows),
+  };
+}
+
 type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows";
 type ArrayKey = Exclude<keyof StepBatch, CountKey>;
 

@@ -60,9 +60,16 @@ export function breakdown(records: readonly RequestRecord[]): LatencyBreakdown {
   };
 }
 
-function counterDelta(before: Record<string, number> | undefined, after: Record<string, number> | undefined): Record<string, number> {
+function counterDelta(
+  before: Record<string, number> | undefined,
+  after: Record<string, number> | undefined,
+): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(after ?? {})) if (typeof v === "number") out[k] = isGaugeCounter(k) ? v : v - (before?.[k] ?? 0);
+  for (const [k, v] of Object.entries(after ?? {})) {
+    if (typeof v === "number") {
+      out[k] = isGaugeCounter(k) ? v : v - (before?.[k] ?? 0);
+    }
+  }
   return out;
 }
 
@@ -82,7 +89,9 @@ export function aggregateRun(run: RunResult): RunMetrics {
   for (const r of ok) perRankRequests[String(r.rank)] = (perRankRequests[String(r.rank)] ?? 0) + 1;
   const phases: Record<string, LatencyBreakdown> = {};
   const phaseNames = [...new Set(run.records.flatMap((r) => (r.phase === undefined ? [] : [r.phase])))];
-  if (phaseNames.length > 1) for (const p of phaseNames) phases[p] = breakdown(run.records.filter((r) => r.phase === p));
+  if (phaseNames.length > 1) {
+    for (const p of phaseNames) phases[p] = breakdown(run.records.filter((r) => r.phase === p));
+  }
   const rate = (x: number) => (elapsedS > 0 ? x / elapsedS : 0);
   return {
     ...breakdown(run.records),

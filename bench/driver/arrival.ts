@@ -20,7 +20,9 @@ export function arrivalOffsetsMs(requests: readonly WorkloadRequest[], mode: Arr
     case "burst":
       return requests.map(() => 0);
     case "poisson": {
-      if (!(mode.rate > 0) || !Number.isFinite(mode.rate)) throw new RangeError(`Poisson rate must be a finite number of requests/s > 0, got ${mode.rate}`);
+      if (!(mode.rate > 0) || !Number.isFinite(mode.rate)) {
+        throw new RangeError(`Poisson rate must be a finite number of requests/s > 0, got ${mode.rate}`);
+      }
       const rng = new SeededRandom(mode.seed);
       let t = 0;
       return requests.map((_, i) => {
@@ -30,7 +32,9 @@ export function arrivalOffsetsMs(requests: readonly WorkloadRequest[], mode: Arr
     }
     case "trace":
       return requests.map((r) => {
-        if (r.arrivalTime === undefined) throw new RangeError(`trace arrival needs an arrival_time on every request; ${r.id} has none`);
+        if (r.arrivalTime === undefined) {
+          throw new RangeError(`trace arrival needs an arrival_time on every request; ${r.id} has none`);
+        }
         return r.arrivalTime * 1000;
       });
     default:
@@ -43,6 +47,8 @@ export function parseArrival(text: string, seed: number): ArrivalMode {
   if (text === "burst" || text === "inf") return { kind: "burst" };
   if (text === "trace") return { kind: "trace" };
   const rate = Number(text);
-  if (!(rate > 0) || !Number.isFinite(rate)) throw new RangeError(`arrival must be "burst", "trace" or a rate in requests/s > 0, got ${JSON.stringify(text)}`);
+  if (!(rate > 0) || !Number.isFinite(rate)) {
+    throw new RangeError(`arrival must be "burst", "trace" or a rate in requests/s > 0, got ${JSON.stringify(text)}`);
+  }
   return { kind: "poisson", rate, seed };
 }

@@ -20,7 +20,7 @@ export class ConfigurationUnavailableError extends Error {
   constructor(
     readonly configuration: string,
     readonly reason: string,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(`${configuration}: not available: ${reason}`, options);
   }

@@ -8,7 +8,7 @@
  */
 import type { FinishReason } from "../../lib/core/outputs.ts";
 import type { WorkloadRequest } from "../workloads/types.ts";
-import { startObservation, type RequestObservation } from "./request_record.ts";
+import { type RequestObservation, startObservation } from "./request_record.ts";
 import { readSseData } from "./sse_reader.ts";
 
 /** Where and how to send. */
@@ -22,12 +22,21 @@ export interface HttpTarget {
 
 interface CompletionChunk {
   choices?: { text?: string; finish_reason?: string | null }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  } | null;
   error?: { message?: string };
 }
 
 /** Sends `r` and observes its stream; never throws (failures land in `error`). */
-export async function sendCompletion(target: HttpTarget, r: WorkloadRequest, now: () => number, dueMs: number): Promise<RequestObservation> {
+export async function sendCompletion(
+  target: HttpTarget,
+  r: WorkloadRequest,
+  now: () => number,
+  dueMs: number,
+): Promise<RequestObservation> {
   const obs = startObservation(r, dueMs, now());
   try {
     const body = {
@@ -42,7 +51,11 @@ export async function sendCompletion(target: HttpTarget, r: WorkloadRequest, now
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
     if (r.sessionId !== undefined) headers["x-session-id"] = r.sessionId;
-    const res = await fetch(`${target.baseUrl.replace(/\/$/, "")}/v1/completions`, { method: "POST", headers, body: JSON.stringify(body) });
+    const res = await fetch(`${target.baseUrl.replace(/\/$/, "")}/v1/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
     if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
     let reason: string | undefined;
     for await (const data of readSseData(res.body)) {
@@ -60,7 +73,8 @@ export async function sendCompletion(target: HttpTarget, r: WorkloadRequest, now
     }
     obs.finishMs = now();
     if (reason === undefined) throw new Error("the stream ended without a finish_reason");
-    obs.finishReason = (reason === "length" || reason === "stop" || reason === "abort" ? reason : "stop") as FinishReason;
+    obs.finishReason =
+      (reason === "length" || reason === "stop" || reason === "abort" ? reason : "stop") as FinishReason;
     if (obs.finishReason === "abort") obs.error = "finished with reason abort";
   } catch (e) {
     obs.finishMs = now();

@@ -53,9 +53,20 @@ function errorText(e: unknown): string {
 }
 
 /** Runs `config` on `workload` `repetitions` times. */
-export async function runConfiguration(config: EngineConfiguration, workload: Workload, options: RepetitionOptions): Promise<ConfigurationResult> {
+export async function runConfiguration(
+  config: EngineConfiguration,
+  workload: Workload,
+  options: RepetitionOptions,
+): Promise<ConfigurationResult> {
   const log = options.log ?? (() => {});
-  const result: ConfigurationResult = { name: config.name, description: config.description, status: "ok", repetitions: [], completeRepetitions: 0, intervals: {} };
+  const result: ConfigurationResult = {
+    name: config.name,
+    description: config.description,
+    status: "ok",
+    repetitions: [],
+    completeRepetitions: 0,
+    intervals: {},
+  };
   for (let rep = 0; rep < options.repetitions; rep++) {
     let engine: GenerationEngine;
     try {
@@ -65,7 +76,12 @@ export async function runConfiguration(config: EngineConfiguration, workload: Wo
         log(`  ${config.name}: not available: ${e.reason}`);
         return { ...result, status: "not-available", reason: e.reason };
       }
-      result.repetitions.push({ index: rep, complete: false, metrics: null, error: `engine creation failed: ${errorText(e)}` });
+      result.repetitions.push({
+        index: rep,
+        complete: false,
+        metrics: null,
+        error: `engine creation failed: ${errorText(e)}`,
+      });
       log(`  ${config.name} #${rep + 1}: engine creation failed: ${errorText(e)}`);
       continue;
     }
@@ -75,8 +91,17 @@ export async function runConfiguration(config: EngineConfiguration, workload: Wo
       const run = await runWorkload(engine, workload, { ...options.run, requestIdPrefix: `${config.name}-r${rep}-` });
       const metrics = aggregateRun(run);
       const complete = metrics.failed === 0;
-      result.repetitions.push({ index: rep, complete, metrics, ...(complete ? {} : { error: metrics.errors.join("; ") }) });
-      log(`  ${config.name} #${rep + 1}: ${metrics.outputThroughput.toFixed(1)} out tok/s, TTFT ${metrics.ttftMs.mean.toFixed(1)} ms, hit ${(metrics.prefixHitRate * 100).toFixed(1)}%${complete ? "" : `, ${metrics.failed} failed`}`);
+      result.repetitions.push({
+        index: rep,
+        complete,
+        metrics,
+        ...(complete ? {} : { error: metrics.errors.join("; ") }),
+      });
+      log(
+        `  ${config.name} #${rep + 1}: ${metrics.outputThroughput.toFixed(1)} out tok/s, TTFT ${
+          metrics.ttftMs.mean.toFixed(1)
+        } ms, hit ${(metrics.prefixHitRate * 100).toFixed(1)}%${complete ? "" : `, ${metrics.failed} failed`}`,
+      );
     } catch (e) {
       result.repetitions.push({ index: rep, complete: false, metrics: null, error: errorText(e) });
       log(`  ${config.name} #${rep + 1}: failed: ${errorText(e)}`);
@@ -86,7 +111,13 @@ export async function runConfiguration(config: EngineConfiguration, workload: Wo
   }
   const complete = result.repetitions.filter((r) => r.complete && r.metrics);
   result.completeRepetitions = complete.length;
-  if (complete.length === 0) return { ...result, status: "failed", reason: result.repetitions.find((r) => r.error)?.error ?? "no complete repetition" };
+  if (complete.length === 0) {
+    return {
+      ...result,
+      status: "failed",
+      reason: result.repetitions.find((r) => r.error)?.error ?? "no complete repetition",
+    };
+  }
   const scalars = complete.map((r) => scalarMetrics(r.metrics as RunMetrics));
   for (const key of Object.keys(scalars[0] as Record<string, number>)) {
     const values = scalars.map((s) => s[key] as number).filter((v) => Number.isFinite(v));

@@ -52,8 +52,15 @@ export interface RequestObservation {
 /** The observation of `r` as it is sent at `sentMs`: no tokens yet, an error until it finishes. */
 export function startObservation(r: WorkloadRequest, dueMs: number, sentMs: number): RequestObservation {
   return {
-    id: r.id, promptTokens: r.promptTokenIds?.length ?? 0, dueMs, sentMs, tokenDeltas: [], finishMs: 0,
-    cachedTokens: 0, rank: -1, finishReason: "error",
+    id: r.id,
+    promptTokens: r.promptTokenIds?.length ?? 0,
+    dueMs,
+    sentMs,
+    tokenDeltas: [],
+    finishMs: 0,
+    cachedTokens: 0,
+    rank: -1,
+    finishReason: "error",
     ...(r.phase !== undefined ? { phase: r.phase } : {}),
     ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}),
   };
@@ -65,7 +72,9 @@ export function toRecord(o: RequestObservation): RequestRecord {
   const first = o.tokenDeltas[0];
   const firstTokenMs = first ? first.atMs : null;
   const itlMs: number[] = [];
-  for (let i = 1; i < o.tokenDeltas.length; i++) itlMs.push((o.tokenDeltas[i] as { atMs: number }).atMs - (o.tokenDeltas[i - 1] as { atMs: number }).atMs);
+  for (let i = 1; i < o.tokenDeltas.length; i++) {
+    itlMs.push((o.tokenDeltas[i] as { atMs: number }).atMs - (o.tokenDeltas[i - 1] as { atMs: number }).atMs);
+  }
   return {
     id: o.id,
     ...(o.phase !== undefined ? { phase: o.phase } : {}),

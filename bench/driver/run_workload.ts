@@ -8,7 +8,7 @@ import type { EngineStats, GenerationEngine } from "../../lib/core/engine_api.ts
 import type { FinishReason, PromptInput, RequestOutput } from "../../lib/core/outputs.ts";
 import type { SamplingParams } from "../../lib/core/sampling_params.ts";
 import type { Workload, WorkloadRequest } from "../workloads/types.ts";
-import { startObservation, type RequestObservation } from "./request_record.ts";
+import { type RequestObservation, startObservation } from "./request_record.ts";
 import { runSchedule, type ScheduledRun, type ScheduleOptions } from "./schedule.ts";
 
 /** How to run a workload on an engine. */
@@ -44,10 +44,20 @@ async function safeStats(engine: DrivenEngine): Promise<EngineStats | null> {
   }
 }
 
-async function sendToEngine(engine: DrivenEngine, r: WorkloadRequest, now: () => number, dueMs: number, options: RunOptions): Promise<RequestObservation> {
+async function sendToEngine(
+  engine: DrivenEngine,
+  r: WorkloadRequest,
+  now: () => number,
+  dueMs: number,
+  options: RunOptions,
+): Promise<RequestObservation> {
   const obs = startObservation(r, dueMs, now());
   try {
-    const params: Partial<SamplingParams> = { maxTokens: r.maxTokens, temperature: r.temperature ?? options.temperature ?? 0.6, ignoreEos: r.ignoreEos ?? false };
+    const params: Partial<SamplingParams> = {
+      maxTokens: r.maxTokens,
+      temperature: r.temperature ?? options.temperature ?? 0.6,
+      ignoreEos: r.ignoreEos ?? false,
+    };
     let output: RequestOutput | undefined;
     let reason: FinishReason | undefined;
     const stream = engine.stream(promptOf(r), params, {
@@ -68,7 +78,9 @@ async function sendToEngine(engine: DrivenEngine, r: WorkloadRequest, now: () =>
     obs.promptTokens = output.promptTokenIds.length;
     obs.cachedTokens = output.metrics.numCachedTokens;
     obs.rank = output.metrics.rank;
-    if (obs.finishReason === "error" || obs.finishReason === "abort") obs.error = `finished with reason ${obs.finishReason}`;
+    if (obs.finishReason === "error" || obs.finishReason === "abort") {
+      obs.error = `finished with reason ${obs.finishReason}`;
+    }
   } catch (e) {
     obs.finishMs = now();
     obs.finishReason = "error";
@@ -78,7 +90,11 @@ async function sendToEngine(engine: DrivenEngine, r: WorkloadRequest, now: () =>
 }
 
 /** Runs `workload` on `engine` and measures every request. */
-export async function runWorkload(engine: DrivenEngine, workload: Workload, options: RunOptions = {}): Promise<RunResult> {
+export async function runWorkload(
+  engine: DrivenEngine,
+  workload: Workload,
+  options: RunOptions = {},
+): Promise<RunResult> {
   const statsBefore = await safeStats(engine);
   const run = await runSchedule(workload, options, (r, now, dueMs) => sendToEngine(engine, r, now, dueMs, options));
   return { ...run, statsBefore, statsAfter: await safeStats(engine) };

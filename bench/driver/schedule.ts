@@ -42,7 +42,11 @@ function phasesOf(requests: readonly WorkloadRequest[]): number[][] {
 }
 
 /** Runs every request of `workload` through `send` under the scheduling rules. */
-export async function runSchedule(workload: Workload, options: ScheduleOptions, send: SendRequest): Promise<ScheduledRun> {
+export async function runSchedule(
+  workload: Workload,
+  options: ScheduleOptions,
+  send: SendRequest,
+): Promise<ScheduledRun> {
   const requests = workload.requests;
   if (requests.length === 0) throw new RangeError(`workload ${workload.name} has no requests`);
   const offsets = arrivalOffsetsMs(requests, options.arrival ?? { kind: "burst" });

@@ -41,10 +41,17 @@ function latency(c: Record<string, number> | undefined, prefix: string): Publish
 }
 
 /** The figures of a run whose control-plane counters were `before` and `after` (either may be missing). */
-export function transferMetrics(before: Record<string, number> | undefined, after: Record<string, number> | undefined): TransferMetrics {
+export function transferMetrics(
+  before: Record<string, number> | undefined,
+  after: Record<string, number> | undefined,
+): TransferMetrics {
   const d = (k: string) => (after?.[k] ?? 0) - (before?.[k] ?? 0);
   return {
-    completed: { prefixCopy: d("transfer_prefix-copy_completed"), offload: d("transfer_offload_completed"), background: d("transfer_background_completed") },
+    completed: {
+      prefixCopy: d("transfer_prefix-copy_completed"),
+      offload: d("transfer_offload_completed"),
+      background: d("transfer_background_completed"),
+    },
     aborted: d("transfer_aborted"),
     releasedBlocks: d("transfer_released_blocks"),
     leaseRoutes: d("lease_routes"),

@@ -45,8 +45,19 @@ export interface CaseResult {
 }
 
 /** Counts of a list of outcomes; transport failures that ended at or after `severedFrom` count as severed. */
-export function tallyOutcomes(outcomes: readonly RequestOutcome[], severedFrom: number | null = null): Pick<CaseResult, "sent" | "completed" | "clearErrors" | "lost" | "cancelled" | "severed" | "lostExamples"> {
-  const t = { sent: outcomes.length, completed: 0, clearErrors: 0, lost: 0, cancelled: 0, severed: 0, lostExamples: [] as string[] };
+export function tallyOutcomes(
+  outcomes: readonly RequestOutcome[],
+  severedFrom: number | null = null,
+): Pick<CaseResult, "sent" | "completed" | "clearErrors" | "lost" | "cancelled" | "severed" | "lostExamples"> {
+  const t = {
+    sent: outcomes.length,
+    completed: 0,
+    clearErrors: 0,
+    lost: 0,
+    cancelled: 0,
+    severed: 0,
+    lostExamples: [] as string[],
+  };
   for (const o of outcomes) {
     if (o.kind === "completed") t.completed++;
     else if (o.kind === "clear_error") t.clearErrors++;

@@ -37,6 +37,10 @@ export const FAULT_CASES: readonly FaultCase[] = [
 /** The case named `name`; a RangeError listing the names otherwise. */
 export function faultCase(name: string): FaultCase {
   const c = FAULT_CASES.find((x) => x.name === name);
-  if (!c) throw new RangeError(`unknown fault case ${JSON.stringify(name)}; cases: ${FAULT_CASES.map((x) => x.name).join(", ")}`);
+  if (!c) {
+    throw new RangeError(
+      `unknown fault case ${JSON.stringify(name)}; cases: ${FAULT_CASES.map((x) => x.name).join(", ")}`,
+    );
+  }
   return c;
 }

@@ -25,7 +25,9 @@ export const DEFAULT_MIX: readonly LoadKind[] = [
 ];
 
 const WORDS = ("time person year way day thing man world life hand part child eye woman place work week case point " +
-  "government company number group problem fact river stone cloud garden engine signal market letter window").split(" ");
+  "government company number group problem fact river stone cloud garden engine signal market letter window").split(
+    " ",
+  );
 
 /** `n` words of seeded plain text. */
 export function promptText(rng: SeededRandom, n: number): string {
@@ -35,8 +37,23 @@ export function promptText(rng: SeededRandom, n: number): string {
 }
 
 /** The body of a /v1/completions request. */
-export function completionBody(model: string, prompt: string, maxTokens: number, stream: boolean, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { model, prompt, max_tokens: maxTokens, ignore_eos: true, temperature: 0.8, stream, ...(stream ? { stream_options: { include_usage: true } } : {}), ...extra };
+export function completionBody(
+  model: string,
+  prompt: string,
+  maxTokens: number,
+  stream: boolean,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    model,
+    prompt,
+    max_tokens: maxTokens,
+    ignore_eos: true,
+    temperature: 0.8,
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+    ...extra,
+  };
 }
 
 /** Pause of a client loop after a request that did not complete. */

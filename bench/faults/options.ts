@@ -47,12 +47,24 @@ ${caseLines.map((l) => `  ${l}`).join("\n")}`;
 }
 
 /** Parses `argv`; `caseNames` are the known cases. Returns null for --help (after printing it with `log`). */
-export function parseFaultsArgs(argv: string[], caseNames: readonly string[], caseLines: string[], log: (line: string) => void): FaultsOptions | null {
+export function parseFaultsArgs(
+  argv: string[],
+  caseNames: readonly string[],
+  caseLines: string[],
+  log: (line: string) => void,
+): FaultsOptions | null {
   const { values: a } = parseArgs({
     args: argv,
     options: {
-      quick: { type: "boolean" }, help: { type: "boolean", short: "h" }, backend: { type: "string" }, gpus: { type: "string" }, cases: { type: "string" },
-      "soak-minutes": { type: "string" }, concurrency: { type: "string" }, model: { type: "string" }, out: { type: "string" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      backend: { type: "string" },
+      gpus: { type: "string" },
+      cases: { type: "string" },
+      "soak-minutes": { type: "string" },
+      concurrency: { type: "string" },
+      model: { type: "string" },
+      out: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -63,16 +75,30 @@ export function parseFaultsArgs(argv: string[], caseNames: readonly string[], ca
   }
   const quick = a.quick ?? false;
   const backend = a.backend ?? "cpu";
-  if (backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  if (backend !== "cpu" && backend !== "cuda") {
+    throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  }
   const gpus = (a.gpus ?? "2").replace(/\s+/g, "");
   const ranks = gpusOption("gpus", gpus, 2).length;
-  if (ranks < 2) throw new RangeError(`--gpus must give at least 2 ranks (the cases kill one and watch the others serve), got ${JSON.stringify(a.gpus)}`);
+  if (ranks < 2) {
+    throw new RangeError(
+      `--gpus must give at least 2 ranks (the cases kill one and watch the others serve), got ${
+        JSON.stringify(a.gpus)
+      }`,
+    );
+  }
   const cases = a.cases === undefined ? [...caseNames] : a.cases.split(",").map((s) => s.trim()).filter(Boolean);
   const unknown = cases.find((c) => !caseNames.includes(c));
-  if (unknown !== undefined || cases.length === 0) throw new RangeError(`--cases must name cases among ${caseNames.join(", ")}, got ${JSON.stringify(a.cases)}`);
+  if (unknown !== undefined || cases.length === 0) {
+    throw new RangeError(`--cases must name cases among ${caseNames.join(", ")}, got ${JSON.stringify(a.cases)}`);
+  }
   if (a.model !== undefined && a.model.trim() === "") throw new RangeError("--model must not be empty");
   return {
-    quick, backend, gpus, ranks, cases,
+    quick,
+    backend,
+    gpus,
+    ranks,
+    cases,
     soakMinutes: intOption("soak-minutes", a["soak-minutes"], quick ? 1 : backend === "cuda" ? 3 : 10),
     soakKillEverySec: quick ? 20 : 60,
     out: a.out,

@@ -114,5 +114,7 @@ export function signalPid(pid: number, signal: NodeJS.Signals): boolean {
 
 /** Which of `processes` are still alive: the same pid, not a zombie, with the same command line (against pid reuse). */
 export function survivors(processes: readonly ProcessInfo[]): ProcessInfo[] {
-  return processes.filter((p) => isAlive(p.pid) && (readText(`/proc/${p.pid}/cmdline`) ?? "").replace(/\0/g, " ").trim() === p.cmdline);
+  return processes.filter((p) =>
+    isAlive(p.pid) && (readText(`/proc/${p.pid}/cmdline`) ?? "").replace(/\0/g, " ").trim() === p.cmdline
+  );
 }

@@ -25,11 +25,19 @@ export type DetectTest = (s: MetricsSnapshot | null, health: number | null) => b
  * every rank healthy, /health not 200, its restart counter past `restartsBefore`, or the rank
  * served by another process than `victimPid` (it was restarted between two scrapes).
  */
-export function workerDownTest(watch: ServerWatch, serverPid: number, rank: number, victimPid: number, restartsBefore: number): DetectTest {
+export function workerDownTest(
+  watch: ServerWatch,
+  serverPid: number,
+  rank: number,
+  victimPid: number,
+  restartsBefore: number,
+): DetectTest {
   const engine = { engine: String(rank) };
   return (s, health) => {
     if (health !== null && health !== 200) return true;
-    if (s && (s.value(METRIC.rankUp, engine) === 0 || (s.value(METRIC.healthyRanks) ?? watch.ranks) < watch.ranks)) return true;
+    if (s && (s.value(METRIC.rankUp, engine) === 0 || (s.value(METRIC.healthyRanks) ?? watch.ranks) < watch.ranks)) {
+      return true;
+    }
     if (s && (s.value(METRIC.restarts, engine) ?? 0) > restartsBefore) return true;
     return findWorkers(serverPid).some((w) => w.rank === rank && w.pid !== victimPid);
   };
@@ -41,7 +49,12 @@ export function restartsOf(s: MetricsSnapshot | null, rank: number): number {
 }
 
 /** Polls from `faultAt` (performance.now()) until detection and serving again, or `timeoutMs`. */
-export async function measureRecovery(watch: ServerWatch, faultAt: number, detected: DetectTest, timeoutMs: number): Promise<Recovery> {
+export async function measureRecovery(
+  watch: ServerWatch,
+  faultAt: number,
+  detected: DetectTest,
+  timeoutMs: number,
+): Promise<Recovery> {
   const deadline = faultAt + timeoutMs;
   let detectMs: number | null = null;
   let sawHealthyGauge = false;
@@ -49,7 +62,9 @@ export async function measureRecovery(watch: ServerWatch, faultAt: number, detec
     const [s, health] = await Promise.all([watch.scrape(), watch.health()]);
     if (s?.has(METRIC.healthyRanks)) sawHealthyGauge = true;
     if (detectMs === null && detected(s, health)) detectMs = performance.now() - faultAt;
-    if (detectMs !== null && s && watch.allRanksUp(s) && (await watch.probe(Math.max(1000, deadline - performance.now())))) {
+    if (
+      detectMs !== null && s && watch.allRanksUp(s) && (await watch.probe(Math.max(1000, deadline - performance.now())))
+    ) {
       return { detectMs, serveAgainMs: performance.now() - faultAt, note: "" };
     }
     await Bun.sleep(POLL_MS);
@@ -57,6 +72,8 @@ export async function measureRecovery(watch: ServerWatch, faultAt: number, detec
   const gauges = sawHealthyGauge ? "" : ` (/metrics has no ${METRIC.healthyRanks})`;
   const why = detectMs === null
     ? `fault not detected within ${timeoutMs} ms${gauges}`
-    : sawHealthyGauge ? `not back to ${watch.ranks} healthy ranks with a probe answered within ${timeoutMs} ms` : `/metrics has no ${METRIC.healthyRanks}`;
+    : sawHealthyGauge
+    ? `not back to ${watch.ranks} healthy ranks with a probe answered within ${timeoutMs} ms`
+    : `/metrics has no ${METRIC.healthyRanks}`;
   return { detectMs, serveAgainMs: null, note: why };
 }

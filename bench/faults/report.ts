@@ -31,7 +31,9 @@ function recoveryCell(r: CaseResult, key: "detectMs" | "serveAgainMs"): string {
 export function caseRow(r: CaseResult): string {
   const leaked = r.leakedBlocks === null ? (r.leakNote.startsWith("n/a") ? "n/a" : "?") : String(r.leakedBlocks);
   const result = r.status === "pass" ? "pass" : r.status === "not run" ? "not run" : "**FAIL**";
-  return `| ${r.name} | ${r.sent} | ${r.completed} | ${r.clearErrors} | ${r.lost} | ${leaked} | ${recoveryCell(r, "detectMs")} | ${recoveryCell(r, "serveAgainMs")} | ${result} |`;
+  return `| ${r.name} | ${r.sent} | ${r.completed} | ${r.clearErrors} | ${r.lost} | ${leaked} | ${
+    recoveryCell(r, "detectMs")
+  } | ${recoveryCell(r, "serveAgainMs")} | ${result} |`;
 }
 
 /** The markdown report. */
@@ -40,10 +42,14 @@ export function renderFaultsMarkdown(report: FaultsReport): string {
   const lines = [
     "# Fault suite",
     "",
-    `${m.createdAt}, git ${m.gitRevision?.slice(0, 12) ?? "unknown"}${m.gitDirty ? " (dirty)" : ""}, ${m.host.cpus} CPUs (${m.host.cpuModel}), ${m.gpus.length ? m.gpus.map((g) => g.name).join(", ") : "no GPU"}; command: ${m.command.join(" ")}`,
+    `${m.createdAt}, git ${m.gitRevision?.slice(0, 12) ?? "unknown"}${
+      m.gitDirty ? " (dirty)" : ""
+    }, ${m.host.cpus} CPUs (${m.host.cpuModel}), ${
+      m.gpus.length ? m.gpus.map((g) => g.name).join(", ") : "no GPU"
+    }; command: ${m.command.join(" ")}`,
     "",
     "Lost = neither completed nor a clear error (4xx/5xx with an OpenAI error body, or an error event and [DONE]); must be 0. " +
-      "Leaked = KV blocks still referenced after the load drained (lmpool_kv_leaked_blocks); must be 0. Times in seconds from the fault, one per fault.",
+    "Leaked = KV blocks still referenced after the load drained (lmpool_kv_leaked_blocks); must be 0. Times in seconds from the fault, one per fault.",
     "",
     "| case | sent | completed | failed with a clear error | lost | leaked blocks | time to detect (s) | time to serve again at full capacity (s) | result |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -56,7 +62,9 @@ export function renderFaultsMarkdown(report: FaultsReport): string {
     lines.push(`- **${r.name}** (${(r.durationMs / 1000).toFixed(1)} s): ${r.description}`);
     for (const c of failed) lines.push(`  - failed: ${c.name}${c.detail ? `: ${c.detail.replace(/\n/g, " ")}` : ""}`);
     for (const n of r.notes) lines.push(`  - ${n}`);
-    if (r.cancelled > 0 || r.severed > 0) lines.push(`  - ${r.cancelled} disconnected on purpose, ${r.severed} cut by the launcher's own death`);
+    if (r.cancelled > 0 || r.severed > 0) {
+      lines.push(`  - ${r.cancelled} disconnected on purpose, ${r.severed} cut by the launcher's own death`);
+    }
   }
   return `${lines.join("\n")}\n`;
 }

@@ -85,7 +85,11 @@ async function readStream(res: Response, req: OutgoingRequest, o: RequestOutcome
     if (msg !== null) error = msg;
     const choice = isObject(chunk) && Array.isArray(chunk.choices) ? (chunk.choices[0] as unknown) : undefined;
     if (isObject(choice)) {
-      const text = typeof choice.text === "string" ? choice.text : isObject(choice.delta) && typeof choice.delta.content === "string" ? choice.delta.content : "";
+      const text = typeof choice.text === "string"
+        ? choice.text
+        : isObject(choice.delta) && typeof choice.delta.content === "string"
+        ? choice.delta.content
+        : "";
       if (text !== "" && o.firstTokenAt === null) {
         o.firstTokenAt = performance.now();
         req.onFirstToken?.();
@@ -95,7 +99,9 @@ async function readStream(res: Response, req: OutgoingRequest, o: RequestOutcome
   }
   if (!done) {
     o.kind = "lost";
-    o.detail = error === null ? "the stream ended without [DONE]" : `error event (${error}) but the stream ended without [DONE]`;
+    o.detail = error === null
+      ? "the stream ended without [DONE]"
+      : `error event (${error}) but the stream ended without [DONE]`;
   } else if (error !== null) {
     o.kind = "clear_error";
     o.detail = error;
@@ -131,7 +137,9 @@ async function readBody(res: Response, o: RequestOutcome): Promise<void> {
     o.detail = finish ?? "tokenized";
   } else {
     o.kind = "lost";
-    o.detail = `HTTP ${res.status} that is not a finished answer (finish_reason ${JSON.stringify(finish)}): ${text.slice(0, 120)}`;
+    o.detail = `HTTP ${res.status} that is not a finished answer (finish_reason ${JSON.stringify(finish)}): ${
+      text.slice(0, 120)
+    }`;
   }
 }
 
@@ -139,7 +147,16 @@ async function readBody(res: Response, o: RequestOutcome): Promise<void> {
 export async function sendClassified(baseUrl: string, req: OutgoingRequest): Promise<RequestOutcome> {
   const deadline = AbortSignal.timeout(req.deadlineMs);
   const signal = req.cancel ? AbortSignal.any([deadline, req.cancel]) : deadline;
-  const o: RequestOutcome = { kind: "lost", label: req.label, status: null, detail: "", sentAt: performance.now(), firstTokenAt: null, endAt: 0, transport: false };
+  const o: RequestOutcome = {
+    kind: "lost",
+    label: req.label,
+    status: null,
+    detail: "",
+    sentAt: performance.now(),
+    firstTokenAt: null,
+    endAt: 0,
+    transport: false,
+  };
   try {
     const res = await fetch(`${baseUrl}${req.path}`, {
       method: "POST",

@@ -27,7 +27,10 @@ export function baseServerArgs(o: FaultsOptions): string[] {
 async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([p, new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -42,11 +45,17 @@ async function waitReady(server: LaunchedServer, watch: ServerWatch, o: FaultsOp
     if (server.exitCode !== null) return `server exited with ${server.exitCode}`;
     await Bun.sleep(200);
   }
-  return `not ${o.ranks} workers and an answered probe within ${o.startTimeoutMs} ms (workers: ${JSON.stringify(findWorkers(server.pid))})`;
+  return `not ${o.ranks} workers and an answered probe within ${o.startTimeoutMs} ms (workers: ${
+    JSON.stringify(findWorkers(server.pid))
+  })`;
 }
 
 /** Runs `c` once; never throws (a harness failure becomes a failed check). */
-export async function runCase(c: FaultCase, o: FaultsOptions, log: (line: string) => void = console.log): Promise<CaseResult> {
+export async function runCase(
+  c: FaultCase,
+  o: FaultsOptions,
+  log: (line: string) => void = console.log,
+): Promise<CaseResult> {
   const started = performance.now();
   const checks: CaseCheck[] = [];
   const notes: string[] = [];
@@ -75,7 +84,10 @@ export async function runCase(c: FaultCase, o: FaultsOptions, log: (line: string
     const live = server;
     const liveLoad = load;
     const ctx: CaseContext = {
-      options: o, server: live, watch, load: liveLoad,
+      options: o,
+      server: live,
+      watch,
+      load: liveLoad,
       get expired() {
         return expired;
       },
@@ -100,14 +112,20 @@ export async function runCase(c: FaultCase, o: FaultsOptions, log: (line: string
     if (ran === "timeout") {
       expired = true;
       check("case ends within its time bound", false, `still running after ${c.timeoutMs(o)} ms`);
-    } else if (ran !== "done") check("case runs without a harness error", false, ran instanceof Error ? ran.message : String(ran));
+    } else if (ran !== "done") {
+      check("case runs without a harness error", false, ran instanceof Error ? ran.message : String(ran));
+    }
     await load.stop();
     if (severedFrom === null && server.exitCode === null) {
       const drain = await watch.leakedAfterDrain(o.quick ? 20_000 : 60_000);
       leakedBlocks = drain.leaked;
       leakNote = drain.reason;
       check("work drains after the case", drain.drained, drain.reason);
-      check("no leaked KV blocks", drain.leaked === 0, drain.leaked === null ? drain.reason : `${drain.leaked} blocks still referenced with no work`);
+      check(
+        "no leaked KV blocks",
+        drain.leaked === 0,
+        drain.leaked === null ? drain.reason : `${drain.leaked} blocks still referenced with no work`,
+      );
       check("serves a probe after the case", await watch.probe(10_000), "a short completion after the case");
     } else leakNote = "n/a: the launcher exited (the case stopped it)";
   } catch (e) {
@@ -118,14 +136,30 @@ export async function runCase(c: FaultCase, o: FaultsOptions, log: (line: string
     await server?.stop();
   }
   const tally = tallyOutcomes([...(load?.outcomes ?? []), ...own], severedFrom);
-  checks.push({ name: "no request lost", ok: tally.lost === 0, detail: tally.lost === 0 ? "" : `${tally.lost} lost, e.g. ${tally.lostExamples.join("; ")}` });
+  checks.push({
+    name: "no request lost",
+    ok: tally.lost === 0,
+    detail: tally.lost === 0 ? "" : `${tally.lost} lost, e.g. ${tally.lostExamples.join("; ")}`,
+  });
   const status = verdict(checks, notRun);
   if (notRun !== null) notes.push(`not run: ${notRun}`);
   const result: CaseResult = {
-    name: c.name, description: c.description, status, ...tally, leakedBlocks, leakNote, recoveries, checks, notes,
+    name: c.name,
+    description: c.description,
+    status,
+    ...tally,
+    leakedBlocks,
+    leakNote,
+    recoveries,
+    checks,
+    notes,
     durationMs: performance.now() - started,
     ...(status === "pass" || !server ? {} : { serverOutputTail: server.outputTail(3000) }),
   };
-  log(`  ${c.name}: ${status}${status === "fail" ? ` (${checks.filter((x) => !x.ok).map((x) => `${x.name}: ${x.detail}`).join("; ")})` : ""}`);
+  log(
+    `  ${c.name}: ${status}${
+      status === "fail" ? ` (${checks.filter((x) => !x.ok).map((x) => `${x.name}: ${x.detail}`).join("; ")})` : ""
+    }`,
+  );
   return result;
 }

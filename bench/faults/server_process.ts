@@ -9,7 +9,14 @@ import { existsSync, rmSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { descendantsOf, listProcesses, parseWorkerCmdline, type ProcessInfo, signalPid, survivors } from "./process_tree.ts";
+import {
+  descendantsOf,
+  listProcesses,
+  parseWorkerCmdline,
+  type ProcessInfo,
+  signalPid,
+  survivors,
+} from "./process_tree.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const READY_LINE = /LMPool serving "([^"]*)" at (http:\/\/\S+)/;
@@ -73,7 +80,11 @@ export class LaunchedServer {
    */
   static async start(args: readonly string[], timeoutMs: number): Promise<LaunchedServer> {
     const proc = Bun.spawn([process.execPath, "run", "examples/serve.ts", ...args], {
-      cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" },
+      cwd: REPO,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, NO_COLOR: "1" },
     });
     const server = new LaunchedServer(proc, args);
     const deadline = performance.now() + timeoutMs;
@@ -85,11 +96,19 @@ export class LaunchedServer {
         server.rememberTree();
         return server;
       }
-      if (server.#exitCode !== null) throw new ServerStartError(`server exited with ${server.#exitCode} before it was ready (args: ${args.join(" ")}):\n${server.outputTail()}`);
+      if (server.#exitCode !== null) {
+        throw new ServerStartError(
+          `server exited with ${server.#exitCode} before it was ready (args: ${
+            args.join(" ")
+          }):\n${server.outputTail()}`,
+        );
+      }
       await Bun.sleep(25);
     }
     await server.kill();
-    throw new ServerStartError(`server printed no ready line within ${timeoutMs} ms (args: ${args.join(" ")}):\n${server.outputTail()}`);
+    throw new ServerStartError(
+      `server printed no ready line within ${timeoutMs} ms (args: ${args.join(" ")}):\n${server.outputTail()}`,
+    );
   }
 
   /** Records the launcher's current descendants, so that kill() reaches them even once orphaned. */
@@ -139,7 +158,9 @@ export class LaunchedServer {
     }
     await this.kill();
     for (const dir of this.#socketDirs) {
-      if (dirname(dir) === tmpdir().replace(/\/$/, "") && basename(dir).startsWith("lmpool-") && existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+      if (dirname(dir) === tmpdir().replace(/\/$/, "") && basename(dir).startsWith("lmpool-") && existsSync(dir)) {
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   }
 }

@@ -57,7 +57,13 @@ export class ServerWatch {
 
   /** True when a short completion succeeds within `deadlineMs`. */
   async probe(deadlineMs = 10_000): Promise<boolean> {
-    const o = await sendClassified(this.baseUrl, { label: "probe", path: "/v1/completions", body: completionBody(this.model, "probe", 2, false), stream: false, deadlineMs });
+    const o = await sendClassified(this.baseUrl, {
+      label: "probe",
+      path: "/v1/completions",
+      body: completionBody(this.model, "probe", 2, false),
+      stream: false,
+      deadlineMs,
+    });
     return o.kind === "completed";
   }
 
@@ -93,15 +99,27 @@ export class ServerWatch {
    * ranks), allowing `settleMs` for releases that trail the last response. `leaked` is null when
    * the server does not export lmpool_kv_leaked_blocks; `drained` false when work never ended.
    */
-  async leakedAfterDrain(drainMs: number, settleMs = 3000): Promise<{ drained: boolean; leaked: number | null; reason: string }> {
-    const idle = (s: MetricsSnapshot) => (s.sum(METRIC.running) ?? 0) + (s.sum(METRIC.waiting) ?? 0) + (s.sum(METRIC.inFlight) ?? 0) === 0;
+  async leakedAfterDrain(
+    drainMs: number,
+    settleMs = 3000,
+  ): Promise<{ drained: boolean; leaked: number | null; reason: string }> {
+    const idle = (s: MetricsSnapshot) =>
+      (s.sum(METRIC.running) ?? 0) + (s.sum(METRIC.waiting) ?? 0) + (s.sum(METRIC.inFlight) ?? 0) === 0;
     const drained = await this.waitFor(idle, drainMs);
     if (!drained) {
       const s = await this.scrape();
       const leaked = s?.sum(METRIC.leakedBlocks) ?? null;
-      return { drained: false, leaked, reason: `work did not drain within ${drainMs} ms (running ${s?.sum(METRIC.running)}, waiting ${s?.sum(METRIC.waiting)}, in flight ${s?.sum(METRIC.inFlight)})` };
+      return {
+        drained: false,
+        leaked,
+        reason: `work did not drain within ${drainMs} ms (running ${s?.sum(METRIC.running)}, waiting ${
+          s?.sum(METRIC.waiting)
+        }, in flight ${s?.sum(METRIC.inFlight)})`,
+      };
     }
-    if (!drained.has(METRIC.leakedBlocks)) return { drained: true, leaked: null, reason: `/metrics has no ${METRIC.leakedBlocks}` };
+    if (!drained.has(METRIC.leakedBlocks)) {
+      return { drained: true, leaked: null, reason: `/metrics has no ${METRIC.leakedBlocks}` };
+    }
     const clean = await this.waitFor((s) => idle(s) && s.sum(METRIC.leakedBlocks) === 0, settleMs);
     const last = clean ?? (await this.scrape());
     return { drained: true, leaked: last?.sum(METRIC.leakedBlocks) ?? null, reason: "" };

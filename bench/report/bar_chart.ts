@@ -28,8 +28,16 @@ export interface BarChartSpec {
 /** Renders a grouped bar chart. */
 export function groupedBarChart(spec: BarChartSpec): string {
   for (const s of spec.series) {
-    if (s.values.length !== spec.categories.length) throw new RangeError(`series ${JSON.stringify(s.name)} has ${s.values.length} values for ${spec.categories.length} categories`);
-    if (s.errors && s.errors.length !== s.values.length) throw new RangeError(`series ${JSON.stringify(s.name)} has ${s.errors.length} errors for ${s.values.length} values`);
+    if (s.values.length !== spec.categories.length) {
+      throw new RangeError(
+        `series ${JSON.stringify(s.name)} has ${s.values.length} values for ${spec.categories.length} categories`,
+      );
+    }
+    if (s.errors && s.errors.length !== s.values.length) {
+      throw new RangeError(
+        `series ${JSON.stringify(s.name)} has ${s.errors.length} errors for ${s.values.length} values`,
+      );
+    }
   }
   const width = spec.width ?? Math.max(480, 120 + spec.categories.length * (40 + spec.series.length * 28));
   const legendRows = Math.ceil(spec.series.length / 4);
@@ -48,8 +56,17 @@ export function groupedBarChart(spec: BarChartSpec): string {
   const y = (v: number) => m.top + plotH - (Math.max(0, v) / yMax) * plotH;
   const out = titleAndYGrid(width, spec.title, m.left, plotW, ticks, y);
   out.push(`<line x1="${m.left}" x2="${m.left}" y1="${m.top}" y2="${m.top + plotH}" stroke="#333333"/>`);
-  out.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${m.top + plotH}" y2="${m.top + plotH}" stroke="#333333"/>`);
-  out.push(svgText(16, m.top + plotH / 2, spec.yLabel, `text-anchor="middle" transform="rotate(-90 16 ${(m.top + plotH / 2).toFixed(1)})"`));
+  out.push(
+    `<line x1="${m.left}" x2="${m.left + plotW}" y1="${m.top + plotH}" y2="${m.top + plotH}" stroke="#333333"/>`,
+  );
+  out.push(
+    svgText(
+      16,
+      m.top + plotH / 2,
+      spec.yLabel,
+      `text-anchor="middle" transform="rotate(-90 16 ${(m.top + plotH / 2).toFixed(1)})"`,
+    ),
+  );
   out.push("</g>");
   const groupW = plotW / Math.max(1, spec.categories.length);
   const barW = Math.min(40, (groupW * 0.8) / Math.max(1, spec.series.length));
@@ -61,17 +78,34 @@ export function groupedBarChart(spec: BarChartSpec): string {
       const x = gx + si * barW;
       const label = `${s.name} / ${cat}`;
       if (v === null || v === undefined || !Number.isFinite(v)) {
-        out.push(svgText(x + barW / 2, m.top + plotH - 4, "n/a", 'class="missing" text-anchor="middle" font-size="9" fill="#888888"'));
+        out.push(
+          svgText(
+            x + barW / 2,
+            m.top + plotH - 4,
+            "n/a",
+            'class="missing" text-anchor="middle" font-size="9" fill="#888888"',
+          ),
+        );
         return;
       }
       const err = s.errors?.[ci];
       const tip = `${label}: ${formatTick(v)}${err !== null && err !== undefined ? ` ± ${formatTick(err)}` : ""}`;
-      out.push(`<rect class="bar" x="${(x + 1).toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(m.top + plotH - y(v)).toFixed(1)}" fill="${seriesColor(si)}"><title>${escapeXml(tip)}</title></rect>`);
+      out.push(
+        `<rect class="bar" x="${(x + 1).toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${
+          (m.top + plotH - y(v)).toFixed(1)
+        }" fill="${seriesColor(si)}"><title>${escapeXml(tip)}</title></rect>`,
+      );
       if (err !== null && err !== undefined && Number.isFinite(err) && err > 0) {
         const cx = (x + barW / 2).toFixed(1);
         const hi = y(v + err).toFixed(1);
         const lo = y(v - err).toFixed(1);
-        out.push(`<g class="errorbar" stroke="#222222"><line x1="${cx}" x2="${cx}" y1="${hi}" y2="${lo}"/><line x1="${(x + barW / 2 - 4).toFixed(1)}" x2="${(x + barW / 2 + 4).toFixed(1)}" y1="${hi}" y2="${hi}"/><line x1="${(x + barW / 2 - 4).toFixed(1)}" x2="${(x + barW / 2 + 4).toFixed(1)}" y1="${lo}" y2="${lo}"/></g>`);
+        out.push(
+          `<g class="errorbar" stroke="#222222"><line x1="${cx}" x2="${cx}" y1="${hi}" y2="${lo}"/><line x1="${
+            (x + barW / 2 - 4).toFixed(1)
+          }" x2="${(x + barW / 2 + 4).toFixed(1)}" y1="${hi}" y2="${hi}"/><line x1="${
+            (x + barW / 2 - 4).toFixed(1)
+          }" x2="${(x + barW / 2 + 4).toFixed(1)}" y1="${lo}" y2="${lo}"/></g>`,
+        );
       }
     });
     out.push(svgText(m.left + ci * groupW + groupW / 2, m.top + plotH + 18, cat, 'text-anchor="middle"'));
@@ -81,7 +115,9 @@ export function groupedBarChart(spec: BarChartSpec): string {
   spec.series.forEach((s, si) => {
     const lx = m.left + (si % 4) * (plotW / 4);
     const ly = height - m.bottom + 40 + Math.floor(si / 4) * 18;
-    out.push(`<rect x="${lx.toFixed(1)}" y="${(ly - 10).toFixed(1)}" width="12" height="12" fill="${seriesColor(si)}"/>`);
+    out.push(
+      `<rect x="${lx.toFixed(1)}" y="${(ly - 10).toFixed(1)}" width="12" height="12" fill="${seriesColor(si)}"/>`,
+    );
     out.push(svgText(lx + 16, ly, s.name));
   });
   out.push("</g>");

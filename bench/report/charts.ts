@@ -12,8 +12,14 @@ function metricChart(r: BenchResults, key: string, title: string, yLabel: string
   const categories = r.scenarios.map((s) => s.workload.name);
   const names = [...new Set(r.scenarios.flatMap((s) => s.configurations.map((c) => c.name)))];
   const series = names.map((name) => {
-    const found = r.scenarios.map((s) => s.configurations.find((c) => c.name === name && c.status === "ok")?.intervals[key]);
-    return { name, values: found.map((ci) => (ci && Number.isFinite(ci.mean) ? ci.mean : null)), errors: found.map((ci) => ci?.halfWidth ?? null) };
+    const found = r.scenarios.map((s) =>
+      s.configurations.find((c) => c.name === name && c.status === "ok")?.intervals[key]
+    );
+    return {
+      name,
+      values: found.map((ci) => (ci && Number.isFinite(ci.mean) ? ci.mean : null)),
+      errors: found.map((ci) => ci?.halfWidth ?? null),
+    };
   });
   return groupedBarChart({ title, yLabel, categories, series });
 }
@@ -33,7 +39,10 @@ export function renderCharts(r: BenchResults): Record<string, string> {
       xLabel: "blocks per transfer",
       yLabel: "latency (ms)",
       logX: true,
-      series: pairs.map((pair) => ({ name: pair, points: points.filter((p) => p.pair === pair).map((p) => ({ x: p.blocks, y: p.latencyMs })) })),
+      series: pairs.map((pair) => ({
+        name: pair,
+        points: points.filter((p) => p.pair === pair).map((p) => ({ x: p.blocks, y: p.latencyMs })),
+      })),
     });
   }
   return charts;

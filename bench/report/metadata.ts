@@ -6,6 +6,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { cpus, hostname, platform, release, totalmem } from "node:os";
+import { stripVTControlCharacters } from "node:util";
 
 /** One GPU as nvidia-smi lists it. */
 export interface GpuInfo {
@@ -54,26 +55,45 @@ export function listGpus(): GpuInfo[] {
 }
 
 function runtimeInfo(): { name: string; version: string } {
-  const g = globalThis as { Bun?: { version: string }; Deno?: { version: { deno: string } }; process?: { version: string } };
+  const g = globalThis as {
+    Bun?: { version: string };
+    Deno?: { version: { deno: string } };
+    process?: { version: string };
+  };
   if (g.Bun) return { name: "bun", version: g.Bun.version };
   if (g.Deno) return { name: "deno", version: g.Deno.version.deno };
   return { name: "node", version: g.process?.version ?? "unknown" };
 }
 
 /** Collects run metadata; `extra` fields are merged in as given. */
-export function collectMetadata(options: { command: string[]; model?: Record<string, unknown> | null; seeds?: Record<string, number>; extra?: Record<string, unknown> }): RunMetadata {
+export function collectMetadata(
+  options: {
+    command: string[];
+    model?: Record<string, unknown> | null;
+    seeds?: Record<string, number>;
+    extra?: Record<string, unknown>;
+  },
+): RunMetadata {
   const c = cpus();
   const status = run("git", ["status", "--porcelain", "--untracked-files=no"]);
+  const topology = run("nvidia-smi", ["topo", "-m"]);
   return {
     createdAt: new Date().toISOString(),
     command: options.command,
     gitRevision: gitRevision(),
     gitDirty: status === null ? null : status.length > 0,
     runtime: runtimeInfo(),
-    host: { hostname: hostname(), platform: platform(), release: release(), cpus: c.length, cpuModel: c[0]?.model ?? "unknown", memoryGiB: Math.round(totalmem() / 2 ** 30) },
+    host: {
+      hostname: hostname(),
+      platform: platform(),
+      release: release(),
+      cpus: c.length,
+      cpuModel: c[0]?.model ?? "unknown",
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+    },
     gpus: listGpus(),
     // nvidia-smi underlines headers with ANSI escapes even into a pipe.
-    topology: run("nvidia-smi", ["topo", "-m"])?.replace(/\x1b\[[0-9;]*m/g, "") ?? null,
+    topology: topology === null ? null : stripVTControlCharacters(topology),
     model: options.model ?? null,
     seeds: options.seeds ?? {},
     ...(options.extra ?? {}),

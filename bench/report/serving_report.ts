@@ -15,16 +15,26 @@ const row = (label: string, value: string) => `${label.padEnd(40)} ${value.padEn
 const num = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : "nan");
 
 function section(title: string, short: string, d: Distribution): string[] {
-  return [rule(title, "-"), row(`Mean ${short} (ms):`, num(d.mean)), row(`Median ${short} (ms):`, num(d.p50)), row(`P99 ${short} (ms):`, num(d.p99))];
+  return [
+    rule(title, "-"),
+    row(`Mean ${short} (ms):`, num(d.mean)),
+    row(`Median ${short} (ms):`, num(d.p50)),
+    row(`P99 ${short} (ms):`, num(d.p99)),
+  ];
 }
 
 /** Renders the result block; `maxConcurrency`/`requestRate` are printed when set. */
-export function formatServingResult(m: RunMetrics, options: { maxConcurrency?: number; requestRate?: number } = {}): string {
+export function formatServingResult(
+  m: RunMetrics,
+  options: { maxConcurrency?: number; requestRate?: number } = {},
+): string {
   return [
     rule(" Serving Benchmark Result ", "="),
     row("Successful requests:", String(m.completed)),
     ...(m.failed > 0 ? [row("Failed requests:", String(m.failed))] : []),
-    ...(options.maxConcurrency !== undefined ? [row("Maximum request concurrency:", String(options.maxConcurrency))] : []),
+    ...(options.maxConcurrency !== undefined
+      ? [row("Maximum request concurrency:", String(options.maxConcurrency))]
+      : []),
     ...(options.requestRate !== undefined ? [row("Request rate configured (RPS):", num(options.requestRate))] : []),
     row("Benchmark duration (s):", num(m.elapsedS)),
     row("Total input tokens:", String(m.promptTokens)),

@@ -13,7 +13,9 @@ export function markdownTable(headers: string[], rows: string[][]): string {
   const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
   const lines = [`| ${headers.map(cell).join(" | ")} |`, `|${headers.map(() => "---").join("|")}|`];
   for (const r of rows) {
-    if (r.length !== headers.length) throw new RangeError(`markdown row has ${r.length} cells for ${headers.length} headers: ${JSON.stringify(r)}`);
+    if (r.length !== headers.length) {
+      throw new RangeError(`markdown row has ${r.length} cells for ${headers.length} headers: ${JSON.stringify(r)}`);
+    }
     lines.push(`| ${r.map(cell).join(" | ")} |`);
   }
   return lines.join("\n");
@@ -27,7 +29,10 @@ export function formatInterval(ci: ConfidenceInterval | undefined, digits: numbe
 }
 
 /** Interval cells of `i` in column order: [metric, digits, scale?] per column. */
-function intervalCells(i: ConfigurationResult["intervals"], columns: readonly (readonly [string, number, number?])[]): string[] {
+function intervalCells(
+  i: ConfigurationResult["intervals"],
+  columns: readonly (readonly [string, number, number?])[],
+): string[] {
   return columns.map(([k, digits, scale]) => formatInterval(i[k], digits, scale));
 }
 
@@ -51,8 +56,14 @@ function configurationRow(c: ConfigurationResult): string[] {
     status,
     `${c.completeRepetitions}/${c.repetitions.length}`,
     ...intervalCells(i, [
-      ["outputThroughput", 1], ["requestThroughput", 2], ["ttftMean", 1], ["ttftP99", 1], ["tpotMean", 2], ["e2eMean", 1],
-      ["prefixHitRate", 1, 100], ["tokenReuse", 1, 100],
+      ["outputThroughput", 1],
+      ["requestThroughput", 2],
+      ["ttftMean", 1],
+      ["ttftP99", 1],
+      ["tpotMean", 2],
+      ["e2eMean", 1],
+      ["prefixHitRate", 1, 100],
+      ["tokenReuse", 1, 100],
     ]),
     transferCell(i),
     ranks,
@@ -63,26 +74,54 @@ function configurationRow(c: ConfigurationResult): string[] {
 function transferCell(i: ConfigurationResult["intervals"]): string {
   const n = (k: string) => +(i[k]?.mean ?? 0).toFixed(1);
   if (!i.transferCount) return "—";
-  const extra = [n("transferAborted") ? `${n("transferAborted")} aborted` : "", n("leaseRoutes") ? `${n("leaseRoutes")} lease routes` : ""].filter(Boolean);
+  const extra = [
+    n("transferAborted") ? `${n("transferAborted")} aborted` : "",
+    n("leaseRoutes") ? `${n("leaseRoutes")} lease routes` : "",
+  ].filter(Boolean);
   return [`${n("transferCount")} / ${n("transferBlocks")}`, ...extra].join(", ");
 }
 
 /** One row per configuration that started transfer plans: kinds done, releases, dispatch-to-publish ms. */
 export function transferTable(configs: readonly ConfigurationResult[]): string | undefined {
-  const rows = configs.filter((c) => (c.intervals.transferCount?.mean ?? 0) > 0 || (c.intervals.transferAborted?.mean ?? 0) > 0).map((c) => {
+  const rows = configs.filter((c) =>
+    (c.intervals.transferCount?.mean ?? 0) > 0 || (c.intervals.transferAborted?.mean ?? 0) > 0
+  ).map((c) => {
     const i = c.intervals;
     return [
       c.name,
       ...intervalCells(i, [
-        ["transferCount", 1], ["transferPrefixCopies", 1], ["transferOffloads", 1], ["transferBackground", 1], ["transferAborted", 1],
-        ["transferBlocks", 1], ["transferReleasedBlocks", 1], ["leaseRoutes", 1],
-        ["transferPublishP50", 2], ["transferPublishP95", 2], ["transferPublishMax", 2], ["transferPublish1BlockP50", 2],
+        ["transferCount", 1],
+        ["transferPrefixCopies", 1],
+        ["transferOffloads", 1],
+        ["transferBackground", 1],
+        ["transferAborted", 1],
+        ["transferBlocks", 1],
+        ["transferReleasedBlocks", 1],
+        ["leaseRoutes", 1],
+        ["transferPublishP50", 2],
+        ["transferPublishP95", 2],
+        ["transferPublishMax", 2],
+        ["transferPublish1BlockP50", 2],
       ]),
     ];
   });
   if (rows.length === 0) return undefined;
   return markdownTable(
-    ["configuration", "plans done", "prefix copies", "offloads (move)", "background", "aborted", "blocks", "source blocks released", "lease routes", "publish p50 ms", "publish p95 ms", "publish max ms", "1-block p50 ms"],
+    [
+      "configuration",
+      "plans done",
+      "prefix copies",
+      "offloads (move)",
+      "background",
+      "aborted",
+      "blocks",
+      "source blocks released",
+      "lease routes",
+      "publish p50 ms",
+      "publish p95 ms",
+      "publish max ms",
+      "1-block p50 ms",
+    ],
     rows,
   );
 }
@@ -90,18 +129,51 @@ export function transferTable(configs: readonly ConfigurationResult[]): string |
 /** The section of one scenario. */
 export function scenarioSection(s: ScenarioResult): string {
   const w = s.workload;
-  const lines = [`## ${w.name}`, "", `${w.description}. ${w.requests} requests; arrival ${s.arrival}; max in flight ${s.maxInFlight ?? "unlimited"}; seed ${w.seed ?? "—"}.`];
+  const lines = [
+    `## ${w.name}`,
+    "",
+    `${w.description}. ${w.requests} requests; arrival ${s.arrival}; max in flight ${
+      s.maxInFlight ?? "unlimited"
+    }; seed ${w.seed ?? "—"}.`,
+  ];
   if (s.traceProfile) {
     const ref = w.reference;
-    lines.push(`Trace profile (block ${s.traceProfile.blockSize}): request share ${formatPercent(s.traceProfile.requestShare)}, token share ${formatPercent(s.traceProfile.tokenShare)}${ref ? ` (reference ${formatPercent(ref.requestShare)} / ${formatShare(ref.tokenShare)})` : ""}.`);
+    lines.push(
+      `Trace profile (block ${s.traceProfile.blockSize}): request share ${
+        formatPercent(s.traceProfile.requestShare)
+      }, token share ${formatPercent(s.traceProfile.tokenShare)}${
+        ref ? ` (reference ${formatPercent(ref.requestShare)} / ${formatShare(ref.tokenShare)})` : ""
+      }.`,
+    );
   }
   lines.push("");
   lines.push(markdownTable(
-    ["configuration", "status", "reps", "output tok/s", "req/s", "mean TTFT ms", "p99 TTFT ms", "mean TPOT ms", "mean E2E ms", "hit %", "token reuse %", "transfers n / blocks", "requests per rank"],
+    [
+      "configuration",
+      "status",
+      "reps",
+      "output tok/s",
+      "req/s",
+      "mean TTFT ms",
+      "p99 TTFT ms",
+      "mean TPOT ms",
+      "mean E2E ms",
+      "hit %",
+      "token reuse %",
+      "transfers n / blocks",
+      "requests per rank",
+    ],
     s.configurations.map(configurationRow),
   ));
   const transfers = transferTable(s.configurations);
-  if (transfers) lines.push("", "Transfers (publish = plan dispatch to the destination's publish ack, control messages included; per repetition over the control plane's recent-plan window):", "", transfers);
+  if (transfers) {
+    lines.push(
+      "",
+      "Transfers (publish = plan dispatch to the destination's publish ack, control messages included; per repetition over the control plane's recent-plan window):",
+      "",
+      transfers,
+    );
+  }
   return lines.join("\n");
 }
 
@@ -112,7 +184,9 @@ export function renderSummary(r: BenchResults): string {
   const head = [
     `# ${r.entry} benchmark`,
     "",
-    `Created ${md.createdAt}; git ${md.gitRevision ?? "unknown"}${md.gitDirty ? " (dirty)" : ""}; ${md.runtime.name} ${md.runtime.version}; GPUs: ${gpus}.`,
+    `Created ${md.createdAt}; git ${md.gitRevision ?? "unknown"}${
+      md.gitDirty ? " (dirty)" : ""
+    }; ${md.runtime.name} ${md.runtime.version}; GPUs: ${gpus}.`,
     md.model ? `Model: ${JSON.stringify(md.model)}.` : "",
     "Values are means across complete repetitions ± the half-width of the two-sided 95% Student-t interval; TPOT = (finish - first token) / (N - 1) over requests with N > 1.",
   ].filter(Boolean);

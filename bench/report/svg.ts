@@ -6,7 +6,10 @@
 
 /** Escapes text for use in SVG element content and attribute values. */
 export function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(
+    /'/g,
+    "&apos;",
+  );
 }
 
 /** Series colours (colour-blind-safe Okabe-Ito order). */
@@ -33,7 +36,9 @@ export function svgDocument(width: number, height: number, body: string): string
 
 /** Evenly spaced round tick values from 0 (or `min`) up to at least `max`. */
 export function niceTicks(min: number, max: number, target = 5): number[] {
-  if (!Number.isFinite(min) || !Number.isFinite(max)) throw new RangeError(`tick range must be finite, got [${min}, ${max}]`);
+  if (!Number.isFinite(min) || !Number.isFinite(max)) {
+    throw new RangeError(`tick range must be finite, got [${min}, ${max}]`);
+  }
   if (max <= min) max = min + 1;
   const raw = (max - min) / target;
   const mag = 10 ** Math.floor(Math.log10(raw));
@@ -41,7 +46,9 @@ export function niceTicks(min: number, max: number, target = 5): number[] {
   const start = Math.floor(min / step) * step;
   const ticks: number[] = [];
   for (let v = start; v < max + step * 0.5 && ticks.length < 50; v += step) ticks.push(Number(v.toPrecision(12)));
-  if ((ticks[ticks.length - 1] as number) < max) ticks.push(Number(((ticks[ticks.length - 1] as number) + step).toPrecision(12)));
+  if ((ticks[ticks.length - 1] as number) < max) {
+    ticks.push(Number(((ticks[ticks.length - 1] as number) + step).toPrecision(12)));
+  }
   return ticks;
 }
 
@@ -63,12 +70,21 @@ export function svgText(x: number, y: number, text: string, attrs = ""): string 
  * The opening of a chart body: the centred title, then the axes group opened with a horizontal
  * grid line and a label per y tick (`y` maps a value to its pixel row; the plot starts at `left`).
  */
-export function titleAndYGrid(width: number, title: string, left: number, plotW: number, yTicks: readonly number[], y: (v: number) => number): string[] {
+export function titleAndYGrid(
+  width: number,
+  title: string,
+  left: number,
+  plotW: number,
+  yTicks: readonly number[],
+  y: (v: number) => number,
+): string[] {
   const out: string[] = [];
   out.push(svgText(width / 2, 22, title, 'text-anchor="middle" font-size="15" font-weight="bold"'));
   out.push('<g class="axes">');
   for (const t of yTicks) {
-    out.push(`<line x1="${left}" x2="${left + plotW}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#dddddd"/>`);
+    out.push(
+      `<line x1="${left}" x2="${left + plotW}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#dddddd"/>`,
+    );
     out.push(svgText(left - 6, y(t) + 4, formatTick(t), 'text-anchor="end"'));
   }
   return out;

@@ -33,10 +33,17 @@ export function toJson(value: unknown): string {
 }
 
 /** Writes every artifact; returns the directory and the files written. */
-export function writeArtifacts(results: BenchResults, options: { dir?: string; root?: string } = {}): { dir: string; files: string[] } {
+export function writeArtifacts(
+  results: BenchResults,
+  options: { dir?: string; root?: string } = {},
+): { dir: string; files: string[] } {
   const dir = options.dir ?? createResultsDir(options.root);
   mkdirSync(dir, { recursive: true });
-  const files: Record<string, string> = { "results.json": toJson(results), "summary.md": renderSummary(results), ...renderCharts(results) };
+  const files: Record<string, string> = {
+    "results.json": toJson(results),
+    "summary.md": renderSummary(results),
+    ...renderCharts(results),
+  };
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return { dir, files: Object.keys(files).map((f) => join(dir, f)) };
 }

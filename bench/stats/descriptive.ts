@@ -7,7 +7,9 @@
 export function assertFinite(values: readonly number[], what: string): void {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    if (typeof v !== "number" || !Number.isFinite(v)) throw new RangeError(`${what}[${i}] must be a finite number, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isFinite(v)) {
+      throw new RangeError(`${what}[${i}] must be a finite number, got ${String(v)}`);
+    }
   }
 }
 

@@ -21,7 +21,9 @@ export interface ConfidenceInterval {
 
 /** mean ± t_{1-α/2, n-1} · s / √n over `values` (default level 0.95). */
 export function studentTInterval(values: readonly number[], level = 0.95): ConfidenceInterval {
-  if (typeof level !== "number" || !(level > 0 && level < 1)) throw new RangeError(`confidence level must be in (0, 1), got ${String(level)}`);
+  if (typeof level !== "number" || !(level > 0 && level < 1)) {
+    throw new RangeError(`confidence level must be in (0, 1), got ${String(level)}`);
+  }
   if (values.length === 0) throw new RangeError("a confidence interval needs at least one value, got an empty list");
   const n = values.length;
   const m = mean(values);

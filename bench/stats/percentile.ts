@@ -10,7 +10,9 @@ export { percentileOfSorted };
 
 /** The p-th percentile (0..100) of `values`; NaN for an empty list. */
 export function percentile(values: readonly number[], p: number): number {
-  if (typeof p !== "number" || !(p >= 0 && p <= 100)) throw new RangeError(`percentile p must be in [0, 100], got ${String(p)}`);
+  if (typeof p !== "number" || !(p >= 0 && p <= 100)) {
+    throw new RangeError(`percentile p must be in [0, 100], got ${String(p)}`);
+  }
   if (values.length === 0) return Number.NaN;
   assertFinite(values, "values");
   return percentileOfSorted([...values].sort((a, b) => a - b), p);

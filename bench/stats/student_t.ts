@@ -6,7 +6,9 @@
 import { regularizedIncompleteBeta } from "./incomplete_beta.ts";
 
 function checkDf(df: number): void {
-  if (typeof df !== "number" || !(df > 0) || !Number.isFinite(df)) throw new RangeError(`degrees of freedom must be a finite number > 0, got ${String(df)}`);
+  if (typeof df !== "number" || !(df > 0) || !Number.isFinite(df)) {
+    throw new RangeError(`degrees of freedom must be a finite number > 0, got ${String(df)}`);
+  }
 }
 
 /** P(T <= t) for T ~ Student-t with `df` degrees of freedom. */
@@ -23,7 +25,9 @@ export function studentTCdf(t: number, df: number): number {
 /** The p-quantile (0 < p < 1) of Student-t with `df` degrees of freedom: t with P(T <= t) = p. */
 export function studentTQuantile(p: number, df: number): number {
   checkDf(df);
-  if (typeof p !== "number" || !(p > 0 && p < 1)) throw new RangeError(`quantile probability must be in (0, 1), got ${String(p)}`);
+  if (typeof p !== "number" || !(p > 0 && p < 1)) {
+    throw new RangeError(`quantile probability must be in (0, 1), got ${String(p)}`);
+  }
   if (p === 0.5) return 0;
   if (p < 0.5) return -studentTQuantile(1 - p, df);
   // Solve I_x(df/2, 1/2) = 2(1 - p) for x; I_x is increasing in x, so bisection always converges.

@@ -19,45 +19,63 @@ export class JsonlFormatError extends Error {
     readonly source: string,
     readonly line: number,
     problem: string,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(`${source}:${line}: ${problem}`, options);
   }
 }
 
 function parseLine(obj: unknown, fail: (problem: string) => never, fallbackId: string): WorkloadRequest {
-  if (typeof obj !== "object" || obj === null || Array.isArray(obj)) fail(`expected a JSON object, got ${JSON.stringify(obj)}`);
+  if (typeof obj !== "object" || obj === null || Array.isArray(obj)) {
+    fail(`expected a JSON object, got ${JSON.stringify(obj)}`);
+  }
   const o = obj as Record<string, unknown>;
   const hasText = o.prompt !== undefined;
   const hasIds = o.prompt_token_ids !== undefined;
-  if (hasText === hasIds) fail(`exactly one of "prompt" and "prompt_token_ids" is required, got ${hasText ? "both" : "neither"}`);
+  if (hasText === hasIds) {
+    fail(`exactly one of "prompt" and "prompt_token_ids" is required, got ${hasText ? "both" : "neither"}`);
+  }
   const req: WorkloadRequest = { id: fallbackId, maxTokens: 0 };
   if (hasText) {
-    if (typeof o.prompt !== "string" || o.prompt.length === 0) fail(`"prompt" must be a non-empty string, got ${JSON.stringify(o.prompt)}`);
+    if (typeof o.prompt !== "string" || o.prompt.length === 0) {
+      fail(`"prompt" must be a non-empty string, got ${JSON.stringify(o.prompt)}`);
+    }
     req.prompt = o.prompt;
   } else {
     const ids = o.prompt_token_ids;
-    if (!Array.isArray(ids) || ids.length === 0) fail(`"prompt_token_ids" must be a non-empty array of token ids, got ${JSON.stringify(ids)?.slice(0, 60)}`);
+    if (!Array.isArray(ids) || ids.length === 0) {
+      fail(`"prompt_token_ids" must be a non-empty array of token ids, got ${JSON.stringify(ids)?.slice(0, 60)}`);
+    }
     const bad = ids.findIndex((t) => !Number.isSafeInteger(t) || (t as number) < 0);
     if (bad >= 0) fail(`"prompt_token_ids"[${bad}] must be a non-negative integer, got ${JSON.stringify(ids[bad])}`);
     req.promptTokenIds = ids as number[];
   }
-  if (!Number.isSafeInteger(o.max_tokens) || (o.max_tokens as number) < 1) fail(`"max_tokens" must be an integer >= 1, got ${JSON.stringify(o.max_tokens)}`);
+  if (!Number.isSafeInteger(o.max_tokens) || (o.max_tokens as number) < 1) {
+    fail(`"max_tokens" must be an integer >= 1, got ${JSON.stringify(o.max_tokens)}`);
+  }
   req.maxTokens = o.max_tokens as number;
   if (o.arrival_time !== undefined) {
-    if (typeof o.arrival_time !== "number" || !Number.isFinite(o.arrival_time) || o.arrival_time < 0) fail(`"arrival_time" must be a number of seconds >= 0, got ${JSON.stringify(o.arrival_time)}`);
+    if (typeof o.arrival_time !== "number" || !Number.isFinite(o.arrival_time) || o.arrival_time < 0) {
+      fail(`"arrival_time" must be a number of seconds >= 0, got ${JSON.stringify(o.arrival_time)}`);
+    }
     req.arrivalTime = o.arrival_time;
   }
   if (o.session_id !== undefined) {
-    if (typeof o.session_id !== "string" && typeof o.session_id !== "number") fail(`"session_id" must be a string, got ${JSON.stringify(o.session_id)}`);
+    if (typeof o.session_id !== "string" && typeof o.session_id !== "number") {
+      fail(`"session_id" must be a string, got ${JSON.stringify(o.session_id)}`);
+    }
     req.sessionId = String(o.session_id);
   }
   if (o.temperature !== undefined) {
-    if (typeof o.temperature !== "number" || !(o.temperature >= 0) || !Number.isFinite(o.temperature)) fail(`"temperature" must be a number >= 0, got ${JSON.stringify(o.temperature)}`);
+    if (typeof o.temperature !== "number" || !(o.temperature >= 0) || !Number.isFinite(o.temperature)) {
+      fail(`"temperature" must be a number >= 0, got ${JSON.stringify(o.temperature)}`);
+    }
     req.temperature = o.temperature;
   }
   if (o.ignore_eos !== undefined) {
-    if (typeof o.ignore_eos !== "boolean") fail(`"ignore_eos" must be true or false, got ${JSON.stringify(o.ignore_eos)}`);
+    if (typeof o.ignore_eos !== "boolean") {
+      fail(`"ignore_eos" must be true or false, got ${JSON.stringify(o.ignore_eos)}`);
+    }
     req.ignoreEos = o.ignore_eos;
   }
   if (o.id !== undefined) req.id = String(o.id);

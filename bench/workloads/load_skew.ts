@@ -34,18 +34,36 @@ export function loadSkewWorkload(options: LoadSkewOptions = {}): Workload {
 
   const requests: WorkloadRequest[] = [];
   for (let g = 0; g < hotGroups; g++) {
-    requests.push({ id: requestId("load-skew", requests.length), promptTokenIds: [...(prefixes[g] as number[]), ...question()], maxTokens: outputTokens, ignoreEos: true, phase: "warmup" });
+    requests.push({
+      id: requestId("load-skew", requests.length),
+      promptTokenIds: [...(prefixes[g] as number[]), ...question()],
+      maxTokens: outputTokens,
+      ignoreEos: true,
+      phase: "warmup",
+    });
   }
   const order = rng.shuffle(Array.from({ length: revisits }, (_, i) => i % hotGroups));
   for (const g of order) {
-    requests.push({ id: requestId("load-skew", requests.length), promptTokenIds: [...(prefixes[g] as number[]), ...question()], maxTokens: outputTokens, ignoreEos: true, phase: "revisit" });
+    requests.push({
+      id: requestId("load-skew", requests.length),
+      promptTokenIds: [...(prefixes[g] as number[]), ...question()],
+      maxTokens: outputTokens,
+      ignoreEos: true,
+      phase: "revisit",
+    });
   }
   return {
     name: "load-skew",
-    description: `${hotGroups} warm-ups create one ${prefixTokens}-token prefix per hot group; ${revisits} requests revisit them`,
+    description:
+      `${hotGroups} warm-ups create one ${prefixTokens}-token prefix per hot group; ${revisits} requests revisit them`,
     seed,
     params: { hotGroups, revisits, prefixTokens, questionTokens: [questionMin, questionMax], outputTokens, maxTokenId },
-    settings: { maxInFlight: options.maxInFlight ?? 16, kvBlocksPerGpu: options.kvBlocksPerGpu ?? 384, blockSize: options.blockSize ?? 256, phaseBarrier: true },
+    settings: {
+      maxInFlight: options.maxInFlight ?? 16,
+      kvBlocksPerGpu: options.kvBlocksPerGpu ?? 384,
+      blockSize: options.blockSize ?? 256,
+      phaseBarrier: true,
+    },
     requests,
     reference: { requestShare: 0.9844, tokenShare: 0.9715 },
   };

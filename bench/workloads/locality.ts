@@ -57,9 +57,20 @@ export function localityWorkload(options: LocalityOptions = {}): Workload {
   }));
   return {
     name: `locality-${scale}x`,
-    description: `${numRequests} requests, ${groups} recurring prefix groups, prefixes up to ${headerMax + scale * unitTokens} tokens (${scale}x)`,
+    description: `${numRequests} requests, ${groups} recurring prefix groups, prefixes up to ${
+      headerMax + scale * unitTokens
+    } tokens (${scale}x)`,
     seed,
-    params: { scale, numRequests, groups, unitTokens, headerTokens: [headerMin, headerMax], questionTokens: [questionMin, questionMax], outputTokens, maxTokenId },
+    params: {
+      scale,
+      numRequests,
+      groups,
+      unitTokens,
+      headerTokens: [headerMin, headerMax],
+      questionTokens: [questionMin, questionMax],
+      outputTokens,
+      maxTokenId,
+    },
     settings: {
       maxInFlight: options.maxInFlight ?? 16,
       kvBlocksPerGpu: options.kvBlocksPerGpu ?? 384,

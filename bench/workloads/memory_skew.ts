@@ -33,7 +33,11 @@ export function memorySkewWorkload(options: MemorySkewOptions = {}): Workload {
   const reuseRequests = positiveInt("reuseRequests", options.reuseRequests ?? 36);
   const sessionPrefixTokens = positiveInt("sessionPrefixTokens", options.sessionPrefixTokens ?? 18532);
   const anchorTokens = positiveInt("anchorTokens", options.anchorTokens ?? 256);
-  if (anchorTokens >= sessionPrefixTokens) throw new RangeError(`anchorTokens (${anchorTokens}) must be shorter than sessionPrefixTokens (${sessionPrefixTokens})`);
+  if (anchorTokens >= sessionPrefixTokens) {
+    throw new RangeError(
+      `anchorTokens (${anchorTokens}) must be shorter than sessionPrefixTokens (${sessionPrefixTokens})`,
+    );
+  }
   const [coldMin, coldMax] = options.coldTokens ?? [4200, 5240];
   const [questionMin, questionMax] = options.questionTokens ?? [4, 16];
   const outputTokens = positiveInt("outputTokens", options.outputTokens ?? 8);
@@ -43,7 +47,14 @@ export function memorySkewWorkload(options: MemorySkewOptions = {}): Workload {
   const question = () => rng.tokens(rng.int(questionMin, questionMax), 0, maxTokenId);
   const requests: WorkloadRequest[] = [];
   const push = (promptTokenIds: number[], phase: string, sessionId?: string) =>
-    requests.push({ id: requestId("memory-skew", requests.length), promptTokenIds, maxTokens: outputTokens, ignoreEos: true, phase, ...(sessionId ? { sessionId } : {}) });
+    requests.push({
+      id: requestId("memory-skew", requests.length),
+      promptTokenIds,
+      maxTokens: outputTokens,
+      ignoreEos: true,
+      phase,
+      ...(sessionId ? { sessionId } : {}),
+    });
 
   for (let s = 0; s < sessions; s++) push([...(prefixes[s] as number[]), ...question()], "warmup", `session-${s}`);
   for (let i = 0; i < pressureRequests; i++) {
@@ -55,10 +66,26 @@ export function memorySkewWorkload(options: MemorySkewOptions = {}): Workload {
   for (const s of order) push([...(prefixes[s] as number[]), ...question()], "reuse", `session-${s}`);
   return {
     name: "memory-skew",
-    description: `${sessions} session warm-ups, ${pressureRequests} anchor/cold pressure requests, ${reuseRequests} session reuses`,
+    description:
+      `${sessions} session warm-ups, ${pressureRequests} anchor/cold pressure requests, ${reuseRequests} session reuses`,
     seed,
-    params: { sessions, pressureRequests, reuseRequests, sessionPrefixTokens, anchorTokens, coldTokens: [coldMin, coldMax], questionTokens: [questionMin, questionMax], outputTokens, maxTokenId },
-    settings: { maxInFlight: options.maxInFlight ?? 16, kvBlocksPerGpu: options.kvBlocksPerGpu ?? 384, blockSize: options.blockSize ?? 256, phaseBarrier: true },
+    params: {
+      sessions,
+      pressureRequests,
+      reuseRequests,
+      sessionPrefixTokens,
+      anchorTokens,
+      coldTokens: [coldMin, coldMax],
+      questionTokens: [questionMin, questionMax],
+      outputTokens,
+      maxTokenId,
+    },
+    settings: {
+      maxInFlight: options.maxInFlight ?? 16,
+      kvBlocksPerGpu: options.kvBlocksPerGpu ?? 384,
+      blockSize: options.blockSize ?? 256,
+      phaseBarrier: true,
+    },
     requests,
     reference: { requestShare: 0.9167, tokenShare: 0.7229 },
   };

@@ -9,19 +9,16 @@
  * @module
  */
 import { SeededRandom } from "./prng.ts";
-import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
+import { positiveInt, requestId, type Workload, type WorkloadOptions, type WorkloadRequest } from "./types.ts";
 
 /** Parameters of the multi-turn workload. */
-export interface MultiTurnOptions {
-  seed?: number;
+export interface MultiTurnOptions extends WorkloadOptions {
   sessions?: number;
   turns?: number;
   systemPromptTokens?: number;
   userTokens?: [number, number];
   answerTokens?: number;
-  maxTokenId?: number;
   maxInFlight?: number;
-  blockSize?: number;
 }
 
 /** Builds the multi-turn workload. */
@@ -40,13 +37,21 @@ export function multiTurnWorkload(options: MultiTurnOptions = {}): Workload {
     for (let s = 0; s < sessions; s++) {
       const h = history[s] as number[];
       h.push(...rng.tokens(rng.int(userMin, userMax), 0, maxTokenId));
-      requests.push({ id: requestId("multi-turn", requests.length), promptTokenIds: [...h], maxTokens: answerTokens, ignoreEos: true, sessionId: `session-${s}`, phase: `turn-${t + 1}` });
+      requests.push({
+        id: requestId("multi-turn", requests.length),
+        promptTokenIds: [...h],
+        maxTokens: answerTokens,
+        ignoreEos: true,
+        sessionId: `session-${s}`,
+        phase: `turn-${t + 1}`,
+      });
       h.push(...rng.tokens(answerTokens, 0, maxTokenId));
     }
   }
   return {
     name: "multi-turn",
-    description: `${sessions} sessions x ${turns} turns, system ${systemPromptTokens}, user ${userMin}..${userMax}, answers ${answerTokens}`,
+    description:
+      `${sessions} sessions x ${turns} turns, system ${systemPromptTokens}, user ${userMin}..${userMax}, answers ${answerTokens}`,
     seed,
     params: { sessions, turns, systemPromptTokens, userTokens: [userMin, userMax], answerTokens, maxTokenId },
     settings: { maxInFlight: options.maxInFlight ?? sessions, blockSize: options.blockSize ?? 256 },

@@ -51,13 +51,17 @@ export class SeededRandom {
 
   /** Uniform integer in [lo, hi], both inclusive. */
   int(lo: number, hi: number): number {
-    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || hi < lo) throw new RangeError(`int range must be integers lo <= hi, got [${lo}, ${hi}]`);
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || hi < lo) {
+      throw new RangeError(`int range must be integers lo <= hi, got [${lo}, ${hi}]`);
+    }
     return lo + Math.floor(this.next() * (hi - lo + 1));
   }
 
   /** Exponential variate with the given rate (mean 1/rate): Poisson-process inter-arrival gaps. */
   exponential(rate: number): number {
-    if (!(rate > 0) || !Number.isFinite(rate)) throw new RangeError(`exponential rate must be a finite number > 0, got ${rate}`);
+    if (!(rate > 0) || !Number.isFinite(rate)) {
+      throw new RangeError(`exponential rate must be a finite number > 0, got ${rate}`);
+    }
     return -Math.log(1 - this.next()) / rate;
   }
 

@@ -93,7 +93,9 @@ export class PythonRandom {
   /** random.randint(a, b): uniform integer in [a, b], both inclusive (range below 2^32). */
   randint(a: number, b: number): number {
     const n = b - a + 1;
-    if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || n < 1 || n > 2 ** 32) throw new RangeError(`randint range must be integers a <= b spanning at most 2^32, got [${a}, ${b}]`);
+    if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || n < 1 || n > 2 ** 32) {
+      throw new RangeError(`randint range must be integers a <= b spanning at most 2^32, got [${a}, ${b}]`);
+    }
     const k = Math.floor(Math.log2(n)) + 1; // n.bit_length()
     let r = this.getrandbits(Math.min(k, 32));
     while (r >= n) r = this.getrandbits(Math.min(k, 32));

@@ -46,9 +46,17 @@ export function randomLengthsWorkload(options: RandomLengthsOptions = {}): Workl
   }));
   return {
     name: "random",
-    description: `${numRequests} random-token prompts, lengths ${inMin}..${inMax}, outputs ${outMin}..${outMax}, ignore_eos`,
+    description:
+      `${numRequests} random-token prompts, lengths ${inMin}..${inMax}, outputs ${outMin}..${outMax}, ignore_eos`,
     seed,
-    params: { numRequests, inputTokens: [inMin, inMax], outputTokens: [outMin, outMax], maxTokenId, temperature, prng: "cpython-mt19937" },
+    params: {
+      numRequests,
+      inputTokens: [inMin, inMax],
+      outputTokens: [outMin, outMax],
+      maxTokenId,
+      temperature,
+      prng: "cpython-mt19937",
+    },
     settings: {},
     requests,
   };

@@ -38,10 +38,20 @@ export const WORKLOAD_NAMES: Readonly<Record<string, string>> = {
 
 /** Builds the named workload; throws a RangeError naming an unknown workload. */
 export function buildWorkload(spec: WorkloadSpec): Workload {
-  if (spec.path !== undefined && spec.name !== "jsonl") throw new RangeError(`a workload file (${spec.path}) is read by the jsonl workload only, not by ${JSON.stringify(spec.name)}`);
+  if (spec.path !== undefined && spec.name !== "jsonl") {
+    throw new RangeError(
+      `a workload file (${spec.path}) is read by the jsonl workload only, not by ${JSON.stringify(spec.name)}`,
+    );
+  }
   const fromFile = spec.name === "jsonl" || spec.name === "random-256";
   const overrideNames = Object.keys(spec.overrides ?? {});
-  if (fromFile && overrideNames.length > 0) throw new RangeError(`the ${spec.name} workload is read from a file; generator options do not apply to it, got ${overrideNames.join(", ")}`);
+  if (fromFile && overrideNames.length > 0) {
+    throw new RangeError(
+      `the ${spec.name} workload is read from a file; generator options do not apply to it, got ${
+        overrideNames.join(", ")
+      }`,
+    );
+  }
   const o = { ...(spec.overrides ?? {}), ...(spec.seed !== undefined ? { seed: spec.seed } : {}) };
   switch (spec.name) {
     case "locality":
@@ -62,6 +72,8 @@ export function buildWorkload(spec: WorkloadSpec): Workload {
       if (!spec.path) throw new RangeError("the jsonl workload needs a file path (--workload-file)");
       return readJsonlWorkload(spec.path);
     default:
-      throw new RangeError(`unknown workload ${JSON.stringify(spec.name)}; known: ${Object.keys(WORKLOAD_NAMES).join(", ")}`);
+      throw new RangeError(
+        `unknown workload ${JSON.stringify(spec.name)}; known: ${Object.keys(WORKLOAD_NAMES).join(", ")}`,
+      );
   }
 }

@@ -7,19 +7,16 @@
  * @module
  */
 import { SeededRandom } from "./prng.ts";
-import { positiveInt, requestId, type Workload, type WorkloadRequest } from "./types.ts";
+import { positiveInt, requestId, type Workload, type WorkloadOptions, type WorkloadRequest } from "./types.ts";
 
 /** SGLang generated-shared-prefix parameters. */
-export interface SharedPrefixOptions {
-  seed?: number;
+export interface SharedPrefixOptions extends WorkloadOptions {
   groups?: number;
   promptsPerGroup?: number;
   systemPromptTokens?: number;
   questionTokens?: number;
   outputTokens?: number;
   shuffle?: boolean;
-  maxTokenId?: number;
-  blockSize?: number;
 }
 
 /** Builds the shared-prefix workload. */
@@ -36,13 +33,21 @@ export function sharedPrefixWorkload(options: SharedPrefixOptions = {}): Workloa
   const prompts: { ids: number[]; group: number }[] = [];
   for (let g = 0; g < groups; g++) {
     const system = rng.tokens(systemPromptTokens, 0, maxTokenId);
-    for (let q = 0; q < promptsPerGroup; q++) prompts.push({ ids: [...system, ...rng.tokens(questionTokens, 0, maxTokenId)], group: g });
+    for (let q = 0; q < promptsPerGroup; q++) {
+      prompts.push({ ids: [...system, ...rng.tokens(questionTokens, 0, maxTokenId)], group: g });
+    }
   }
   if (shuffle) rng.shuffle(prompts);
-  const requests: WorkloadRequest[] = prompts.map((p, i) => ({ id: requestId("shared-prefix", i), promptTokenIds: p.ids, maxTokens: outputTokens, ignoreEos: true }));
+  const requests: WorkloadRequest[] = prompts.map((p, i) => ({
+    id: requestId("shared-prefix", i),
+    promptTokenIds: p.ids,
+    maxTokens: outputTokens,
+    ignoreEos: true,
+  }));
   return {
     name: "shared-prefix",
-    description: `SGLang generated-shared-prefix: ${groups} groups x ${promptsPerGroup} prompts, system ${systemPromptTokens}, question ${questionTokens}, output ${outputTokens}`,
+    description:
+      `SGLang generated-shared-prefix: ${groups} groups x ${promptsPerGroup} prompts, system ${systemPromptTokens}, question ${questionTokens}, output ${outputTokens}`,
     seed,
     params: { groups, promptsPerGroup, systemPromptTokens, questionTokens, outputTokens, shuffle, maxTokenId },
     settings: { blockSize: options.blockSize ?? 256 },

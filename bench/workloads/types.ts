@@ -53,7 +53,9 @@ export interface Workload {
 
 /** Validates a positive-integer option, throwing a RangeError that names it and its value. */
 export function positiveInt(name: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  }
   return value;
 }
 
@@ -62,13 +64,17 @@ export function requestId(name: string, i: number): string {
   return `${name}-${String(i).padStart(4, "0")}`;
 }
 
-/** Options the routing workloads (locality, load skew, memory skew) share. */
-export interface RoutingWorkloadOptions {
+/** Options every workload takes: its seed, its token range and the engine's block size. */
+export interface WorkloadOptions {
   seed?: number;
-  outputTokens?: number;
-  maxInFlight?: number;
-  kvBlocksPerGpu?: number;
   blockSize?: number;
   /** Token ids are drawn from [0, maxTokenId]. */
   maxTokenId?: number;
+}
+
+/** Options the routing workloads (locality, load skew, memory skew) share. */
+export interface RoutingWorkloadOptions extends WorkloadOptions {
+  outputTokens?: number;
+  maxInFlight?: number;
+  kvBlocksPerGpu?: number;
 }

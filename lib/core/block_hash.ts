@@ -27,7 +27,9 @@ export function blockHash(parent: BlockHash, tokenIds: ArrayLike<number>): Block
 
 /** Hashes of every complete block of `tokenIds` (a trailing partial block has none). */
 export function prefixBlockHashes(tokenIds: ArrayLike<number>, blockSize: number, cacheSalt?: string): BlockHash[] {
-  if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+  if (!Number.isInteger(blockSize) || blockSize <= 0) {
+    throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+  }
   const out: BlockHash[] = [];
   let parent = rootHash(cacheSalt);
   const full = Math.floor(tokenIds.length / blockSize);

@@ -63,9 +63,12 @@ export const realClock: Clock = Object.freeze({
   },
   wallNow: () => Date.now(),
   setTimeout: (fn: () => void, ms: number, options?: TimerOptions) => hostTimer(globalThis.setTimeout(fn, ms), options),
-  clearTimeout: (handle: TimerHandle | undefined) => globalThis.clearTimeout(handle as unknown as HostTimer | undefined),
-  setInterval: (fn: () => void, ms: number, options?: TimerOptions) => hostTimer(globalThis.setInterval(fn, ms) as unknown as HostTimer, options),
-  clearInterval: (handle: TimerHandle | undefined) => globalThis.clearInterval(handle as unknown as HostTimer | undefined),
+  clearTimeout: (handle: TimerHandle | undefined) =>
+    globalThis.clearTimeout(handle as unknown as HostTimer | undefined),
+  setInterval: (fn: () => void, ms: number, options?: TimerOptions) =>
+    hostTimer(globalThis.setInterval(fn, ms) as unknown as HostTimer, options),
+  clearInterval: (handle: TimerHandle | undefined) =>
+    globalThis.clearInterval(handle as unknown as HostTimer | undefined),
 });
 
 /** Resolves true once `p` settles (either way), or false after `ms` on `clock` if it has not; the timer is cleared. */
@@ -84,7 +87,12 @@ export async function settlesWithin(p: Promise<unknown>, ms: number, clock: Cloc
  * Settles as `p` does, or rejects with `late()` after `ms` on `clock` if `p` has not settled by
  * then; the timer is cleared either way.
  */
-export async function settleOrReject<T>(p: Promise<T>, ms: number, late: () => Error, clock: Clock = realClock): Promise<T> {
+export async function settleOrReject<T>(
+  p: Promise<T>,
+  ms: number,
+  late: () => Error,
+  clock: Clock = realClock,
+): Promise<T> {
   let timer: TimerHandle | undefined;
   const expired = new Promise<never>((_, reject) => (timer = clock.setTimeout(() => reject(late()), ms)));
   try {

@@ -79,7 +79,11 @@ export interface GenerationEngine {
   /** Streams one request; aborting `options.signal` aborts it and frees its blocks. */
   stream(input: PromptInput, params?: Partial<SamplingParams>, options?: RequestOptions): AsyncIterable<StreamDelta>;
   /** Runs requests to completion; outputs in input order. */
-  generate(inputs: PromptInput | PromptInput[], params?: Partial<SamplingParams>, options?: RequestOptions): Promise<RequestOutput[]>;
+  generate(
+    inputs: PromptInput | PromptInput[],
+    params?: Partial<SamplingParams>,
+    options?: RequestOptions,
+  ): Promise<RequestOutput[]>;
   abort(requestId: string): void;
   stats(): EngineStats;
   /**

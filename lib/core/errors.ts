@@ -9,7 +9,7 @@ export class NativeError extends Error {
   constructor(
     message: string,
     readonly status: number,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(message, options);
   }
@@ -21,7 +21,7 @@ export class NativeLibraryNotFoundError extends Error {
   constructor(
     message: string,
     readonly tried: readonly string[],
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(message, options);
   }
@@ -30,7 +30,7 @@ export class NativeLibraryNotFoundError extends Error {
 /** A request can never fit the KV cache (or the configured limits) and was rejected. */
 export class CapacityError extends Error {
   override readonly name = "CapacityError";
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
 }
@@ -41,7 +41,7 @@ export class WorkerDiedError extends Error {
   constructor(
     message: string,
     readonly rank: number,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(message, options);
   }
@@ -50,7 +50,7 @@ export class WorkerDiedError extends Error {
 /** A request was aborted by its caller (or its client disconnected). */
 export class AbortedError extends Error {
   override readonly name = "AbortedError";
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
 }
@@ -66,7 +66,7 @@ export class DisposedError extends Error {
 /** A model directory is malformed: unknown architecture, missing tensor, bad config value. */
 export class ModelFormatError extends Error {
   override readonly name = "ModelFormatError";
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
 }

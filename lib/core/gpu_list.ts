@@ -10,7 +10,11 @@ const DIGITS = /^\d+$/;
 /** Parses a GPU count or device list; RangeError naming `--<flag>` and the text on a bad value. */
 export function parseGpuList(flag: string, text: string): number | number[] {
   const fail = (): never => {
-    throw new RangeError(`--${flag} must be a GPU count (e.g. 2) or a comma-separated list of device ids, one per rank (e.g. 0,1 or 0,0), got ${JSON.stringify(text)}`);
+    throw new RangeError(
+      `--${flag} must be a GPU count (e.g. 2) or a comma-separated list of device ids, one per rank (e.g. 0,1 or 0,0), got ${
+        JSON.stringify(text)
+      }`,
+    );
   };
   const t = text.trim();
   if (!t.includes(",")) {

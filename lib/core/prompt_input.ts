@@ -7,7 +7,11 @@ import type { TextTokenizer } from "./engine_api.ts";
 import type { PromptInput } from "./outputs.ts";
 
 /** Token ids of `input`; TypeError for a malformed input, RangeError naming an id outside 0..vocabSize-1. */
-export function promptTokenIds(input: PromptInput, tokenizer: Pick<TextTokenizer, "encode">, vocabSize: number): number[] {
+export function promptTokenIds(
+  input: PromptInput,
+  tokenizer: Pick<TextTokenizer, "encode">,
+  vocabSize: number,
+): number[] {
   const text = typeof input === "string" ? input : "prompt" in input ? input.prompt : undefined;
   let ids: unknown[];
   let what: string;
@@ -22,7 +26,9 @@ export function promptTokenIds(input: PromptInput, tokenizer: Pick<TextTokenizer
     what = "promptTokenIds";
   }
   ids.forEach((t, i) => {
-    if (!Number.isInteger(t) || (t as number) < 0 || (t as number) >= vocabSize) throw new RangeError(`${what}[${i}] = ${String(t)} is not a token id in 0..${vocabSize - 1}`);
+    if (!Number.isInteger(t) || (t as number) < 0 || (t as number) >= vocabSize) {
+      throw new RangeError(`${what}[${i}] = ${String(t)} is not a token id in 0..${vocabSize - 1}`);
+    }
   });
   return ids as number[];
 }

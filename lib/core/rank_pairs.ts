@@ -15,7 +15,13 @@ export function parseRankPairs(text: string, source: string): RankPair[] {
   const pairs: RankPair[] = [];
   for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
     const m = /^(\d+)\s*-\s*(\d+)$/.exec(part);
-    if (!m) throw new RangeError(`${source} entries must look like 0-1 (two different GPUs), got ${JSON.stringify(part)} in ${JSON.stringify(text)}`);
+    if (!m) {
+      throw new RangeError(
+        `${source} entries must look like 0-1 (two different GPUs), got ${JSON.stringify(part)} in ${
+          JSON.stringify(text)
+        }`,
+      );
+    }
     if (m[1] === m[2]) throw new RangeError(`${source} pairs GPU ${m[1]} with itself in ${JSON.stringify(text)}`);
     pairs.push([Number(m[1]), Number(m[2])]);
   }

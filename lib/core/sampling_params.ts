@@ -45,7 +45,9 @@ export const INT32_MAX = 2 ** 31 - 1;
 
 /** Checks an integer field that must be >= min and fit an int32. */
 function checkInt32(name: keyof SamplingParams, v: unknown, min: number): void {
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
+    throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
+  }
   if (v > INT32_MAX) throw new RangeError(`${name} must be an integer <= ${INT32_MAX} (an int32), got ${v}`);
 }
 
@@ -55,9 +57,13 @@ function checkInt32(name: keyof SamplingParams, v: unknown, min: number): void {
  * to 0). `rule` says the range in words.
  */
 function checkFloat32(name: keyof SamplingParams, v: unknown, inRange: (x: number) => boolean, rule: string): void {
-  if (typeof v !== "number" || !Number.isFinite(v) || !inRange(v)) throw new RangeError(`${name} must be ${rule}, got ${String(v)}`);
+  if (typeof v !== "number" || !Number.isFinite(v) || !inRange(v)) {
+    throw new RangeError(`${name} must be ${rule}, got ${String(v)}`);
+  }
   const f = Math.fround(v);
-  if (!Number.isFinite(f) || !inRange(f)) throw new RangeError(`${name} must be ${rule} as a float32, got ${v} (a float32 rounds it to ${f})`);
+  if (!Number.isFinite(f) || !inRange(f)) {
+    throw new RangeError(`${name} must be ${rule} as a float32, got ${v} (a float32 rounds it to ${f})`);
+  }
 }
 
 /**
@@ -66,18 +72,33 @@ function checkFloat32(name: keyof SamplingParams, v: unknown, inRange: (x: numbe
  * the types the native step takes, so no value reaches the native step out of range.
  */
 export function resolveSamplingParams(p: Partial<SamplingParams> = {}): SamplingParams {
-  const r: SamplingParams = { ...DEFAULT_SAMPLING_PARAMS, ...p, stop: [...(p.stop ?? [])], stopTokenIds: [...(p.stopTokenIds ?? [])] };
+  const r: SamplingParams = {
+    ...DEFAULT_SAMPLING_PARAMS,
+    ...p,
+    stop: [...(p.stop ?? [])],
+    stopTokenIds: [...(p.stopTokenIds ?? [])],
+  };
   checkInt32("maxTokens", r.maxTokens, 1);
   checkInt32("minTokens", r.minTokens, 0);
   checkInt32("topK", r.topK, -1);
   checkFloat32("temperature", r.temperature, (x) => x >= 0, "a finite number >= 0");
   checkFloat32("topP", r.topP, (x) => x > 0 && x <= 1, "in (0, 1]");
   // The native seed is a uint64; a JS number is exact up to 2^53.
-  if (r.seed !== undefined && (!Number.isSafeInteger(r.seed) || r.seed < 0)) throw new RangeError(`seed must be a non-negative safe integer, got ${String(r.seed)}`);
-  if (r.minTokens > r.maxTokens) throw new RangeError(`minTokens (${r.minTokens}) must not exceed maxTokens (${r.maxTokens})`);
-  for (const s of r.stop) if (typeof s !== "string" || s.length === 0) throw new TypeError(`stop entries must be non-empty strings, got ${JSON.stringify(s)}`);
+  if (r.seed !== undefined && (!Number.isSafeInteger(r.seed) || r.seed < 0)) {
+    throw new RangeError(`seed must be a non-negative safe integer, got ${String(r.seed)}`);
+  }
+  if (r.minTokens > r.maxTokens) {
+    throw new RangeError(`minTokens (${r.minTokens}) must not exceed maxTokens (${r.maxTokens})`);
+  }
+  for (const s of r.stop) {
+    if (typeof s !== "string" || s.length === 0) {
+      throw new TypeError(`stop entries must be non-empty strings, got ${JSON.stringify(s)}`);
+    }
+  }
   for (const t of r.stopTokenIds) {
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > INT32_MAX) throw new RangeError(`stopTokenIds entries must be token ids (integers in [0, ${INT32_MAX}]), got ${String(t)}`);
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > INT32_MAX) {
+      throw new RangeError(`stopTokenIds entries must be token ids (integers in [0, ${INT32_MAX}]), got ${String(t)}`);
+    }
   }
   return r;
 }

@@ -15,8 +15,9 @@ interface VirtualTimer {
 }
 
 /** Lets the promise jobs a fired timer started run, before the next timer fires. */
-const settleJobs: () => Promise<void> =
-  typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => globalThis.setTimeout(r, 0));
+const settleJobs: () => Promise<void> = typeof setImmediate === "function"
+  ? () => new Promise((r) => setImmediate(r))
+  : () => new Promise((r) => globalThis.setTimeout(r, 0));
 
 /** Options of a {@link VirtualClock}. */
 export interface VirtualClockOptions {
@@ -41,7 +42,9 @@ export class VirtualClock implements Clock {
     this.#now = options.startMs ?? 0;
     this.timeOrigin = options.timeOrigin ?? 0;
     if (!Number.isFinite(this.#now)) throw new RangeError(`VirtualClock startMs must be finite, got ${this.#now}`);
-    if (!Number.isFinite(this.timeOrigin)) throw new RangeError(`VirtualClock timeOrigin must be finite, got ${this.timeOrigin}`);
+    if (!Number.isFinite(this.timeOrigin)) {
+      throw new RangeError(`VirtualClock timeOrigin must be finite, got ${this.timeOrigin}`);
+    }
   }
 
   now(): number {
@@ -132,7 +135,9 @@ export class VirtualClock implements Clock {
   /** The earliest due timer; ties go to the one set first. */
   #next(): VirtualTimer | undefined {
     let best: VirtualTimer | undefined;
-    for (const t of this.#timers.values()) if (!best || t.due < best.due || (t.due === best.due && t.id < best.id)) best = t;
+    for (const t of this.#timers.values()) {
+      if (!best || t.due < best.due || (t.due === best.due && t.id < best.id)) best = t;
+    }
     return best;
   }
 }

@@ -22,7 +22,7 @@ import { ConnectionClosedError } from "../protocol/protocol_errors.ts";
 import { cpuCount, pid, readSetting } from "../runtime/env.ts";
 import { settlesWithin } from "../core/clock.ts";
 import type { ChildProcessHandle } from "../runtime/subprocess.ts";
-import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../runtime/unix_socket.ts";
+import { type ByteStream, connectUnix, listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { RankHealth } from "../core/engine_api.ts";
 import { DEFAULT_GPU_MEMORY_UTILIZATION } from "../local/engine_builder.ts";
 import { makeRunDir, removeStaleRunDirs, spawnControlPlane, spawnWorker } from "./process_launch.ts";
@@ -105,9 +105,13 @@ export class EngineProcesses {
 
   private constructor(o: EngineProcessesOptions) {
     this.#o = o;
-    for (const dir of removeStaleRunDirs()) o.log(`[lmpool] removed ${dir}, left behind by a launcher that no longer runs`);
+    for (const dir of removeStaleRunDirs()) {
+      o.log(`[lmpool] removed ${dir}, left behind by a launcher that no longer runs`);
+    }
     this.#run = makeRunDir();
-    this.#supervisor = new Supervisor(o.restartPolicy).override(CONTROL, { initialDelayMs: CONTROL_FIRST_RESTART_DELAY_MS });
+    this.#supervisor = new Supervisor(o.restartPolicy).override(CONTROL, {
+      initialDelayMs: CONTROL_FIRST_RESTART_DELAY_MS,
+    });
   }
 
   /** Starts the control plane and every worker, and waits until all are ready. */
@@ -173,7 +177,9 @@ export class EngineProcesses {
 
   /** Ranks whose worker is alive, ready and known to routing. */
   liveRanks(): number[] {
-    return [...this.#workers.values()].filter((w) => w.alive && w.joined && w.conn).map((w) => w.rank).sort((a, b) => a - b);
+    return [...this.#workers.values()].filter((w) => w.alive && w.joined && w.conn).map((w) => w.rank).sort((a, b) =>
+      a - b
+    );
   }
 
   /** Sends to a live worker; false when it is gone. */
@@ -225,7 +231,12 @@ export class EngineProcesses {
   async checkPageTable(timeoutMs = 5000): Promise<PageTableDiff> {
     const live = this.liveRanks();
     const snaps = await Promise.all(
-      live.map(async (r) => (await this.#workers.get(r)!.conn!.request({ type: "snapshot_request", reason: "consistency check" }, { expect: ["block_snapshot"], timeoutMs })).snapshot),
+      live.map(async (r) =>
+        (await this.#workers.get(r)!.conn!.request({ type: "snapshot_request", reason: "consistency check" }, {
+          expect: ["block_snapshot"],
+          timeoutMs,
+        })).snapshot
+      ),
     );
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -235,7 +246,9 @@ export class EngineProcesses {
       for (const s of dump.snapshots) table.applySnapshot(s);
       const diff = diffPageTable(table, snaps);
       // The control plane applies the workers' snapshots asynchronously: wait until it has them.
-      const caughtUp = snaps.every((s) => (table.table(s.rank)?.version ?? -1) >= s.version && table.table(s.rank)?.epoch === s.epoch);
+      const caughtUp = snaps.every((s) =>
+        (table.table(s.rank)?.version ?? -1) >= s.version && table.table(s.rank)?.epoch === s.epoch
+      );
       if (diff.equal || caughtUp || Date.now() > deadline) return diff;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -270,7 +283,9 @@ export class EngineProcesses {
   async #waitForPageTable(n: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await this.controlStats().catch(() => undefined))?.healthy_ranks !== n) {
-      if (Date.now() > deadline) throw new Error(`the control plane did not receive snapshots of all ${n} workers within ${timeoutMs} ms`);
+      if (Date.now() > deadline) {
+        throw new Error(`the control plane did not receive snapshots of all ${n} workers within ${timeoutMs} ms`);
+      }
       await new Promise((r) => setTimeout(r, 10));
     }
   }
@@ -284,7 +299,10 @@ export class EngineProcesses {
     const deadline = Date.now() + timeoutMs;
     while (slot && slot.alive && !this.#stopping && Date.now() < deadline && this.controlConnected) {
       const healthy = (await this.controlStats().catch(() => undefined))?.healthy_ranks;
-      if (healthy !== undefined && healthy >= this.#workers.size - [...this.#workers.values()].filter((w) => !w.alive).length) break;
+      if (
+        healthy !== undefined &&
+        healthy >= this.#workers.size - [...this.#workers.values()].filter((w) => !w.alive).length
+      ) break;
       await new Promise((r) => setTimeout(r, 10));
     }
     if (slot) slot.joined = slot.alive;
@@ -302,7 +320,9 @@ export class EngineProcesses {
       heartbeat: this.#o.heartbeat,
     });
     this.#controlProc = proc;
-    void proc.exited.then((exit) => this.#onControlExit(proc, `exit code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ""}`));
+    void proc.exited.then((exit) =>
+      this.#onControlExit(proc, `exit code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ""}`)
+    );
     const stream = await connectUnix(this.controlSocket, { timeoutMs: 30_000 });
     const conn = new Connection(stream, { name: "launcher->control", heartbeat: this.#o.heartbeat, log: this.#o.log });
     conn.onMessage(() => {});
@@ -312,7 +332,10 @@ export class EngineProcesses {
       if (!this.#stopping && this.#controlProc === proc) proc.kill("SIGKILL");
       if (!this.#stopping) this.#o.log(`[lmpool] control plane connection ended: ${reason}`);
     });
-    await conn.request({ type: "hello", role: "launcher", epoch, pid: pid() }, { expect: ["ready"], timeoutMs: 30_000 });
+    await conn.request({ type: "hello", role: "launcher", epoch, pid: pid() }, {
+      expect: ["ready"],
+      timeoutMs: 30_000,
+    });
     this.#control = conn;
   }
 
@@ -321,18 +344,23 @@ export class EngineProcesses {
     this.#controlProc = undefined;
     this.#control?.close("control plane exited");
     this.#control = undefined;
-    const d = this.#o.restartControlPlane ? this.#supervisor.died(CONTROL) : { restart: false as const, why: "restarts are off" };
+    const d = this.#o.restartControlPlane
+      ? this.#supervisor.died(CONTROL)
+      : { restart: false as const, why: "restarts are off" };
     if (!d.restart) {
-      this.#o.log(`[lmpool] control plane exited (${why}); not restarting (${d.why}): requests route locally from now on`);
+      this.#o.log(
+        `[lmpool] control plane exited (${why}); not restarting (${d.why}): requests route locally from now on`,
+      );
       return;
     }
-    this.#o.log(`[lmpool] control plane exited (${why}); restarting it in ${d.delayMs} ms (restart ${d.attempt}; workers resend full snapshots)`);
+    this.#o.log(
+      `[lmpool] control plane exited (${why}); restarting it in ${d.delayMs} ms (restart ${d.attempt}; workers resend full snapshots)`,
+    );
     this.#later(d.delayMs, () =>
       this.#startControl().then(
         () => this.#supervisor.up(CONTROL),
         (e) => this.#o.log(`[lmpool] control plane restart failed: ${(e as Error).message}`),
-      ),
-    );
+      ));
   }
 
   /** Runs `f` after `ms` unless the processes stop first. */
@@ -353,9 +381,14 @@ export class EngineProcesses {
     const gpu = this.#o.gpus[rank]!;
     const sharing = this.#o.gpus.filter((g) => g === gpu).length;
     const run = async () => {
-      const running = this.#o.gpus.filter((g, r) => g === gpu && r !== rank && this.#workers.get(r)?.alive && this.#workers.get(r)?.ready).length;
+      const running =
+        this.#o.gpus.filter((g, r) =>
+          g === gpu && r !== rank && this.#workers.get(r)?.alive && this.#workers.get(r)?.ready
+        ).length;
       const util = this.#o.engine.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION;
-      const share = sharing > 1 && this.#o.engine.numBlocks === undefined ? { gpuMemoryUtilization: (util * (running + 1)) / sharing } : {};
+      const share = sharing > 1 && this.#o.engine.numBlocks === undefined
+        ? { gpuMemoryUtilization: (util * (running + 1)) / sharing }
+        : {};
       await this.#startWorker(rank, share);
     };
     const prev = this.#deviceQueue.get(gpu) ?? Promise.resolve();
@@ -369,7 +402,9 @@ export class EngineProcesses {
     if (!this.#started || this.#stopping || this.#o.restartWorkers === false) return;
     const d = this.#supervisor.died(workerChild(rank));
     if (!d.restart) {
-      this.#o.log(`[lmpool] worker ${rank} is not restarted (${d.why}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`);
+      this.#o.log(
+        `[lmpool] worker ${rank} is not restarted (${d.why}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`,
+      );
       return;
     }
     this.#o.log(`[lmpool] restarting worker ${rank} in ${d.delayMs} ms (restart ${d.attempt}) after: ${why}`);
@@ -378,7 +413,9 @@ export class EngineProcesses {
         async () => {
           await this.#waitForJoin(rank);
           this.#supervisor.up(workerChild(rank));
-          this.#o.log(`[lmpool] worker ${rank} rejoined (restart ${d.attempt}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`);
+          this.#o.log(
+            `[lmpool] worker ${rank} rejoined (restart ${d.attempt}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`,
+          );
           this.onWorkerRestarted(rank);
         },
         // Its exit (or the kill below) reaches #workerDown, which schedules the next attempt.
@@ -392,24 +429,44 @@ export class EngineProcesses {
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     const ready = new Promise<void>((res, rej) => ((readyResolve = res), (readyReject = rej)));
-    const proc = spawnWorker({
+    const proc = spawnWorker(
+      {
+        rank,
+        epoch,
+        gpu: this.#o.gpus[rank]!,
+        launcherSocketPath: this.launcherSocket,
+        controlSocketPath: this.controlSocket,
+        engine: { ...this.#o.engine, ...engineOverrides },
+        heartbeat: this.#o.heartbeat,
+        ...(this.#o.transfers.mode === "off"
+          ? {}
+          : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
+      },
+      workerThreadEnv(this.#o.worldSize),
+      this.#o.workerMain,
+    );
+    const slot: WorkerSlot = {
       rank,
       epoch,
-      gpu: this.#o.gpus[rank]!,
-      launcherSocketPath: this.launcherSocket,
-      controlSocketPath: this.controlSocket,
-      engine: { ...this.#o.engine, ...engineOverrides },
-      heartbeat: this.#o.heartbeat,
-      ...(this.#o.transfers.mode === "off" ? {} : { peerSocketDir: this.#run.dir, dataPath: workerDataPath(this.#o, rank) }),
-    }, workerThreadEnv(this.#o.worldSize), this.#o.workerMain);
-    const slot: WorkerSlot = { rank, epoch, proc, conn: undefined, ready: undefined, joined: false, alive: true, onReady: readyResolve };
+      proc,
+      conn: undefined,
+      ready: undefined,
+      joined: false,
+      alive: true,
+      onReady: readyResolve,
+    };
     this.#workers.set(rank, slot);
     void proc.exited.then((exit) => {
-      const why = `worker ${rank} (pid ${proc.pid}) exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`;
+      const why = `worker ${rank} (pid ${proc.pid}) exited with ${
+        exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`
+      }`;
       if (!slot.ready) readyReject(new Error(`${why} during start-up`));
       this.#workerDown(slot, why);
     });
-    const timer = setTimeout(() => readyReject(new Error(`worker ${rank} was not ready within ${this.#o.startTimeoutMs} ms`)), this.#o.startTimeoutMs);
+    const timer = setTimeout(
+      () => readyReject(new Error(`worker ${rank} was not ready within ${this.#o.startTimeoutMs} ms`)),
+      this.#o.startTimeoutMs,
+    );
     try {
       await ready;
     } catch (e) {
@@ -418,7 +475,11 @@ export class EngineProcesses {
     } finally {
       clearTimeout(timer);
     }
-    this.#o.log(`[lmpool] worker ${rank} ready: ${slot.ready!.numBlocks} KV blocks of ${slot.ready!.blockSize} tokens (${slot.ready!.backend})`);
+    this.#o.log(
+      `[lmpool] worker ${rank} ready: ${slot.ready!.numBlocks} KV blocks of ${slot.ready!.blockSize} tokens (${
+        slot.ready!.backend
+      })`,
+    );
   }
 
   #acceptWorker(stream: ByteStream): void {
@@ -428,7 +489,9 @@ export class EngineProcesses {
       if (!slot) {
         const s = m.type === "hello" && m.rank !== undefined ? this.#workers.get(m.rank) : undefined;
         if (!s || m.type !== "hello" || s.epoch !== m.epoch) {
-          this.#o.log(`[lmpool] rejected a worker connection opening with ${m.type} (${JSON.stringify(m).slice(0, 120)})`);
+          this.#o.log(
+            `[lmpool] rejected a worker connection opening with ${m.type} (${JSON.stringify(m).slice(0, 120)})`,
+          );
           conn.close("unknown worker");
           return;
         }
@@ -444,7 +507,9 @@ export class EngineProcesses {
       this.onWorkerMessage(slot.rank, m);
     });
     conn.onClose(({ reason, dead }) => {
-      if (slot && slot.conn === conn) this.#workerDown(slot, `worker ${slot.rank} connection ${dead ? "went silent" : "closed"}: ${reason}`);
+      if (slot && slot.conn === conn) {
+        this.#workerDown(slot, `worker ${slot.rank} connection ${dead ? "went silent" : "closed"}: ${reason}`);
+      }
     });
   }
 

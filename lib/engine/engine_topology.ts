@@ -11,9 +11,15 @@ import { spawnChild } from "../runtime/subprocess.ts";
 export type TopologyInput = string | readonly RankPair[] | NvlinkTopology;
 
 /** The logical topology for `worldSize` ranks. */
-export async function resolveTopology(input: TopologyInput | undefined, worldSize: number, log: (line: string) => void): Promise<NvlinkTopology> {
+export async function resolveTopology(
+  input: TopologyInput | undefined,
+  worldSize: number,
+  log: (line: string) => void,
+): Promise<NvlinkTopology> {
   if (input instanceof NvlinkTopology) {
-    if (input.worldSize !== worldSize) throw new RangeError(`topology is for ${input.worldSize} ranks, the engine has ${worldSize}`);
+    if (input.worldSize !== worldSize) {
+      throw new RangeError(`topology is for ${input.worldSize} ranks, the engine has ${worldSize}`);
+    }
     return input;
   }
   if (Array.isArray(input)) return new NvlinkTopology(worldSize, input as RankPair[]);

@@ -49,9 +49,20 @@ export class InflightRequests {
   }
 
   /** Registers a new request; RangeError on a duplicate id. */
-  add(r: Omit<InflightRequest, "queue" | "rank" | "streamedTokens" | "abortRequested" | "retries" | "onEnd">): InflightRequest {
-    if (this.#byId.has(r.requestId)) throw new RangeError(`request id ${JSON.stringify(r.requestId)} is already in use`);
-    const full: InflightRequest = { ...r, queue: new DeltaQueue<StreamDelta>(), rank: -1, streamedTokens: 0, abortRequested: false, retries: 0 };
+  add(
+    r: Omit<InflightRequest, "queue" | "rank" | "streamedTokens" | "abortRequested" | "retries" | "onEnd">,
+  ): InflightRequest {
+    if (this.#byId.has(r.requestId)) {
+      throw new RangeError(`request id ${JSON.stringify(r.requestId)} is already in use`);
+    }
+    const full: InflightRequest = {
+      ...r,
+      queue: new DeltaQueue<StreamDelta>(),
+      rank: -1,
+      streamedTokens: 0,
+      abortRequested: false,
+      retries: 0,
+    };
     this.#byId.set(r.requestId, full);
     return full;
   }
@@ -74,7 +85,13 @@ export class InflightRequests {
       const r = this.#byId.get(it.requestId);
       if (!r) continue; // finished or aborted meanwhile
       r.streamedTokens += it.tokenIds.length;
-      r.queue.push({ requestId: it.requestId, tokenIds: it.tokenIds, text: it.text, finished: false, ...(it.logprobs ? { logprobs: it.logprobs } : {}) });
+      r.queue.push({
+        requestId: it.requestId,
+        tokenIds: it.tokenIds,
+        text: it.text,
+        finished: false,
+        ...(it.logprobs ? { logprobs: it.logprobs } : {}),
+      });
     }
   }
 
@@ -88,14 +105,14 @@ export class InflightRequests {
     }
     const output: RequestOutput | undefined = m.output
       ? {
-          requestId: r.requestId,
-          promptTokenIds: r.promptTokenIds,
-          tokenIds: m.output.tokenIds,
-          text: m.output.text,
-          finishReason: m.reason,
-          ...(m.output.logprobs ? { logprobs: m.output.logprobs } : {}),
-          metrics: m.output.metrics,
-        }
+        requestId: r.requestId,
+        promptTokenIds: r.promptTokenIds,
+        tokenIds: m.output.tokenIds,
+        text: m.output.text,
+        finishReason: m.reason,
+        ...(m.output.logprobs ? { logprobs: m.output.logprobs } : {}),
+        metrics: m.output.metrics,
+      }
       : undefined;
     r.queue.push({
       requestId: r.requestId,
@@ -113,7 +130,14 @@ export class InflightRequests {
   /** Ends a request that never reached a worker with finishReason "abort". */
   abortLocally(r: InflightRequest): void {
     if (!this.#remove(r)) return;
-    r.queue.push({ requestId: r.requestId, tokenIds: [], text: "", finished: true, finishReason: "abort", output: this.#emptyOutput(r, "abort", r.rank) });
+    r.queue.push({
+      requestId: r.requestId,
+      tokenIds: [],
+      text: "",
+      finished: true,
+      finishReason: "abort",
+      output: this.#emptyOutput(r, "abort", r.rank),
+    });
     r.queue.close();
   }
 
@@ -136,7 +160,14 @@ export class InflightRequests {
   }
 
   #emptyOutput(r: InflightRequest, reason: "stop" | "length" | "abort" | "error", rank: number): RequestOutput {
-    return { requestId: r.requestId, promptTokenIds: r.promptTokenIds, tokenIds: [], text: "", finishReason: reason, metrics: { arrivalTime: r.arrivalTime, finishTime: Date.now(), numCachedTokens: 0, rank: Math.max(rank, 0) } };
+    return {
+      requestId: r.requestId,
+      promptTokenIds: r.promptTokenIds,
+      tokenIds: [],
+      text: "",
+      finishReason: reason,
+      metrics: { arrivalTime: r.arrivalTime, finishTime: Date.now(), numCachedTokens: 0, rank: Math.max(rank, 0) },
+    };
   }
 }
 

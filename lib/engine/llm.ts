@@ -4,7 +4,7 @@
  * loop between steps so a server in the same process stays responsive.
  * @module
  */
-import { type KvCache, native as sharedNative, type Native, type NativeModel } from "../../ffi/native.ts";
+import { type KvCache, type Native, native as sharedNative, type NativeModel } from "../../ffi/native.ts";
 import type { BackendKind } from "../../ffi/loader.ts";
 import type { EngineStats, GenerationEngine, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
 import { AbortedError, DisposedError } from "../core/errors.ts";
@@ -13,7 +13,12 @@ import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
-import { buildLocalEngine, type BuiltEngine, type EngineBuildOptions, type EngineConfig } from "../local/engine_builder.ts";
+import {
+  buildLocalEngine,
+  type BuiltEngine,
+  type EngineBuildOptions,
+  type EngineConfig,
+} from "../local/engine_builder.ts";
 import type { LocalEngine } from "../local/local_engine.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
 
@@ -86,7 +91,11 @@ export class LLM implements GenerationEngine {
   }
 
   /** Streams one request's deltas; the last has `finished` and the full `output`. */
-  async *stream(input: PromptInput, params: Partial<SamplingParams> = {}, options: RequestOptions = {}): AsyncGenerator<StreamDelta> {
+  async *stream(
+    input: PromptInput,
+    params: Partial<SamplingParams> = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<StreamDelta> {
     const queue = new DeltaQueue<StreamDelta>();
     const id = this.#submit(input, params, options, queue, true);
     let done = false;
@@ -103,13 +112,19 @@ export class LLM implements GenerationEngine {
   }
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
-  async generate(inputs: PromptInput | PromptInput[], params: Partial<SamplingParams> = {}, options: RequestOptions = {}): Promise<RequestOutput[]> {
+  async generate(
+    inputs: PromptInput | PromptInput[],
+    params: Partial<SamplingParams> = {},
+    options: RequestOptions = {},
+  ): Promise<RequestOutput[]> {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const ids: string[] = [];
     const results: Promise<RequestOutput>[] = [];
     try {
       list.forEach((input, i) => {
-        const requestId = options.requestId !== undefined && list.length > 1 ? `${options.requestId}-${i}` : options.requestId;
+        const requestId = options.requestId !== undefined && list.length > 1
+          ? `${options.requestId}-${i}`
+          : options.requestId;
         const { promise, resolve, reject } = Promise.withResolvers<RequestOutput>();
         const sink: Sink = { push: (d) => d.output && resolve(d.output), fail: reject };
         ids.push(this.#submit(input, params, { ...options, requestId }, sink, false));
@@ -133,7 +148,12 @@ export class LLM implements GenerationEngine {
   /** One rank's stats. */
   stats(): EngineStats {
     const stats = this.engine.rankStats();
-    return { ranks: [stats], routing: {}, transfers: { count: 0, blocks: 0, bytes: 0 }, health: { ranks: [{ rank: stats.rank, up: !this.#disposed, restarts: 0 }] } };
+    return {
+      ranks: [stats],
+      routing: {},
+      transfers: { count: 0, blocks: 0, bytes: 0 },
+      health: { ranks: [{ rank: stats.rank, up: !this.#disposed, restarts: 0 }] },
+    };
   }
 
   /** Aborts outstanding requests, waits for the step loop, frees the KV cache and the model. Idempotent. */
@@ -155,10 +175,20 @@ export class LLM implements GenerationEngine {
     return this.shutdown();
   }
 
-  #submit(input: PromptInput, params: Partial<SamplingParams>, options: RequestOptions, sink: Sink, stream: boolean): string {
+  #submit(
+    input: PromptInput,
+    params: Partial<SamplingParams>,
+    options: RequestOptions,
+    sink: Sink,
+    stream: boolean,
+  ): string {
     if (this.#disposed) throw new DisposedError("LLM");
     if (this.#failure !== undefined) throw new Error("LLM engine failed earlier", { cause: this.#failure });
-    if (options.signal?.aborted) throw new AbortedError(`request ${options.requestId ?? "(new)"} was aborted before it started`, { cause: options.signal.reason });
+    if (options.signal?.aborted) {
+      throw new AbortedError(`request ${options.requestId ?? "(new)"} was aborted before it started`, {
+        cause: options.signal.reason,
+      });
+    }
     const requestId = options.requestId ?? `llm-${this.#nextId++}`;
     if (this.#sinks.has(requestId)) throw new RangeError(`request id ${JSON.stringify(requestId)} is already in use`);
     const seq = new Sequence({
@@ -206,7 +236,9 @@ export class LLM implements GenerationEngine {
         const report = this.engine.step();
         for (const d of report.deltas) this.#deliver(d);
         if (report.kind === "idle" && this.engine.hasWork && this.engine.scheduler.numRunning === 0) {
-          throw new Error(`the scheduler cannot admit request ${this.engine.scheduler.waiting[0]?.requestId} although nothing runs`);
+          throw new Error(
+            `the scheduler cannot admit request ${this.engine.scheduler.waiting[0]?.requestId} although nothing runs`,
+          );
         }
         await yieldToEventLoop();
       }

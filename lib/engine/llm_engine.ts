@@ -24,7 +24,7 @@ import { RemoteError } from "../protocol/protocol_errors.ts";
 import { EngineProcesses } from "./engine_processes.ts";
 import type { RestartPolicy } from "./supervisor.ts";
 import { resolveTopology, type TopologyInput } from "./engine_topology.ts";
-import { InflightRequests, type InflightRequest } from "./inflight_requests.ts";
+import { type InflightRequest, InflightRequests } from "./inflight_requests.ts";
 import type { LLMOptions } from "./llm.ts";
 
 /** Options of LLMEngine.create. */
@@ -99,7 +99,13 @@ export class LLMEngine implements GenerationEngine {
   #closed = false;
   #statsTimer: ReturnType<typeof setInterval>;
 
-  private constructor(procs: EngineProcesses, tokenizer: TextTokenizer, model: ServedModelInfo, o: LLMEngineOptions, log: (line: string) => void) {
+  private constructor(
+    procs: EngineProcesses,
+    tokenizer: TextTokenizer,
+    model: ServedModelInfo,
+    o: LLMEngineOptions,
+    log: (line: string) => void,
+  ) {
     this.#procs = procs;
     this.#log = log;
     this.tokenizer = tokenizer;
@@ -108,8 +114,12 @@ export class LLMEngine implements GenerationEngine {
     procs.onWorkerMessage = (rank, m) => {
       if (m.type === "token_delta") this.#inflight.onTokens(m.items);
       else if (m.type === "finish") {
-        if (this.#inflight.onFinish(m, rank)) this.#procs.sendControl({ type: "route_release", requestId: m.requestId });
-      } else if (m.type === "stats" && m.rank !== undefined) this.#rankStats.set(m.rank, m.counters as unknown as RankStats);
+        if (this.#inflight.onFinish(m, rank)) {
+          this.#procs.sendControl({ type: "route_release", requestId: m.requestId });
+        }
+      } else if (m.type === "stats" && m.rank !== undefined) {
+        this.#rankStats.set(m.rank, m.counters as unknown as RankStats);
+      }
     };
     procs.onWorkerDied = (rank, why) => this.#onWorkerDied(rank, why);
     this.#statsTimer = setInterval(() => void this.#pollRouting(), 1000);
@@ -118,19 +128,43 @@ export class LLMEngine implements GenerationEngine {
 
   /** Starts the control plane and every worker, and resolves once all are ready. */
   static async create(o: LLMEngineOptions): Promise<LLMEngine> {
-    if (typeof o?.model !== "string" || o.model.length === 0) throw new TypeError(`LLMEngine: model must be a model directory, got ${JSON.stringify(o?.model)}`);
+    if (typeof o?.model !== "string" || o.model.length === 0) {
+      throw new TypeError(`LLMEngine: model must be a model directory, got ${JSON.stringify(o?.model)}`);
+    }
     const listed = Array.isArray(o.gpus) ? o.gpus : undefined;
     const worldSize = o.worldSize ?? listed?.length ?? (typeof o.gpus === "number" ? o.gpus : 1);
-    if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`worldSize must be an integer >= 1, got ${worldSize}`);
+    if (!Number.isInteger(worldSize) || worldSize < 1) {
+      throw new RangeError(`worldSize must be an integer >= 1, got ${worldSize}`);
+    }
     const gpus = listed ?? Array.from({ length: worldSize }, (_, i) => i);
     if (gpus.length !== worldSize) throw new RangeError(`gpus lists ${gpus.length} devices for worldSize ${worldSize}`);
-    for (const g of gpus) if (!Number.isInteger(g) || g < 0) throw new RangeError(`gpus entries must be device indices, got ${g}`);
+    for (const g of gpus) {
+      if (!Number.isInteger(g) || g < 0) throw new RangeError(`gpus entries must be device indices, got ${g}`);
+    }
     const log = o.log === null ? () => {} : (o.log ?? ((l: string) => console.error(l)));
     const spec = readModelSpec(o.model);
     const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
     const topology = await resolveTopology(o.topology, worldSize, log);
     const transfers = resolveTransferOptions(o.transfers, o.transferTuning); // validates before any process starts
-    const { model: _m, worldSize: _w, gpus: _g, topology: _t, routing, transfers: _x, heartbeat, retryOnWorkerDeath: _r, restartControlPlane, restartWorkers, restartPolicy, startTimeoutMs, routeTimeoutMs: _rt, log: _l, transferTuning: _tt, workerMain, ...engine } = o;
+    const {
+      model: _m,
+      worldSize: _w,
+      gpus: _g,
+      topology: _t,
+      routing,
+      transfers: _x,
+      heartbeat,
+      retryOnWorkerDeath: _r,
+      restartControlPlane,
+      restartWorkers,
+      restartPolicy,
+      startTimeoutMs,
+      routeTimeoutMs: _rt,
+      log: _l,
+      transferTuning: _tt,
+      workerMain,
+      ...engine
+    } = o;
     const procs = await EngineProcesses.start({
       worldSize,
       gpus,
@@ -155,7 +189,11 @@ export class LLMEngine implements GenerationEngine {
       backend: first.backend ?? "cpu",
       numRanks: worldSize,
     };
-    log(`[lmpool] ${worldSize} workers ready (${model.backend}, ${topology.pairs.length ? `NVLink pairs ${topology.pairs.map((p) => p.join("-")).join(",")}` : "no NVLink pairs"}, routing ${routing?.policy ?? "lmpool"})`);
+    log(
+      `[lmpool] ${worldSize} workers ready (${model.backend}, ${
+        topology.pairs.length ? `NVLink pairs ${topology.pairs.map((p) => p.join("-")).join(",")}` : "no NVLink pairs"
+      }, routing ${routing?.policy ?? "lmpool"})`,
+    );
     return new LLMEngine(procs, tokenizer, model, o, log);
   }
 
@@ -165,7 +203,11 @@ export class LLMEngine implements GenerationEngine {
   }
 
   /** Streams one request's deltas; the last has `finished` and the full `output`. */
-  async *stream(input: PromptInput, params: Partial<SamplingParams> = {}, options: RequestOptions = {}): AsyncGenerator<StreamDelta> {
+  async *stream(
+    input: PromptInput,
+    params: Partial<SamplingParams> = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<StreamDelta> {
     const r = this.#submit(input, params, options);
     let done = false;
     try {
@@ -180,12 +222,18 @@ export class LLMEngine implements GenerationEngine {
   }
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
-  async generate(inputs: PromptInput | PromptInput[], params: Partial<SamplingParams> = {}, options: RequestOptions = {}): Promise<RequestOutput[]> {
+  async generate(
+    inputs: PromptInput | PromptInput[],
+    params: Partial<SamplingParams> = {},
+    options: RequestOptions = {},
+  ): Promise<RequestOutput[]> {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const started: InflightRequest[] = [];
     try {
       list.forEach((input, i) => {
-        const requestId = options.requestId !== undefined && list.length > 1 ? `${options.requestId}-${i}` : options.requestId;
+        const requestId = options.requestId !== undefined && list.length > 1
+          ? `${options.requestId}-${i}`
+          : options.requestId;
         started.push(this.#submit(input, params, { ...options, requestId }));
       });
     } catch (e) {
@@ -241,7 +289,9 @@ export class LLMEngine implements GenerationEngine {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#statsTimer);
-    for (const r of this.#inflight.all()) this.#inflight.fail(r, new AbortedError(`request ${r.requestId} aborted: the engine is shutting down`));
+    for (const r of this.#inflight.all()) {
+      this.#inflight.fail(r, new AbortedError(`request ${r.requestId} aborted: the engine is shutting down`));
+    }
     await this.#procs.stop();
   }
 
@@ -256,7 +306,11 @@ export class LLMEngine implements GenerationEngine {
 
   #submit(input: PromptInput, params: Partial<SamplingParams>, options: RequestOptions): InflightRequest {
     if (this.#closed) throw new DisposedError("LLMEngine");
-    if (options.signal?.aborted) throw new AbortedError(`request ${options.requestId ?? "(new)"} was aborted before it started`, { cause: options.signal.reason });
+    if (options.signal?.aborted) {
+      throw new AbortedError(`request ${options.requestId ?? "(new)"} was aborted before it started`, {
+        cause: options.signal.reason,
+      });
+    }
     const promptTokenIds = this.#promptIds(input);
     const r = this.#inflight.add({
       requestId: options.requestId ?? `lmp-${this.#nextId++}`,
@@ -292,7 +346,14 @@ export class LLMEngine implements GenerationEngine {
       return;
     }
     r.rank = rank;
-    const sent = this.#procs.sendWorker(rank, { type: "dispatch", requestId: r.requestId, promptTokenIds: r.promptTokenIds, sampling: r.sampling, ...(r.cacheSalt ? { cacheSalt: r.cacheSalt } : {}), arrivalTime: r.arrivalTime });
+    const sent = this.#procs.sendWorker(rank, {
+      type: "dispatch",
+      requestId: r.requestId,
+      promptTokenIds: r.promptTokenIds,
+      sampling: r.sampling,
+      ...(r.cacheSalt ? { cacheSalt: r.cacheSalt } : {}),
+      arrivalTime: r.arrivalTime,
+    });
     if (!sent) this.#onRequestLost(r, `worker ${rank} is gone`);
   }
 
@@ -302,7 +363,14 @@ export class LLMEngine implements GenerationEngine {
     if (live.length === 0) throw new WorkerDiedError(`no live worker to run ${r.requestId}`, -1);
     try {
       const res = await this.#procs.routeQuery(
-        { type: "route_query", requestId: r.requestId, blockHashes: r.blockHashes, promptTokens: r.promptTokenIds.length, maxTokens: r.sampling.maxTokens, ...(r.sessionId ? { sessionId: r.sessionId } : {}) },
+        {
+          type: "route_query",
+          requestId: r.requestId,
+          blockHashes: r.blockHashes,
+          promptTokens: r.promptTokenIds.length,
+          maxTokens: r.sampling.maxTokens,
+          ...(r.sessionId ? { sessionId: r.sessionId } : {}),
+        },
         this.#o.routeTimeoutMs ?? 5000,
       );
       if (this.#procs.liveRanks().includes(res.rank)) return res.rank;
@@ -339,8 +407,17 @@ export class LLMEngine implements GenerationEngine {
       void this.#routeAndDispatch(r);
       return;
     }
-    const after = r.streamedTokens > 0 ? ` after ${r.streamedTokens} streamed tokens` : r.retries > 0 ? " (its second attempt)" : this.#procs.liveRanks().length === 0 ? "; no rank serves" : "";
-    this.#inflight.fail(r, new WorkerDiedError(`worker ${rank} died while running ${r.requestId}${after}: ${why}`, rank));
+    const after = r.streamedTokens > 0
+      ? ` after ${r.streamedTokens} streamed tokens`
+      : r.retries > 0
+      ? " (its second attempt)"
+      : this.#procs.liveRanks().length === 0
+      ? "; no rank serves"
+      : "";
+    this.#inflight.fail(
+      r,
+      new WorkerDiedError(`worker ${rank} died while running ${r.requestId}${after}: ${why}`, rank),
+    );
   }
 
   async #pollRouting(): Promise<void> {

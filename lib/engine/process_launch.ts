@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { ControlMainConfig } from "../processes/control_main.ts";
 import type { WorkerMainConfig } from "../processes/worker_main.ts";
 import { allEnv, pid } from "../runtime/env.ts";
-import { scriptCommand, spawnChild, type ChildProcessHandle } from "../runtime/subprocess.ts";
+import { type ChildProcessHandle, scriptCommand, spawnChild } from "../runtime/subprocess.ts";
 
 const CONTROL_MAIN = fileURLToPath(new URL("../processes/control_main.ts", import.meta.url));
 const WORKER_MAIN = fileURLToPath(new URL("../processes/worker_main.ts", import.meta.url));
@@ -63,10 +63,24 @@ function processRuns(p: number): boolean {
 
 /** Starts a control-plane process. */
 export function spawnControlPlane(config: ControlMainConfig, env?: Record<string, string>): ChildProcessHandle {
-  return spawnChild({ cmd: scriptCommand(CONTROL_MAIN, [JSON.stringify(config)]), env: { ...allEnv(), ...env }, stdout: "inherit", stderr: "inherit" });
+  return spawnChild({
+    cmd: scriptCommand(CONTROL_MAIN, [JSON.stringify(config)]),
+    env: { ...allEnv(), ...env },
+    stdout: "inherit",
+    stderr: "inherit",
+  });
 }
 
 /** Starts a worker process; `main` replaces the worker entry module (tests inject faults so). */
-export function spawnWorker(config: WorkerMainConfig, env?: Record<string, string>, main: string = WORKER_MAIN): ChildProcessHandle {
-  return spawnChild({ cmd: scriptCommand(main, [JSON.stringify(config)]), env: { ...allEnv(), ...env }, stdout: "inherit", stderr: "inherit" });
+export function spawnWorker(
+  config: WorkerMainConfig,
+  env?: Record<string, string>,
+  main: string = WORKER_MAIN,
+): ChildProcessHandle {
+  return spawnChild({
+    cmd: scriptCommand(main, [JSON.stringify(config)]),
+    env: { ...allEnv(), ...env },
+    stdout: "inherit",
+    stderr: "inherit",
+  });
 }

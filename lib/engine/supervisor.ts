@@ -48,10 +48,16 @@ interface Ledger {
 function resolveRestartPolicy(p: Partial<RestartPolicy> = {}): RestartPolicy {
   const r = { ...DEFAULT_RESTART_POLICY, ...p };
   for (const [k, v] of Object.entries(r)) {
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`restart policy ${k} must be a finite number >= 0, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw new RangeError(`restart policy ${k} must be a finite number >= 0, got ${String(v)}`);
+    }
   }
-  if (r.maxDelayMs < r.initialDelayMs) throw new RangeError(`restart policy maxDelayMs (${r.maxDelayMs}) must be >= initialDelayMs (${r.initialDelayMs})`);
-  if (!Number.isInteger(r.maxRestartsPerWindow)) throw new RangeError(`restart policy maxRestartsPerWindow must be an integer, got ${r.maxRestartsPerWindow}`);
+  if (r.maxDelayMs < r.initialDelayMs) {
+    throw new RangeError(`restart policy maxDelayMs (${r.maxDelayMs}) must be >= initialDelayMs (${r.initialDelayMs})`);
+  }
+  if (!Number.isInteger(r.maxRestartsPerWindow)) {
+    throw new RangeError(`restart policy maxRestartsPerWindow must be an integer, got ${r.maxRestartsPerWindow}`);
+  }
   return r;
 }
 
@@ -103,7 +109,7 @@ export class Supervisor {
 
   #ledger(child: string): Ledger {
     let l = this.#children.get(child);
-    if (!l) this.#children.set(child, (l = { streak: 0, upSince: undefined, restarts: [], total: 0 }));
+    if (!l) this.#children.set(child, l = { streak: 0, upSince: undefined, restarts: [], total: 0 });
     return l;
   }
 }

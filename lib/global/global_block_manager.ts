@@ -21,18 +21,24 @@ export interface Placement {
 }
 
 /** Why a snapshot or delta was not applied. */
-export type RejectReason = "retired_epoch" | "stale_epoch" | "stale_version" | "unknown_rank" | "base_mismatch" | "inconsistent";
+export type RejectReason =
+  | "retired_epoch"
+  | "stale_epoch"
+  | "stale_version"
+  | "unknown_rank"
+  | "base_mismatch"
+  | "inconsistent";
 
 /** Outcome of applying a snapshot or delta. */
 export type ApplyResult =
   | { applied: true }
   | {
-      applied: false;
-      reason: RejectReason;
-      message: string;
-      /** True when the caller should ask the worker for a full snapshot now (once per gap). */
-      requestSnapshot: boolean;
-    };
+    applied: false;
+    reason: RejectReason;
+    message: string;
+    /** True when the caller should ask the worker for a full snapshot now (once per gap). */
+    requestSnapshot: boolean;
+  };
 
 /** A prefix match on one rank. */
 export interface PrefixMatch {
@@ -85,21 +91,41 @@ export class GlobalBlockManager {
   /** Replaces `snapshot.rank`'s slice, unless the snapshot is stale. */
   applySnapshot(snapshot: BlockSnapshot): ApplyResult {
     const { rank, epoch, version } = snapshot;
-    if (!Number.isInteger(rank) || rank < 0 || rank >= MAX_INDEXED_RANKS) throw new RangeError(`snapshot rank must be an integer in 0..${MAX_INDEXED_RANKS - 1}, got ${rank}`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= MAX_INDEXED_RANKS) {
+      throw new RangeError(`snapshot rank must be an integer in 0..${MAX_INDEXED_RANKS - 1}, got ${rank}`);
+    }
     const retired = this.#retired.get(rank);
-    if (retired !== undefined && epoch <= retired) return reject("retired_epoch", `snapshot of rank ${rank} epoch ${epoch}: that worker died (epochs <= ${retired} retired)`, false);
+    if (retired !== undefined && epoch <= retired) {
+      return reject(
+        "retired_epoch",
+        `snapshot of rank ${rank} epoch ${epoch}: that worker died (epochs <= ${retired} retired)`,
+        false,
+      );
+    }
     const cur = this.#ranks.get(rank);
-    if (cur && epoch < cur.epoch) return reject("stale_epoch", `snapshot of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
+    if (cur && epoch < cur.epoch) {
+      return reject("stale_epoch", `snapshot of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
+    }
     if (cur && epoch === cur.epoch && version <= cur.version) {
-      return reject("stale_version", `snapshot of rank ${rank} epoch ${epoch} has version ${version} <= applied ${cur.version}`, false);
+      return reject(
+        "stale_version",
+        `snapshot of rank ${rank} epoch ${epoch} has version ${version} <= applied ${cur.version}`,
+        false,
+      );
     }
     const seen = new Set<BlockHash>();
     for (const e of snapshot.entries) {
-      if (seen.has(e.hash)) return reject("inconsistent", `snapshot of rank ${rank} version ${version} lists block ${e.hash} twice`, this.#askOnce(rank));
+      if (seen.has(e.hash)) {
+        return reject(
+          "inconsistent",
+          `snapshot of rank ${rank} version ${version} lists block ${e.hash} twice`,
+          this.#askOnce(rank),
+        );
+      }
       seen.add(e.hash);
     }
     if (cur && epoch !== cur.epoch) this.#clearInFlight(rank); // a restarted worker lost every block
-    if (cur) for (const h of cur.entries.keys()) this.#index.remove(rank, h);
+    if (cur) { for (const h of cur.entries.keys()) this.#index.remove(rank, h); }
     this.#ranks.set(rank, new RankTable(snapshot));
     for (const e of snapshot.entries) this.#index.add(rank, e.hash, e.refCount === 0);
     this.#awaitingSnapshot.delete(rank);
@@ -111,18 +137,54 @@ export class GlobalBlockManager {
   applyDelta(delta: BlockDelta): ApplyResult {
     const { rank, epoch, baseVersion, version } = delta;
     const retired = this.#retired.get(rank);
-    if (retired !== undefined && epoch <= retired) return reject("retired_epoch", `delta of rank ${rank} epoch ${epoch}: that worker died (epochs <= ${retired} retired)`, false);
+    if (retired !== undefined && epoch <= retired) {
+      return reject(
+        "retired_epoch",
+        `delta of rank ${rank} epoch ${epoch}: that worker died (epochs <= ${retired} retired)`,
+        false,
+      );
+    }
     const cur = this.#ranks.get(rank);
     if (!cur) return reject("unknown_rank", `delta of rank ${rank} before any snapshot of it`, this.#askOnce(rank));
-    if (epoch < cur.epoch) return reject("stale_epoch", `delta of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
-    if (epoch > cur.epoch) return reject("base_mismatch", `delta of rank ${rank} is from epoch ${epoch}, the table holds epoch ${cur.epoch}`, this.#askOnce(rank));
-    if (version <= cur.version) return reject("stale_version", `delta of rank ${rank} to version ${version} is not newer than applied ${cur.version}`, false);
-    if (version <= baseVersion) return reject("inconsistent", `delta of rank ${rank} has version ${version} <= its base ${baseVersion}`, this.#askOnce(rank));
+    if (epoch < cur.epoch) {
+      return reject("stale_epoch", `delta of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
+    }
+    if (epoch > cur.epoch) {
+      return reject(
+        "base_mismatch",
+        `delta of rank ${rank} is from epoch ${epoch}, the table holds epoch ${cur.epoch}`,
+        this.#askOnce(rank),
+      );
+    }
+    if (version <= cur.version) {
+      return reject(
+        "stale_version",
+        `delta of rank ${rank} to version ${version} is not newer than applied ${cur.version}`,
+        false,
+      );
+    }
+    if (version <= baseVersion) {
+      return reject(
+        "inconsistent",
+        `delta of rank ${rank} has version ${version} <= its base ${baseVersion}`,
+        this.#askOnce(rank),
+      );
+    }
     if (baseVersion !== cur.version) {
-      return reject("base_mismatch", `delta of rank ${rank} is based on version ${baseVersion}, the table holds ${cur.version}`, this.#askOnce(rank));
+      return reject(
+        "base_mismatch",
+        `delta of rank ${rank} is based on version ${baseVersion}, the table holds ${cur.version}`,
+        this.#askOnce(rank),
+      );
     }
     const problem = cur.deltaProblem(delta);
-    if (problem) return reject("inconsistent", `delta ${baseVersion}->${version} of rank ${rank}: ${problem}`, this.#askOnce(rank));
+    if (problem) {
+      return reject(
+        "inconsistent",
+        `delta ${baseVersion}->${version} of rank ${rank}: ${problem}`,
+        this.#askOnce(rank),
+      );
+    }
     cur.applyDelta(delta);
     for (const r of delta.removed) this.#index.remove(rank, r.hash);
     for (const a of delta.added) this.#index.add(rank, a.hash, a.refCount === 0);
@@ -138,7 +200,9 @@ export class GlobalBlockManager {
   dropRank(rank: number, epoch?: number, options: { retire?: boolean } = {}): boolean {
     const cur = this.#ranks.get(rank);
     const e = epoch ?? cur?.epoch;
-    if (e !== undefined && options.retire !== false) this.#retired.set(rank, Math.max(e, this.#retired.get(rank) ?? -1));
+    if (e !== undefined && options.retire !== false) {
+      this.#retired.set(rank, Math.max(e, this.#retired.get(rank) ?? -1));
+    }
     this.#awaitingSnapshot.delete(rank);
     this.#clearInFlight(rank);
     if (!cur) return false;
@@ -153,7 +217,14 @@ export class GlobalBlockManager {
   toSnapshots(): BlockSnapshot[] {
     return this.#healthy.map((rank) => {
       const t = this.#ranks.get(rank)!;
-      return { rank, epoch: t.epoch, version: t.version, capacity: { ...t.capacity }, load: { ...t.load }, entries: [...t.entries.values()].map((e) => ({ ...e })) };
+      return {
+        rank,
+        epoch: t.epoch,
+        version: t.version,
+        capacity: { ...t.capacity },
+        load: { ...t.load },
+        entries: [...t.entries.values()].map((e) => ({ ...e })),
+      };
     });
   }
 

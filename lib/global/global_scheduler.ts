@@ -6,16 +6,16 @@
  * @module
  */
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
-import { realClock, type Clock } from "../core/clock.ts";
+import { type Clock, realClock } from "../core/clock.ts";
 import { CapacityError } from "../core/errors.ts";
-import { GlobalBlockManager, type ApplyResult } from "./global_block_manager.ts";
+import { type ApplyResult, GlobalBlockManager } from "./global_block_manager.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
 import type { RoutingPolicy } from "./policies/routing_policy.ts";
 import type { RouteAdvisor } from "./route_advisor.ts";
 import { blocksNeeded, projectRouteCost } from "./route_cost.ts";
 import { RouteReservations } from "./route_reservations.ts";
 import { resolveRoutingConfig, type RoutingConfig, type RoutingConfigInput } from "./routing_config.ts";
-import { RoutingContext, type RouteQuery } from "./routing_context.ts";
+import { type RouteQuery, RoutingContext } from "./routing_context.ts";
 import type { NvlinkTopology } from "./topology.ts";
 
 /** The outcome of one route. */
@@ -95,16 +95,37 @@ export class GlobalScheduler {
     const cost = projectRouteCost(ctx, choice.rank);
     if (cost.neverFits && this.blocks.healthyRanks().every((r) => projectRouteCost(ctx, r).neverFits)) {
       const cap = ctx.capacity(choice.rank);
-      throw new CapacityError(`request ${query.requestId} needs ${blocksNeeded(ctx, cap.blockSize)} blocks of ${cap.blockSize} tokens (${query.promptTokens} prompt tokens); the largest rank has ${Math.max(...this.blocks.healthyRanks().map((r) => ctx.capacity(r).numBlocks))}`);
+      throw new CapacityError(
+        `request ${query.requestId} needs ${
+          blocksNeeded(ctx, cap.blockSize)
+        } blocks of ${cap.blockSize} tokens (${query.promptTokens} prompt tokens); the largest rank has ${
+          Math.max(...this.blocks.healthyRanks().map((r) => ctx.capacity(r).numBlocks))
+        }`,
+      );
     }
     const matched = ctx.match(choice.rank).blocks;
-    this.reservations.reserve(query.requestId, choice.rank, cost.newBlocks, query.promptTokens - ctx.cachedTokens(choice.rank), now);
+    this.reservations.reserve(
+      query.requestId,
+      choice.rank,
+      cost.newBlocks,
+      query.promptTokens - ctx.cachedTokens(choice.rank),
+      now,
+    );
     this.#count("routes", 1);
     this.#count(`reason_${choice.reason}`, 1);
     this.#count("matched_blocks", matched);
     this.#count("query_blocks", query.blockHashes.length);
     if (matched > 0) this.#count("prefix_hits", 1);
-    return { decision: { rank: choice.rank, reason: choice.reason, matchedBlocks: matched, feasible: cost.feasible, reservedBlocks: cost.newBlocks }, ctx };
+    return {
+      decision: {
+        rank: choice.rank,
+        reason: choice.reason,
+        matchedBlocks: matched,
+        feasible: cost.feasible,
+        reservedBlocks: cost.newBlocks,
+      },
+      ctx,
+    };
   }
 
   /** Applies a worker's full snapshot; on success folds in the request ids it reflects. */
@@ -140,7 +161,12 @@ export class GlobalScheduler {
 
   /** Routing counters (routes, reasons, hits, rejected snapshots...). */
   counters(): Record<string, number> {
-    return { ...Object.fromEntries(this.#counters), reservations: this.reservations.size, healthy_ranks: this.blocks.healthyRanks().length, cached_blocks: this.blocks.totalEntries() };
+    return {
+      ...Object.fromEntries(this.#counters),
+      reservations: this.reservations.size,
+      healthy_ranks: this.blocks.healthyRanks().length,
+      cached_blocks: this.blocks.totalEntries(),
+    };
   }
 
   #afterApply(r: ApplyResult, rank: number, reflected: ReflectedRequests): void {
@@ -161,8 +187,16 @@ export class GlobalScheduler {
 }
 
 function checkQuery(q: RouteQuery): void {
-  if (typeof q.requestId !== "string" || q.requestId === "") throw new TypeError(`route query needs a requestId string, got ${JSON.stringify(q.requestId)}`);
-  if (!Number.isInteger(q.promptTokens) || q.promptTokens < 0) throw new RangeError(`route query ${q.requestId}: promptTokens must be an integer >= 0, got ${q.promptTokens}`);
-  if (!Number.isInteger(q.maxTokens) || q.maxTokens < 0) throw new RangeError(`route query ${q.requestId}: maxTokens must be an integer >= 0, got ${q.maxTokens}`);
-  if (q.ingressRank !== undefined && (!Number.isInteger(q.ingressRank) || q.ingressRank < 0)) throw new RangeError(`route query ${q.requestId}: ingressRank must be a rank, got ${q.ingressRank}`);
+  if (typeof q.requestId !== "string" || q.requestId === "") {
+    throw new TypeError(`route query needs a requestId string, got ${JSON.stringify(q.requestId)}`);
+  }
+  if (!Number.isInteger(q.promptTokens) || q.promptTokens < 0) {
+    throw new RangeError(`route query ${q.requestId}: promptTokens must be an integer >= 0, got ${q.promptTokens}`);
+  }
+  if (!Number.isInteger(q.maxTokens) || q.maxTokens < 0) {
+    throw new RangeError(`route query ${q.requestId}: maxTokens must be an integer >= 0, got ${q.maxTokens}`);
+  }
+  if (q.ingressRank !== undefined && (!Number.isInteger(q.ingressRank) || q.ingressRank < 0)) {
+    throw new RangeError(`route query ${q.requestId}: ingressRank must be a rank, got ${q.ingressRank}`);
+  }
 }

@@ -16,7 +16,11 @@ export interface PageTableDiff {
  * Diffs `table` against `snapshots` (one per live rank). Compares placement (hash, parent, block,
  * generation, refCount) and epochs; `strict` adds versions, recency/frequency, capacity and load.
  */
-export function diffPageTable(table: GlobalBlockManager, snapshots: readonly BlockSnapshot[], options: { strict?: boolean; maxDifferences?: number } = {}): PageTableDiff {
+export function diffPageTable(
+  table: GlobalBlockManager,
+  snapshots: readonly BlockSnapshot[],
+  options: { strict?: boolean; maxDifferences?: number } = {},
+): PageTableDiff {
   const max = options.maxDifferences ?? 50;
   const out: string[] = [];
   const add = (s: string) => {
@@ -33,8 +37,12 @@ export function diffPageTable(table: GlobalBlockManager, snapshots: readonly Blo
     if (t.epoch !== s.epoch) add(`rank ${s.rank}: table epoch ${t.epoch}, snapshot epoch ${s.epoch}`);
     if (options.strict) {
       if (t.version !== s.version) add(`rank ${s.rank}: table version ${t.version}, snapshot version ${s.version}`);
-      if (JSON.stringify(t.capacity) !== JSON.stringify(s.capacity)) add(`rank ${s.rank}: capacity ${JSON.stringify(t.capacity)} != ${JSON.stringify(s.capacity)}`);
-      if (JSON.stringify(t.load) !== JSON.stringify(s.load)) add(`rank ${s.rank}: load ${JSON.stringify(t.load)} != ${JSON.stringify(s.load)}`);
+      if (JSON.stringify(t.capacity) !== JSON.stringify(s.capacity)) {
+        add(`rank ${s.rank}: capacity ${JSON.stringify(t.capacity)} != ${JSON.stringify(s.capacity)}`);
+      }
+      if (JSON.stringify(t.load) !== JSON.stringify(s.load)) {
+        add(`rank ${s.rank}: load ${JSON.stringify(t.load)} != ${JSON.stringify(s.load)}`);
+      }
     }
     const seen = new Set<string>();
     for (const e of s.entries) {
@@ -47,7 +55,9 @@ export function diffPageTable(table: GlobalBlockManager, snapshots: readonly Blo
       const d = entryDifference(g, e, options.strict ?? false);
       if (d) add(`rank ${s.rank}: block ${e.hash}: ${d}`);
     }
-    for (const h of t.entries.keys()) if (!seen.has(h)) add(`rank ${s.rank}: block ${h} is in the table but not the snapshot`);
+    for (const h of t.entries.keys()) {
+      if (!seen.has(h)) add(`rank ${s.rank}: block ${h} is in the table but not the snapshot`);
+    }
   }
   return { equal: out.length === 0, differences: out };
 }
@@ -55,6 +65,8 @@ export function diffPageTable(table: GlobalBlockManager, snapshots: readonly Blo
 function entryDifference(table: BlockEntry, snap: BlockEntry, strict: boolean): string | undefined {
   const keys: (keyof BlockEntry)[] = ["parent", "block", "generation", "refCount"];
   if (strict) keys.push("lastAccess", "accessCount");
-  for (const k of keys) if (table[k] !== snap[k]) return `${k} is ${String(table[k])} in the table, ${String(snap[k])} in the snapshot`;
+  for (const k of keys) {
+    if (table[k] !== snap[k]) return `${k} is ${String(table[k])} in the table, ${String(snap[k])} in the snapshot`;
+  }
   return undefined;
 }

@@ -54,7 +54,9 @@ export class RankTable {
     }
     const added = new Set<BlockHash>();
     for (const a of delta.added) {
-      if ((this.entries.has(a.hash) && !removed.has(a.hash)) || added.has(a.hash)) return `added block ${a.hash} is already published on rank ${this.rank}`;
+      if ((this.entries.has(a.hash) && !removed.has(a.hash)) || added.has(a.hash)) {
+        return `added block ${a.hash} is already published on rank ${this.rank}`;
+      }
       added.add(a.hash);
     }
     for (const t of delta.touched) {

@@ -38,8 +38,7 @@ export function projectRouteCost(ctx: RoutingContext, rank: number): RouteCost {
   const cap = ctx.capacity(rank);
   const match = ctx.match(rank);
   const res = ctx.reservations;
-  const queueWork =
-    w.waitingTokenWeight * (load.waitingTokens + res.pendingTokens(rank)) +
+  const queueWork = w.waitingTokenWeight * (load.waitingTokens + res.pendingTokens(rank)) +
     w.runningTokenWeight * load.runningTokens +
     w.perSequenceTokens * (load.numRunning + load.numWaiting + res.pendingRequests(rank));
   const missingPrefill = w.missingPrefillWeight * (ctx.query.promptTokens - ctx.cachedTokens(rank));

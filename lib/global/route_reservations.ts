@@ -43,7 +43,9 @@ export class RouteReservations {
 
   /** Reserves for a routed request (replacing an earlier reservation of the same id). */
   reserve(requestId: string, rank: number, blocks: number, tokens: number, now: number): void {
-    if (!(blocks >= 0) || !(tokens >= 0)) throw new RangeError(`reservation of ${requestId} needs blocks, tokens >= 0, got ${blocks}, ${tokens}`);
+    if (!(blocks >= 0) || !(tokens >= 0)) {
+      throw new RangeError(`reservation of ${requestId} needs blocks, tokens >= 0, got ${blocks}, ${tokens}`);
+    }
     this.release(requestId);
     const r: RouteReservation = { requestId, rank, blocks, tokens, queued: false, createdAt: now };
     this.#byRequest.set(requestId, r);

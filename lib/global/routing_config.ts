@@ -5,10 +5,23 @@
  */
 
 import { POLICY_NAMES, type PolicyName } from "./policies/policy_registry.ts";
-import type { CacheAwareConfig, CostModelConfig, RoutingWeights, SessionAffinityConfig, WeightedScorersConfig } from "./routing_weights.ts";
+import type {
+  CacheAwareConfig,
+  CostModelConfig,
+  RoutingWeights,
+  SessionAffinityConfig,
+  WeightedScorersConfig,
+} from "./routing_weights.ts";
 
 export { POLICY_NAMES };
-export type { CacheAwareConfig, CostModelConfig, PolicyName, RoutingWeights, SessionAffinityConfig, WeightedScorersConfig };
+export type {
+  CacheAwareConfig,
+  CostModelConfig,
+  PolicyName,
+  RoutingWeights,
+  SessionAffinityConfig,
+  WeightedScorersConfig,
+};
 
 /** The whole routing configuration: the policy (one of the registry's, policies/policy_registry.ts) and the weights. */
 export interface RoutingConfig extends RoutingWeights {
@@ -38,12 +51,14 @@ export const DEFAULT_ROUTING_CONFIG: Readonly<RoutingConfig> = Object.freeze({
 }) as RoutingConfig;
 
 /** A partial config, section by section. */
-export type RoutingConfigInput = Partial<Omit<RoutingConfig, "cost" | "cacheAware" | "weightedScorers" | "sessionAffinity">> & {
-  cost?: Partial<CostModelConfig>;
-  cacheAware?: Partial<CacheAwareConfig>;
-  weightedScorers?: Partial<WeightedScorersConfig>;
-  sessionAffinity?: Partial<SessionAffinityConfig>;
-};
+export type RoutingConfigInput =
+  & Partial<Omit<RoutingConfig, "cost" | "cacheAware" | "weightedScorers" | "sessionAffinity">>
+  & {
+    cost?: Partial<CostModelConfig>;
+    cacheAware?: Partial<CacheAwareConfig>;
+    weightedScorers?: Partial<WeightedScorersConfig>;
+    sessionAffinity?: Partial<SessionAffinityConfig>;
+  };
 
 /** Fills defaults and validates; throws RangeError naming the bad field and value. */
 export function resolveRoutingConfig(input: RoutingConfigInput = {}): RoutingConfig {
@@ -60,19 +75,31 @@ export function resolveRoutingConfig(input: RoutingConfigInput = {}): RoutingCon
   }
   const nonNeg = (section: string, rec: object) => {
     for (const [k, v] of Object.entries(rec)) {
-      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`routing ${section}.${k} must be a finite number >= 0, got ${String(v)}`);
+      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+        throw new RangeError(`routing ${section}.${k} must be a finite number >= 0, got ${String(v)}`);
+      }
     }
   };
   nonNeg("cost", c.cost);
   nonNeg("cacheAware", c.cacheAware);
   nonNeg("weightedScorers", c.weightedScorers);
   nonNeg("sessionAffinity", c.sessionAffinity);
-  if (c.cost.spillLoadRatio < 1) throw new RangeError(`routing cost.spillLoadRatio must be >= 1, got ${c.cost.spillLoadRatio}`);
-  if (!Number.isInteger(c.cost.decodeReserveBlocks)) throw new RangeError(`routing cost.decodeReserveBlocks must be an integer, got ${c.cost.decodeReserveBlocks}`);
-  if (c.cacheAware.matchThreshold > 1) throw new RangeError(`routing cacheAware.matchThreshold must be in [0, 1], got ${c.cacheAware.matchThreshold}`);
-  if (!Number.isInteger(c.sessionAffinity.maxSessions) || c.sessionAffinity.maxSessions < 1) {
-    throw new RangeError(`routing sessionAffinity.maxSessions must be an integer >= 1, got ${c.sessionAffinity.maxSessions}`);
+  if (c.cost.spillLoadRatio < 1) {
+    throw new RangeError(`routing cost.spillLoadRatio must be >= 1, got ${c.cost.spillLoadRatio}`);
   }
-  if (!(c.reservationTtlMs > 0)) throw new RangeError(`routing reservationTtlMs must be > 0, got ${c.reservationTtlMs}`);
+  if (!Number.isInteger(c.cost.decodeReserveBlocks)) {
+    throw new RangeError(`routing cost.decodeReserveBlocks must be an integer, got ${c.cost.decodeReserveBlocks}`);
+  }
+  if (c.cacheAware.matchThreshold > 1) {
+    throw new RangeError(`routing cacheAware.matchThreshold must be in [0, 1], got ${c.cacheAware.matchThreshold}`);
+  }
+  if (!Number.isInteger(c.sessionAffinity.maxSessions) || c.sessionAffinity.maxSessions < 1) {
+    throw new RangeError(
+      `routing sessionAffinity.maxSessions must be an integer >= 1, got ${c.sessionAffinity.maxSessions}`,
+    );
+  }
+  if (!(c.reservationTtlMs > 0)) {
+    throw new RangeError(`routing reservationTtlMs must be > 0, got ${c.reservationTtlMs}`);
+  }
   return c;
 }

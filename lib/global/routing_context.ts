@@ -59,7 +59,9 @@ export class RoutingContext {
     const ingress = this.query.ingressRank;
     let out: readonly number[] = this.healthyRanks();
     if (ingress !== undefined) {
-      const group = [ingress, ...(this.topology?.partners(ingress) ?? [])].filter((r) => this.blocks.isHealthy(r)).sort((a, b) => a - b);
+      const group = [ingress, ...(this.topology?.partners(ingress) ?? [])].filter((r) => this.blocks.isHealthy(r)).sort(
+        (a, b) => a - b,
+      );
       if (group.length > 0) out = group;
     }
     this.#candidates = out;
@@ -71,7 +73,12 @@ export class RoutingContext {
     if (!this.#matchBlocks) {
       this.#matchBlocks = new Int32Array(MAX_INDEXED_RANKS);
       this.#matchReclaimable = new Int32Array(MAX_INDEXED_RANKS);
-      this.blocks.matchAll(this.query.blockHashes, this.blocks.healthyMask(), this.#matchBlocks, this.#matchReclaimable);
+      this.blocks.matchAll(
+        this.query.blockHashes,
+        this.blocks.healthyMask(),
+        this.#matchBlocks,
+        this.#matchReclaimable,
+      );
     }
     return { blocks: this.#matchBlocks[rank] ?? 0, reclaimable: this.#matchReclaimable![rank] ?? 0 };
   }

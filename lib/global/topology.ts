@@ -5,6 +5,7 @@
  * @module
  */
 
+import { stripVTControlCharacters } from "node:util";
 import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
 
 export type { RankPair };
@@ -19,13 +20,17 @@ export class NvlinkTopology {
     readonly worldSize: number,
     pairs: readonly RankPair[],
   ) {
-    if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`worldSize must be an integer >= 1, got ${worldSize}`);
+    if (!Number.isInteger(worldSize) || worldSize < 1) {
+      throw new RangeError(`worldSize must be an integer >= 1, got ${worldSize}`);
+    }
     this.#partners = Array.from({ length: worldSize }, () => []);
     const seen = new Set<string>();
     const out: RankPair[] = [];
     for (const [x, y] of pairs) {
       for (const r of [x, y]) {
-        if (!Number.isInteger(r) || r < 0 || r >= worldSize) throw new RangeError(`NVLink pair ${x}-${y} names rank ${r}, outside 0..${worldSize - 1}`);
+        if (!Number.isInteger(r) || r < 0 || r >= worldSize) {
+          throw new RangeError(`NVLink pair ${x}-${y} names rank ${r}, outside 0..${worldSize - 1}`);
+        }
       }
       if (x === y) throw new RangeError(`NVLink pair ${x}-${y} pairs a rank with itself`);
       const a = Math.min(x, y);
@@ -77,13 +82,17 @@ export class NvlinkTopology {
 /** The NV# links of a `nvidia-smi topo -m` matrix, in physical GPU indices. */
 export function parseNvidiaSmiTopo(text: string): { gpuCount: number; pairs: RankPair[] } {
   // Newer drivers may colour the matrix; strip ANSI escapes first.
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split(/\r?\n/);
+  const lines = stripVTControlCharacters(text).split(/\r?\n/);
   // The header's first cell is GPU0 too, but its second is a column name, where row GPU0 has "X".
   const headerIdx = lines.findIndex((l) => {
     const t = l.trim().split(/\s+/);
     return t[0] === "GPU0" && t[1] !== undefined && t[1] !== "X";
   });
-  if (headerIdx < 0) throw new RangeError(`not nvidia-smi topo -m output: no header line starting with GPU0 in ${JSON.stringify(text.slice(0, 80))}`);
+  if (headerIdx < 0) {
+    throw new RangeError(
+      `not nvidia-smi topo -m output: no header line starting with GPU0 in ${JSON.stringify(text.slice(0, 80))}`,
+    );
+  }
   // Device columns (GPUn, NICn, mlx...) come first; "CPU Affinity" etc. end them.
   const header = lines[headerIdx]!.trim().split(/\s+/);
   const columns: string[] = [];
@@ -119,7 +128,11 @@ function visibleOrder(visible: string | undefined, gpuCount: number): number[] {
   const out: number[] = [];
   for (const part of visible.split(",").map((s) => s.trim())) {
     if (!/^\d+$/.test(part)) {
-      throw new RangeError(`CUDA_VISIBLE_DEVICES entry ${JSON.stringify(part)} is not a GPU index; pass explicit NVLink pairs (e.g. "0-1") instead`);
+      throw new RangeError(
+        `CUDA_VISIBLE_DEVICES entry ${
+          JSON.stringify(part)
+        } is not a GPU index; pass explicit NVLink pairs (e.g. "0-1") instead`,
+      );
     }
     const g = Number(part);
     // CUDA stops at the first invalid index; so do we.

@@ -47,7 +47,9 @@ export function checkBlockInvariants(s: BlockManagerState, o: InvariantOptions =
     const hash = s.hashOf[b] ?? null;
     const name = `block ${b} (${blockStateName(st)}, refCount=${ref}, pinCount=${pin})`;
     if (ref < 0 || pin < 0) fail(`${name} has a negative count`);
-    if ((st === BlockState.Free) !== (onFreeList[b] === 1)) fail(`${name} ${onFreeList[b] ? "is" : "is not"} on the free list`);
+    if ((st === BlockState.Free) !== (onFreeList[b] === 1)) {
+      fail(`${name} ${onFreeList[b] ? "is" : "is not"} on the free list`);
+    }
     if (st === BlockState.Free || st === BlockState.Reserved) {
       if (ref !== 0 || pin !== 0 || hash !== null) fail(`${name} is referenced, pinned or hashed`);
       if (st === BlockState.Reserved) reserved++;
@@ -69,9 +71,13 @@ export function checkBlockInvariants(s: BlockManagerState, o: InvariantOptions =
   for (const [hash, b] of s.cached) {
     if (s.hashOf[b] !== hash) fail(`cache maps ${hash} to block ${b}, which carries ${s.hashOf[b]}`);
   }
-  if (children.size !== s.children.size) fail(`child counts cover ${s.children.size} parents, expected ${children.size}`);
+  if (children.size !== s.children.size) {
+    fail(`child counts cover ${s.children.size} parents, expected ${children.size}`);
+  }
   for (const [parent, count] of children) {
-    if (s.children.get(parent) !== count) fail(`parent ${parent || "(root)"} has ${s.children.get(parent)} counted children, expected ${count}`);
+    if (s.children.get(parent) !== count) {
+      fail(`parent ${parent || "(root)"} has ${s.children.get(parent)} counted children, expected ${count}`);
+    }
   }
   if (reclaimable !== s.numReclaimable) fail(`numReclaimable is ${s.numReclaimable}, counted ${reclaimable}`);
   if (reserved !== s.numReserved) fail(`numReserved is ${s.numReserved}, counted ${reserved}`);
@@ -79,7 +85,9 @@ export function checkBlockInvariants(s: BlockManagerState, o: InvariantOptions =
     const refs = new Int32Array(n);
     for (const table of o.liveBlockTables) for (const b of table) refs[b]!++;
     for (let b = 0; b < n; b++) {
-      if (refs[b] !== pool.refCount[b]) fail(`block ${b} has refCount=${pool.refCount[b]} but ${refs[b]} live block-table entries`);
+      if (refs[b] !== pool.refCount[b]) {
+        fail(`block ${b} has refCount=${pool.refCount[b]} but ${refs[b]} live block-table entries`);
+      }
     }
   }
   if (o.drained) {
@@ -89,6 +97,8 @@ export function checkBlockInvariants(s: BlockManagerState, o: InvariantOptions =
       }
     }
     if (reserved !== 0) fail(`after draining, ${reserved} blocks are still reserved`);
-    if (pool.numFree + reclaimable !== n) fail(`after draining, free (${pool.numFree}) + reclaimable (${reclaimable}) != total (${n})`);
+    if (pool.numFree + reclaimable !== n) {
+      fail(`after draining, free (${pool.numFree}) + reclaimable (${reclaimable}) != total (${n})`);
+    }
   }
 }

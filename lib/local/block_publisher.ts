@@ -65,7 +65,14 @@ export class BlockPublisher {
     this.#clear();
     const capacity = src.capacity();
     this.#remember(capacity, load);
-    return { rank: this.rank, epoch: this.epoch, version: ++this.#version, capacity, load: { ...load }, entries: src.entries() };
+    return {
+      rank: this.rank,
+      epoch: this.epoch,
+      version: ++this.#version,
+      capacity,
+      load: { ...load },
+      entries: src.entries(),
+    };
   }
 
   /** Changes since the last report, or null when neither blocks, capacity nor load changed. */

@@ -96,39 +96,85 @@ export interface BuiltEngine {
  * TypeErrors/RangeErrors naming the option and value; a bad model directory fails before the
  * library opens.
  */
-export async function buildLocalEngine(o: EngineBuildOptions, open: (backend: BackendKind | undefined) => Native): Promise<BuiltEngine> {
-  if (typeof o?.model !== "string" || o.model.length === 0) throw new TypeError(`LLM: model must be a model directory, got ${JSON.stringify(o?.model)}`);
+export async function buildLocalEngine(
+  o: EngineBuildOptions,
+  open: (backend: BackendKind | undefined) => Native,
+): Promise<BuiltEngine> {
+  if (typeof o?.model !== "string" || o.model.length === 0) {
+    throw new TypeError(`LLM: model must be a model directory, got ${JSON.stringify(o?.model)}`);
+  }
   const spec = readModelSpec(o.model);
   const native = open(o.backend);
   if (o.device !== undefined) native.setDevice(o.device);
   const enableChunkedPrefill = o.enableChunkedPrefill ?? true;
   const maxModelLen = o.maxModelLen ?? spec.maxModelLen;
   if (!Number.isInteger(maxModelLen) || maxModelLen <= 0 || maxModelLen > spec.maxModelLen) {
-    throw new RangeError(`maxModelLen must be an integer in 1..${spec.maxModelLen} (the model's max_position_embeddings), got ${maxModelLen}`);
+    throw new RangeError(
+      `maxModelLen must be an integer in 1..${spec.maxModelLen} (the model's max_position_embeddings), got ${maxModelLen}`,
+    );
   }
-  const maxNumBatchedTokens = enableChunkedPrefill ? (o.maxNumBatchedTokens ?? 8192) : Math.max(o.maxNumBatchedTokens ?? 8192, maxModelLen);
+  const maxNumBatchedTokens = enableChunkedPrefill
+    ? (o.maxNumBatchedTokens ?? 8192)
+    : Math.max(o.maxNumBatchedTokens ?? 8192, maxModelLen);
   const maxNumSeqs = o.maxNumSeqs ?? 256;
   const blockSize = o.blockSize ?? (native.backend === "cuda" ? 256 : 16);
   for (const [k, v] of Object.entries({ blockSize, maxNumSeqs, maxNumBatchedTokens, numBlocks: o.numBlocks ?? 1 })) {
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   }
   const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
-  const { model: nativeModel } = await loadModel(o.model, native, { maxNumTokens: maxNumBatchedTokens, maxNumSeqs, onProgress: o.onProgress });
+  const { model: nativeModel } = await loadModel(o.model, native, {
+    maxNumTokens: maxNumBatchedTokens,
+    maxNumSeqs,
+    onProgress: o.onProgress,
+  });
   let kv: KvCache | undefined;
   try {
     const numBlocks = o.numBlocks ??
-      sizeKvCache(native, nativeModel, { blockSize, gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION, maxNumBatchedTokens, maxNumSeqs, maxModelLen }).numBlocks;
+      sizeKvCache(native, nativeModel, {
+        blockSize,
+        gpuMemoryUtilization: o.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION,
+        maxNumBatchedTokens,
+        maxNumSeqs,
+        maxModelLen,
+      }).numBlocks;
     kv = nativeModel.createKvCache(numBlocks, blockSize);
     const config: EngineConfig = {
-      blockSize, numBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-      enablePrefixCaching: o.enablePrefixCaching ?? true, enableChunkedPrefill, longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK,
-      stepTargetMs: o.stepTargetMs ?? (enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0), backend: native.backend,
+      blockSize,
+      numBlocks,
+      maxNumSeqs,
+      maxNumBatchedTokens,
+      maxModelLen,
+      enablePrefixCaching: o.enablePrefixCaching ?? true,
+      enableChunkedPrefill,
+      longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK,
+      stepTargetMs: o.stepTargetMs ?? (enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0),
+      backend: native.backend,
     };
-    const engine = new LocalEngine({ model: nativeModel, kv, ...config, tokenizer: o.detokenize === false ? null : tokenizer, eosTokenIds: tokenizer.eosTokenIds, rank: o.rank, epoch: o.epoch });
-    const model: ServedModelInfo = { name: spec.name, maxModelLen, vocabSize: spec.native.vocabSize, blockSize, backend: native.backend, numRanks: 1 };
+    const engine = new LocalEngine({
+      model: nativeModel,
+      kv,
+      ...config,
+      tokenizer: o.detokenize === false ? null : tokenizer,
+      eosTokenIds: tokenizer.eosTokenIds,
+      rank: o.rank,
+      epoch: o.epoch,
+    });
+    const model: ServedModelInfo = {
+      name: spec.name,
+      maxModelLen,
+      vocabSize: spec.native.vocabSize,
+      blockSize,
+      backend: native.backend,
+      numRanks: 1,
+    };
     const cache = kv;
     return {
-      engine, tokenizer, model, config, nativeModel, kv: cache,
+      engine,
+      tokenizer,
+      model,
+      config,
+      nativeModel,
+      kv: cache,
       dispose: () => {
         cache.dispose();
         nativeModel.dispose();

@@ -6,7 +6,7 @@
  * sequences of maxModelLen tokens, at most CPU_KV_MAX_BYTES and a quarter of free memory.
  * @module
  */
-import type { Native, NativeModel, StepBatch } from "../../ffi/native.ts";
+import { allocateStepBatch, type Native, type NativeModel, type StepBatch } from "../../ffi/native.ts";
 import { CapacityError } from "../core/errors.ts";
 
 /** Upper bound of an automatically sized CPU KV cache. */
@@ -58,7 +58,9 @@ export function sizeKvCache(native: Native, model: NativeModel, o: KvSizingOptio
   const numBlocks = Math.floor(budget / blockBytes);
   if (numBlocks < 1) {
     throw new CapacityError(
-      `no room for a KV cache: gpuMemoryUtilization ${o.gpuMemoryUtilization} of ${gib(total)} leaves ${gib(budget)} after ` +
+      `no room for a KV cache: gpuMemoryUtilization ${o.gpuMemoryUtilization} of ${gib(total)} leaves ${
+        gib(budget)
+      } after ` +
         `${gib(usedBytes)} in use (weights + warm-up); one block needs ${(blockBytes / 2 ** 20).toFixed(1)} MiB`,
     );
   }
@@ -71,24 +73,13 @@ function warmUpBatch(tokens: number, seqs: number, bs: number): StepBatch {
   const lens = Array.from({ length: seqs }, (_, i) => per + (i === 0 ? tokens - per * seqs : 0));
   const maxBlocks = Math.ceil(Math.max(...lens) / bs);
   const b: StepBatch = {
+    ...allocateStepBatch({ tokens, seqs, maxBlocksPerSeq: maxBlocks }),
     numSeqs: seqs,
     numTokens: tokens,
-    tokenIds: new Int32Array(tokens),
-    positions: new Int32Array(tokens),
-    slotMapping: new Int32Array(tokens),
-    queryStart: new Int32Array(seqs + 1),
-    contextLens: new Int32Array(seqs),
-    blockTables: new Int32Array(seqs * maxBlocks),
-    maxBlocksPerSeq: maxBlocks,
     numRows: seqs,
-    sampleIndex: new Int32Array(seqs),
-    temperature: new Float32Array(seqs).fill(1),
-    topK: new Int32Array(seqs),
-    topP: new Float32Array(seqs).fill(1),
-    seed: new BigUint64Array(seqs),
-    outTokens: new Int32Array(seqs),
-    outLogprobs: new Float32Array(seqs),
   };
+  b.temperature.fill(1);
+  b.topP.fill(1);
   let t = 0;
   let block = 0;
   lens.forEach((len, i) => {

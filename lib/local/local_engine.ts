@@ -112,9 +112,17 @@ export class LocalEngine {
 
   /** Queues a request; throws CapacityError when it can never fit, RangeError on a duplicate id. */
   add(seq: Sequence, options: AddOptions = {}): void {
-    if (this.#requests.has(seq.requestId)) throw new RangeError(`request id ${JSON.stringify(seq.requestId)} is already running`);
-    if (!this.#tokenizer && seq.params.stop.length > 0) throw new RangeError(`request ${seq.requestId} has stop strings, but this engine does not detokenize`);
-    if (seq.blockSize !== this.blocks.blockSize) throw new RangeError(`request ${seq.requestId} uses blockSize ${seq.blockSize}, the cache ${this.blocks.blockSize}`);
+    if (this.#requests.has(seq.requestId)) {
+      throw new RangeError(`request id ${JSON.stringify(seq.requestId)} is already running`);
+    }
+    if (!this.#tokenizer && seq.params.stop.length > 0) {
+      throw new RangeError(`request ${seq.requestId} has stop strings, but this engine does not detokenize`);
+    }
+    if (seq.blockSize !== this.blocks.blockSize) {
+      throw new RangeError(
+        `request ${seq.requestId} uses blockSize ${seq.blockSize}, the cache ${this.blocks.blockSize}`,
+      );
+    }
     this.scheduler.add(seq);
     const stop = new StopChecker(seq, {
       tokenizer: this.#tokenizer,
@@ -181,7 +189,15 @@ export class LocalEngine {
   }
 
   #idle(out: SchedulerOutput, t0: number): StepReport {
-    return { deltas: [], kind: "idle", numTokens: 0, numSeqs: 0, preempted: out.preempted.length, nativeMs: 0, totalMs: performance.now() - t0 };
+    return {
+      deltas: [],
+      kind: "idle",
+      numTokens: 0,
+      numSeqs: 0,
+      preempted: out.preempted.length,
+      nativeMs: 0,
+      totalMs: performance.now() - t0,
+    };
   }
 
   /** Applies a computed step: the scheduler's bookkeeping, stop checks and the report's deltas. */
@@ -200,7 +216,12 @@ export class LocalEngine {
       if (rowError) {
         // The native step skipped this row (a bad sampling value): this sequence fails alone.
         this.scheduler.finish(t.seq, "error", stamp);
-        deltas.push(this.#final(t, [], [], "error", "", { name: rowError.name, message: `request ${t.seq.requestId}: ${rowError.message}` }));
+        deltas.push(
+          this.#final(t, [], [], "error", "", {
+            name: rowError.name,
+            message: `request ${t.seq.requestId}: ${rowError.message}`,
+          }),
+        );
         continue;
       }
       this.numGeneratedTokens++;
@@ -209,7 +230,13 @@ export class LocalEngine {
         this.scheduler.finish(t.seq, verdict.finish, stamp);
         deltas.push(this.#final(t, [token], [logprob], verdict.finish, verdict.text));
       } else if (t.stream) {
-        deltas.push({ requestId: t.seq.requestId, tokenIds: [token], text: verdict.text, finished: false, ...(t.seq.params.logprobs ? { logprobs: [logprob] } : {}) });
+        deltas.push({
+          requestId: t.seq.requestId,
+          tokenIds: [token],
+          text: verdict.text,
+          finished: false,
+          ...(t.seq.params.logprobs ? { logprobs: [logprob] } : {}),
+        });
       }
     }
     const kind = stepKind(out);
@@ -218,7 +245,15 @@ export class LocalEngine {
     // Only steps with prefill teach the step budget: it caps prefill tokens, and the many short
     // decode-only steps would outweigh (and soon forget) the few long chunks its fit is for.
     if (kind !== "decode") this.scheduler.stepBudget?.observe(stepShape(out), totalMs);
-    return { deltas, kind, numTokens: out.numTokens, numSeqs: out.scheduled.length, preempted: out.preempted.length, nativeMs: result.nativeMs, totalMs };
+    return {
+      deltas,
+      kind,
+      numTokens: out.numTokens,
+      numSeqs: out.scheduled.length,
+      preempted: out.preempted.length,
+      nativeMs: result.nativeMs,
+      totalMs,
+    };
   }
 
   /** Load and cache facts for stats(). */
@@ -255,7 +290,14 @@ export class LocalEngine {
     return [...this.scheduler.running, ...this.scheduler.waiting].map((s) => s.blockTable);
   }
 
-  #final(t: Tracked, tokenIds: number[], logprobs: number[], reason: FinishReason, text = "", error?: StreamDelta["error"]): StreamDelta {
+  #final(
+    t: Tracked,
+    tokenIds: number[],
+    logprobs: number[],
+    reason: FinishReason,
+    text = "",
+    error?: StreamDelta["error"],
+  ): StreamDelta {
     this.#requests.delete(t.seq.requestId);
     this.numFinished++;
     const rest = t.stop.finish(reason);

@@ -7,7 +7,7 @@
  * comes back with an error naming the value, so its caller fails that one sequence.
  * @module
  */
-import type { KvCache, StepBatch } from "../../ffi/native.ts";
+import { allocateStepBatch, type KvCache, type StepBatch } from "../../ffi/native.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
 /**
@@ -49,7 +49,9 @@ const NO_ROW_ERRORS: ReadonlyMap<number, RangeError> = new Map();
  * rule of lp_sampling_row_ok in csrc/common/sampling_row_check.h; null when they are valid.
  */
 function invalidSamplingValue(temperature: number, topP: number): string | null {
-  if (!(temperature >= 0 && Number.isFinite(temperature))) return `temperature ${temperature} (as float32) must be finite and >= 0`;
+  if (!(temperature >= 0 && Number.isFinite(temperature))) {
+    return `temperature ${temperature} (as float32) must be finite and >= 0`;
+  }
   if (!(topP > 0 && topP <= 1)) return `top_p ${topP} (as float32) must be in (0, 1]`;
   return null;
 }
@@ -60,7 +62,9 @@ function rowErrorsOf(b: StepBatch): ReadonlyMap<number, RangeError> {
   for (let r = 0; r < b.numRows; r++) {
     if (b.outTokens[r]! >= 0) continue;
     const why = invalidSamplingValue(b.temperature[r]!, b.topP[r]!) ??
-      `the native step returned token ${b.outTokens[r]} for temperature ${b.temperature[r]}, top_p ${b.topP[r]}, top_k ${b.topK[r]}`;
+      `the native step returned token ${b.outTokens[r]} for temperature ${b.temperature[r]}, top_p ${
+        b.topP[r]
+      }, top_k ${b.topK[r]}`;
     (errors ??= new Map()).set(r, new RangeError(`not sampled: ${why}`));
   }
   return errors ?? NO_ROW_ERRORS;
@@ -82,33 +86,16 @@ export class ModelRunner {
 
   constructor(model: StepModel, kv: KvCache, limits: ModelRunnerLimits) {
     for (const k of ["maxNumTokens", "maxNumSeqs", "maxBlocksPerSeq"] as const) {
-      if (!Number.isInteger(limits[k]) || limits[k] <= 0) throw new RangeError(`${k} must be a positive integer, got ${limits[k]}`);
+      if (!Number.isInteger(limits[k]) || limits[k] <= 0) {
+        throw new RangeError(`${k} must be a positive integer, got ${limits[k]}`);
+      }
     }
     this.limits = { ...limits };
     this.#model = model;
     this.#kv = kv;
     this.#blockSize = kv.blockSize;
-    const { maxNumTokens: t, maxNumSeqs: s, maxBlocksPerSeq: b } = limits;
-    this.#batch = {
-      numSeqs: 0,
-      numTokens: 0,
-      tokenIds: new Int32Array(t),
-      positions: new Int32Array(t),
-      slotMapping: new Int32Array(t),
-      queryStart: new Int32Array(s + 1),
-      contextLens: new Int32Array(s),
-      blockTables: new Int32Array(s * b),
-      maxBlocksPerSeq: b,
-      numRows: 0,
-      sampleIndex: new Int32Array(s),
-      temperature: new Float32Array(s),
-      topK: new Int32Array(s),
-      topP: new Float32Array(s),
-      seed: new BigUint64Array(s),
-      outTokens: new Int32Array(s),
-      outLogprobs: new Float32Array(s),
-      outLogits: null,
-    };
+    const { maxNumTokens, maxNumSeqs, maxBlocksPerSeq } = limits;
+    this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
   }
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */
@@ -144,12 +131,18 @@ export class ModelRunner {
     const b = this.#batch;
     const bs = this.#blockSize;
     const seqs = out.scheduled;
-    if (seqs.length > this.limits.maxNumSeqs) throw new RangeError(`step has ${seqs.length} sequences, limit ${this.limits.maxNumSeqs}`);
-    if (out.numTokens > this.limits.maxNumTokens) throw new RangeError(`step has ${out.numTokens} tokens, limit ${this.limits.maxNumTokens}`);
+    if (seqs.length > this.limits.maxNumSeqs) {
+      throw new RangeError(`step has ${seqs.length} sequences, limit ${this.limits.maxNumSeqs}`);
+    }
+    if (out.numTokens > this.limits.maxNumTokens) {
+      throw new RangeError(`step has ${out.numTokens} tokens, limit ${this.limits.maxNumTokens}`);
+    }
     // Block-table stride of this step: the longest context in it (fewer bytes to the device).
     let stride = 1;
     for (const s of seqs) stride = Math.max(stride, Math.ceil((s.start + s.numNewTokens) / bs));
-    if (stride > this.limits.maxBlocksPerSeq) throw new RangeError(`a sequence needs ${stride} blocks, limit ${this.limits.maxBlocksPerSeq}`);
+    if (stride > this.limits.maxBlocksPerSeq) {
+      throw new RangeError(`a sequence needs ${stride} blocks, limit ${this.limits.maxBlocksPerSeq}`);
+    }
     let t = 0;
     let r = 0;
     for (let i = 0; i < seqs.length; i++) {

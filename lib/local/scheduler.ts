@@ -99,19 +99,29 @@ export class Scheduler {
 
   constructor(config: SchedulerConfig, blocks: BlockManager) {
     for (const k of ["maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const) {
-      if (!Number.isInteger(config[k]) || config[k] <= 0) throw new RangeError(`${k} must be a positive integer, got ${config[k]}`);
+      if (!Number.isInteger(config[k]) || config[k] <= 0) {
+        throw new RangeError(`${k} must be a positive integer, got ${config[k]}`);
+      }
     }
     const chunk = config.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK;
-    if (!Number.isInteger(chunk) || chunk < 0) throw new RangeError(`longPrefillChunk must be a non-negative integer, got ${config.longPrefillChunk}`);
+    if (!Number.isInteger(chunk) || chunk < 0) {
+      throw new RangeError(`longPrefillChunk must be a non-negative integer, got ${config.longPrefillChunk}`);
+    }
     if (!config.enableChunkedPrefill && config.maxNumBatchedTokens < config.maxModelLen) {
       throw new RangeError(
         `without chunked prefill maxNumBatchedTokens (${config.maxNumBatchedTokens}) must be >= maxModelLen (${config.maxModelLen})`,
       );
     }
     const target = config.stepTargetMs ?? (config.enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0);
-    if (!(Number.isFinite(target) && target >= 0)) throw new RangeError(`stepTargetMs must be a non-negative number of ms (0: no cost cap), got ${config.stepTargetMs}`);
+    if (!(Number.isFinite(target) && target >= 0)) {
+      throw new RangeError(
+        `stepTargetMs must be a non-negative number of ms (0: no cost cap), got ${config.stepTargetMs}`,
+      );
+    }
     if (target > 0 && !config.enableChunkedPrefill) {
-      throw new RangeError(`stepTargetMs (${target}) caps prefill chunks, so it needs chunked prefill; set stepTargetMs to 0 or enable chunked prefill`);
+      throw new RangeError(
+        `stepTargetMs (${target}) caps prefill chunks, so it needs chunked prefill; set stepTargetMs to 0 or enable chunked prefill`,
+      );
     }
     this.config = { ...config, longPrefillChunk: chunk, stepTargetMs: target };
     this.blocks = blocks;
@@ -145,7 +155,11 @@ export class Scheduler {
     const p = seq.numPromptTokens;
     const m = seq.params.maxTokens;
     if (p + m > maxModelLen) {
-      throw new CapacityError(`request ${seq.requestId}: prompt (${p}) + max_tokens (${m}) = ${p + m} tokens exceeds max_model_len (${maxModelLen})`);
+      throw new CapacityError(
+        `request ${seq.requestId}: prompt (${p}) + max_tokens (${m}) = ${
+          p + m
+        } tokens exceeds max_model_len (${maxModelLen})`,
+      );
     }
     // The last sampled token's K/V is never written.
     const need = this.blocks.blocksFor(p + m - 1);
@@ -180,13 +194,14 @@ export class Scheduler {
     let longBudget = long.budget;
     const cost = this.#stepCost();
     // Tokens a prefill of `left` tokens from position `start` may take now (0: it waits for a later step).
-    const allowance = (left: number, start: number) => Math.min(left, budget, left > long.threshold ? longBudget : left, cost.allowance(start));
+    const allowance = (left: number, start: number) =>
+      Math.min(left, budget, left > long.threshold ? longBudget : left, cost.allowance(start));
     const took = (left: number, start: number, n: number) => {
       if (left > long.threshold) longBudget -= n;
       cost.took(start, n);
     };
 
-    for (let i = 0; i < this.running.length && budget > 0; ) {
+    for (let i = 0; i < this.running.length && budget > 0;) {
       const seq = this.running[i]!;
       const left = seq.numTokens - seq.numComputedTokens;
       const start = seq.numComputedTokens;
@@ -209,7 +224,7 @@ export class Scheduler {
     }
 
     if (preempted.length === 0) {
-      for (let i = 0; i < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
+      for (let i = 0; i < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs;) {
         const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
         const start = cached.length * this.blocks.blockSize;
@@ -265,7 +280,8 @@ export class Scheduler {
     const chunk = this.config.longPrefillChunk;
     if (chunk === 0 || !this.config.enableChunkedPrefill || chunk >= this.config.maxNumBatchedTokens) return none;
     const decoding = this.running.some((s) => s.numTokens - s.numComputedTokens === 1);
-    const shortWaiting = () => this.waiting.some((s) => s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize <= chunk);
+    const shortWaiting = () =>
+      this.waiting.some((s) => s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize <= chunk);
     return decoding || shortWaiting() ? { threshold: chunk, budget: chunk } : none;
   }
 
@@ -296,7 +312,8 @@ export class Scheduler {
 
   /** Aborts a request by id; returns it, or undefined when it is not here. */
   abort(requestId: string, now: number): Sequence | undefined {
-    const seq = this.running.find((s) => s.requestId === requestId) ?? this.waiting.find((s) => s.requestId === requestId);
+    const seq = this.running.find((s) => s.requestId === requestId) ??
+      this.waiting.find((s) => s.requestId === requestId);
     if (seq) this.finish(seq, "abort", now);
     return seq;
   }
@@ -310,7 +327,9 @@ export class Scheduler {
     let runningTokens = 0;
     let waitingTokens = 0;
     for (const s of this.running) runningTokens += s.numTokens;
-    for (const s of this.waiting) waitingTokens += s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize;
+    for (const s of this.waiting) {
+      waitingTokens += s.numTokens - this.blocks.lookupPrefix(s).length * this.blocks.blockSize;
+    }
     return { numRunning: this.running.length, numWaiting: this.waiting.length, runningTokens, waitingTokens };
   }
 

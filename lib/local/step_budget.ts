@@ -93,14 +93,18 @@ export class StepBudget {
 
   constructor(o: StepBudgetOptions = {}) {
     const targetMs = o.targetMs ?? DEFAULT_STEP_TARGET_MS;
-    if (!(Number.isFinite(targetMs) && targetMs > 0)) throw new RangeError(`stepTargetMs must be a positive number of ms, got ${targetMs}`);
+    if (!(Number.isFinite(targetMs) && targetMs > 0)) {
+      throw new RangeError(`stepTargetMs must be a positive number of ms, got ${targetMs}`);
+    }
     const floorTokens = o.floorTokens ?? 16;
     const initialTokens = o.initialTokens ?? 64;
     for (const [k, v] of Object.entries({ floorTokens, initialTokens })) {
       if (!Number.isInteger(v) || v <= 0) throw new RangeError(`step budget ${k} must be a positive integer, got ${v}`);
     }
     const growth = o.growth ?? 2;
-    if (!(Number.isFinite(growth) && growth > 1)) throw new RangeError(`step budget growth must be a number > 1, got ${growth}`);
+    if (!(Number.isFinite(growth) && growth > 1)) {
+      throw new RangeError(`step budget growth must be a number > 1, got ${growth}`);
+    }
     const alpha = o.alpha ?? 0.1;
     if (!(alpha > 0 && alpha <= 1)) throw new RangeError(`step budget alpha must be in (0, 1], got ${alpha}`);
     this.targetMs = targetMs;
@@ -123,7 +127,9 @@ export class StepBudget {
   /** Folds in one measured step: its shape and its wall time in ms. */
   observe(shape: StepShape, ms: number): void {
     if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`step time must be a finite ms >= 0, got ${ms}`);
-    if (!(shape.tokens > 0 && shape.pairs >= 0)) throw new RangeError(`a measured step must compute tokens, got ${JSON.stringify(shape)}`);
+    if (!(shape.tokens > 0 && shape.pairs >= 0)) {
+      throw new RangeError(`a measured step must compute tokens, got ${JSON.stringify(shape)}`);
+    }
     const x = [shape.tokens / TOKEN_SCALE, shape.pairs / PAIR_SCALE];
     const predicted = this.predictMs(shape);
     let y = ms;

@@ -46,6 +46,13 @@ export class StepTimings {
   }
 
   reset(): void {
-    for (const k of Object.values(this.byKind)) k.steps = k.tokens = k.nativeMs = k.totalMs = k.maxTotalMs = 0;
+    for (const k of Object.values(this.byKind)) {
+      k.steps =
+        k.tokens =
+        k.nativeMs =
+        k.totalMs =
+        k.maxTotalMs =
+          0;
+    }
   }
 }

@@ -37,7 +37,15 @@ export class StopChecker {
   readonly #textIds: number[] = [];
   #text = "";
 
-  constructor(seq: Sequence, opts: { tokenizer: Pick<TextTokenizer, "decode"> | null; eosTokenIds: readonly number[]; maxModelLen: number; incremental: boolean }) {
+  constructor(
+    seq: Sequence,
+    opts: {
+      tokenizer: Pick<TextTokenizer, "decode"> | null;
+      eosTokenIds: readonly number[];
+      maxModelLen: number;
+      incremental: boolean;
+    },
+  ) {
     this.#seq = seq;
     this.#tokenizer = opts.tokenizer;
     this.#eos = new Set(seq.params.ignoreEos ? [] : opts.eosTokenIds);
@@ -46,7 +54,10 @@ export class StopChecker {
     const stops = seq.params.stop;
     const incremental = opts.tokenizer !== null && (opts.incremental || stops.length > 0);
     this.#detok = incremental
-      ? new IncrementalDetokenizer(opts.tokenizer!, { skipSpecialTokens: true, contextIds: seq.promptTokenIds.slice(-CONTEXT_IDS) })
+      ? new IncrementalDetokenizer(opts.tokenizer!, {
+        skipSpecialTokens: true,
+        contextIds: seq.promptTokenIds.slice(-CONTEXT_IDS),
+      })
       : null;
     this.#matcher = incremental && stops.length > 0 ? new StopStringMatcher(stops) : null;
   }

@@ -88,10 +88,14 @@ export function parseModelSpec(
   const numHeads = c.num_attention_heads;
   const numKvHeads = c.num_key_value_heads ?? numHeads;
   if (numHeads % numKvHeads !== 0) {
-    throw new ModelFormatError(`${source}: num_attention_heads=${numHeads} is not a multiple of num_key_value_heads=${numKvHeads}`);
+    throw new ModelFormatError(
+      `${source}: num_attention_heads=${numHeads} is not a multiple of num_key_value_heads=${numKvHeads}`,
+    );
   }
   if (c.head_dim == null && c.hidden_size % numHeads !== 0) {
-    throw new ModelFormatError(`${source}: hidden_size=${c.hidden_size} is not divisible by num_attention_heads=${numHeads} and head_dim is not given`);
+    throw new ModelFormatError(
+      `${source}: hidden_size=${c.hidden_size} is not divisible by num_attention_heads=${numHeads} and head_dim is not given`,
+    );
   }
   const headDim = c.head_dim ?? c.hidden_size / numHeads;
   if (headDim % 2 !== 0) throw new ModelFormatError(`${source}: head_dim=${headDim} must be even for RoPE`);
@@ -125,7 +129,9 @@ export function parseModelSpec(
 /** Reads `dir`/config.json and, when present, `dir`/generation_config.json. */
 export function readModelSpec(dir: string): ModelSpec {
   const configPath = join(dir, "config.json");
-  if (!pathExists(configPath)) throw new ModelFormatError(`${dir}: no config.json (expected a Hugging Face model directory)`);
+  if (!pathExists(configPath)) {
+    throw new ModelFormatError(`${dir}: no config.json (expected a Hugging Face model directory)`);
+  }
   const config = readJson(configPath);
   const genPath = join(dir, "generation_config.json");
   const generationConfig = pathExists(genPath) ? readJson(genPath) : undefined;
@@ -145,7 +151,11 @@ function checkArchitecture(config: unknown, source: string): SupportedArchitectu
   const supported = Object.keys(SUPPORTED_ARCHITECTURES).join(", ");
   const archs = (config as { architectures?: unknown } | null)?.architectures;
   if (!Array.isArray(archs) || typeof archs[0] !== "string") {
-    throw new ModelFormatError(`${source}: "architectures" must be a non-empty list of names, got ${JSON.stringify(archs)}; supported: ${supported}`);
+    throw new ModelFormatError(
+      `${source}: "architectures" must be a non-empty list of names, got ${
+        JSON.stringify(archs)
+      }; supported: ${supported}`,
+    );
   }
   const arch = archs[0];
   if (!(arch in SUPPORTED_ARCHITECTURES)) {
@@ -159,7 +169,10 @@ function validate<T extends z.ZodType>(schema: T, value: unknown, source: string
   if (r.success) return r.data;
   const problems = r.error.issues.map((issue) => {
     const path = issue.path.join(".");
-    const got = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], value);
+    const got = issue.path.reduce<unknown>(
+      (v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey],
+      value,
+    );
     return `"${path}" = ${JSON.stringify(got) ?? "undefined"}: ${issue.message}`;
   });
   throw new ModelFormatError(`${source}: invalid field${problems.length > 1 ? "s" : ""}: ${problems.join("; ")}`);
@@ -169,14 +182,18 @@ function checkSupportedFeatures(c: HfConfig, source: string): void {
   const bad = (what: string) => {
     throw new ModelFormatError(`${source}: ${what} is not supported`);
   };
-  if (c.hidden_act !== undefined && c.hidden_act !== "silu") bad(`hidden_act=${JSON.stringify(c.hidden_act)} (only "silu")`);
+  if (c.hidden_act !== undefined && c.hidden_act !== "silu") {
+    bad(`hidden_act=${JSON.stringify(c.hidden_act)} (only "silu")`);
+  }
   if (c.attention_bias) bad("attention_bias=true");
   if (c.mlp_bias) bad("mlp_bias=true");
   if (c.use_sliding_window) bad("use_sliding_window=true");
 }
 
-type RopeFields = Pick<NativeModelConfig,
-  "ropeType" | "ropeTheta" | "ropeFactor" | "ropeLowFreqFactor" | "ropeHighFreqFactor" | "ropeOriginalMaxPosition">;
+type RopeFields = Pick<
+  NativeModelConfig,
+  "ropeType" | "ropeTheta" | "ropeFactor" | "ropeLowFreqFactor" | "ropeHighFreqFactor" | "ropeOriginalMaxPosition"
+>;
 
 function parseRope(c: HfConfig, source: string): RopeFields {
   const scaling = c.rope_scaling ?? c.rope_parameters ?? null;
@@ -184,17 +201,28 @@ function parseRope(c: HfConfig, source: string): RopeFields {
   const type = scaling ? (scaling.rope_type ?? scaling.type ?? "default") : "default";
   const field = c.rope_scaling ? "rope_scaling" : "rope_parameters";
   if (type === "default") {
-    return { ropeType: "default", ropeTheta: theta, ropeFactor: 1, ropeLowFreqFactor: 1, ropeHighFreqFactor: 1, ropeOriginalMaxPosition: c.max_position_embeddings };
+    return {
+      ropeType: "default",
+      ropeTheta: theta,
+      ropeFactor: 1,
+      ropeLowFreqFactor: 1,
+      ropeHighFreqFactor: 1,
+      ropeOriginalMaxPosition: c.max_position_embeddings,
+    };
   }
   if (type !== "llama3") {
-    throw new ModelFormatError(`${source}: ${field} type ${JSON.stringify(type)} is not supported (supported: "llama3", or none)`);
+    throw new ModelFormatError(
+      `${source}: ${field} type ${JSON.stringify(type)} is not supported (supported: "llama3", or none)`,
+    );
   }
   const s = scaling!;
   const missing = (["factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"] as const)
     .filter((k) => s[k] === undefined);
   if (missing.length > 0) throw new ModelFormatError(`${source}: llama3 ${field} lacks ${missing.join(", ")}`);
   if (s.high_freq_factor! <= s.low_freq_factor!) {
-    throw new ModelFormatError(`${source}: llama3 ${field} high_freq_factor=${s.high_freq_factor} must exceed low_freq_factor=${s.low_freq_factor}`);
+    throw new ModelFormatError(
+      `${source}: llama3 ${field} high_freq_factor=${s.high_freq_factor} must exceed low_freq_factor=${s.low_freq_factor}`,
+    );
   }
   return {
     ropeType: "llama3",

@@ -31,7 +31,10 @@ export function defaultModelCacheDir(): string {
 }
 
 /** The directory ensureModel uses for a preset (it may not exist yet). */
-export function cachedModelDir(preset: PresetName, options: Pick<EnsureModelOptions, "cacheDir" | "seed"> = {}): string {
+export function cachedModelDir(
+  preset: PresetName,
+  options: Pick<EnsureModelOptions, "cacheDir" | "seed"> = {},
+): string {
   const seed = options.seed ?? 0;
   const suffix = seed === 0 ? "" : `-seed${seed}`;
   return join(options.cacheDir ?? defaultModelCacheDir(), `${preset}-v${SYNTHETIC_MODEL_VERSION}${suffix}`);
@@ -39,7 +42,9 @@ export function cachedModelDir(preset: PresetName, options: Pick<EnsureModelOpti
 
 /** Returns the directory of the preset's synthetic model, generating it first if not cached. */
 export async function ensureModel(preset: PresetName, options: EnsureModelOptions = {}): Promise<string> {
-  if (!isPresetName(preset)) throw new RangeError(`unknown model preset ${JSON.stringify(preset)}; presets: ${PRESET_NAMES.join(", ")}`);
+  if (!isPresetName(preset)) {
+    throw new RangeError(`unknown model preset ${JSON.stringify(preset)}; presets: ${PRESET_NAMES.join(", ")}`);
+  }
   const dir = cachedModelDir(preset, options);
   if (pathExists(join(dir, "config.json"))) return dir;
   const root = join(dir, "..");

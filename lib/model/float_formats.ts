@@ -80,8 +80,8 @@ export function decodeFloats(bytes: Uint8Array, dtype: FloatDType): Float32Array
   const n = bytes.byteLength / size;
   const out = new Float32Array(n);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (dtype === "F32") for (let i = 0; i < n; i++) out[i] = view.getFloat32(i * 4, true);
-  else if (dtype === "BF16") for (let i = 0; i < n; i++) out[i] = bf16ToF32(view.getUint16(i * 2, true));
+  if (dtype === "F32") { for (let i = 0; i < n; i++) out[i] = view.getFloat32(i * 4, true); }
+  else if (dtype === "BF16") { for (let i = 0; i < n; i++) out[i] = bf16ToF32(view.getUint16(i * 2, true)); }
   else for (let i = 0; i < n; i++) out[i] = f16ToF32(view.getUint16(i * 2, true));
   return out;
 }

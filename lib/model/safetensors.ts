@@ -10,10 +10,21 @@ import { mapFile } from "../runtime/mmap.ts";
 
 /** Bytes per element of every dtype the safetensors format defines. */
 export const SAFETENSORS_DTYPE_BYTES: Readonly<Record<string, number>> = {
-  BOOL: 1, U8: 1, I8: 1, F8_E4M3: 1, F8_E5M2: 1,
-  I16: 2, U16: 2, F16: 2, BF16: 2,
-  I32: 4, U32: 4, F32: 4,
-  I64: 8, U64: 8, F64: 8,
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  I16: 2,
+  U16: 2,
+  F16: 2,
+  BF16: 2,
+  I32: 4,
+  U32: 4,
+  F32: 4,
+  I64: 8,
+  U64: 8,
+  F64: 8,
 };
 
 /** One tensor of a safetensors file. `bytes` views the file's data; it is not a copy. */
@@ -94,8 +105,10 @@ function parseEntry(
   const numel = (shape as number[]).reduce((a, b) => a * b, 1);
   const expected = numel * SAFETENSORS_DTYPE_BYTES[dtype]!;
   if (end < begin || end - begin !== expected) {
-    return fail(`tensor ${name}: data_offsets [${begin}, ${end}] span ${end - begin} bytes, ` +
-      `but ${dtype}${JSON.stringify(shape)} needs ${expected}`);
+    return fail(
+      `tensor ${name}: data_offsets [${begin}, ${end}] span ${end - begin} bytes, ` +
+        `but ${dtype}${JSON.stringify(shape)} needs ${expected}`,
+    );
   }
   if (end > dataLen) return fail(`tensor ${name}: data_offsets end ${end} is past the data's ${dataLen} bytes`);
   return { name, dtype, shape: shape as number[], numel, begin, end };

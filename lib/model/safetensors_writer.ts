@@ -21,7 +21,9 @@ export interface TensorSource {
 /** Bytes of a tensor's data. */
 export function tensorByteLength(t: Pick<TensorSource, "name" | "dtype" | "shape">): number {
   const size = SAFETENSORS_DTYPE_BYTES[t.dtype];
-  if (size === undefined) throw new RangeError(`tensor ${t.name}: unknown safetensors dtype ${JSON.stringify(t.dtype)}`);
+  if (size === undefined) {
+    throw new RangeError(`tensor ${t.name}: unknown safetensors dtype ${JSON.stringify(t.dtype)}`);
+  }
   return t.shape.reduce((a, b) => a * b, 1) * size;
 }
 
@@ -33,7 +35,9 @@ export function encodeSafetensorsHeader(
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const t of tensors) {
-    if (t.name === "__metadata__" || t.name in header) throw new RangeError(`duplicate or reserved tensor name ${JSON.stringify(t.name)}`);
+    if (t.name === "__metadata__" || t.name in header) {
+      throw new RangeError(`duplicate or reserved tensor name ${JSON.stringify(t.name)}`);
+    }
     const len = tensorByteLength(t);
     header[t.name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, offset + len] };
     offset += len;

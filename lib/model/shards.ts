@@ -26,7 +26,9 @@ export function openModelWeights(dir: string): ModelWeights {
   const indexPath = join(dir, INDEX_FILE);
   if (pathExists(indexPath)) return openSharded(dir, indexPath);
   if (pathExists(join(dir, SINGLE_FILE))) return merge(dir, [SINGLE_FILE], null);
-  throw new ModelFormatError(`${dir}: no ${SINGLE_FILE} or ${INDEX_FILE} (expected a Hugging Face safetensors checkpoint)`);
+  throw new ModelFormatError(
+    `${dir}: no ${SINGLE_FILE} or ${INDEX_FILE} (expected a Hugging Face safetensors checkpoint)`,
+  );
 }
 
 function openSharded(dir: string, indexPath: string): ModelWeights {
@@ -44,12 +46,16 @@ function openSharded(dir: string, indexPath: string): ModelWeights {
   const files: string[] = [];
   for (const [name, file] of Object.entries(map)) {
     if (typeof file !== "string" || file.includes("/") || file.includes("\\") || file.startsWith(".")) {
-      throw new ModelFormatError(`${indexPath}: weight_map[${JSON.stringify(name)}] = ${JSON.stringify(file)} is not a shard file name`);
+      throw new ModelFormatError(
+        `${indexPath}: weight_map[${JSON.stringify(name)}] = ${JSON.stringify(file)} is not a shard file name`,
+      );
     }
     if (!files.includes(file)) files.push(file);
   }
   const missingFiles = files.filter((f) => !pathExists(join(dir, f)));
-  if (missingFiles.length > 0) throw new ModelFormatError(`${dir}: shard files listed in ${INDEX_FILE} are missing: ${missingFiles.join(", ")}`);
+  if (missingFiles.length > 0) {
+    throw new ModelFormatError(`${dir}: shard files listed in ${INDEX_FILE} are missing: ${missingFiles.join(", ")}`);
+  }
   return merge(dir, files, map as Record<string, string>);
 }
 
@@ -66,7 +72,11 @@ function merge(dir: string, files: string[], weightMap: Record<string, string> |
   }
   if (weightMap) {
     const absent = Object.entries(weightMap).filter(([name]) => !tensors.has(name)).map(([n, f]) => `${n} (in ${f})`);
-    if (absent.length > 0) throw new ModelFormatError(`${dir}: tensors listed in ${INDEX_FILE} are not in their shard: ${absent.join(", ")}`);
+    if (absent.length > 0) {
+      throw new ModelFormatError(
+        `${dir}: tensors listed in ${INDEX_FILE} are not in their shard: ${absent.join(", ")}`,
+      );
+    }
   }
   return { dir, files, tensors };
 }

@@ -26,7 +26,11 @@ export class StopStringMatcher {
   /** `includeStopString`: emit the stop string itself before stopping (default false, as OpenAI). */
   constructor(stops: readonly string[], options: { includeStopString?: boolean } = {}) {
     const empty = stops.findIndex((s) => typeof s !== "string" || s.length === 0);
-    if (empty >= 0) throw new RangeError(`stop strings must be non-empty strings, got ${JSON.stringify(stops[empty])} at index ${empty}`);
+    if (empty >= 0) {
+      throw new RangeError(
+        `stop strings must be non-empty strings, got ${JSON.stringify(stops[empty])} at index ${empty}`,
+      );
+    }
     this.stops = [...stops];
     this.#includeStop = options.includeStopString ?? false;
     this.#maxLen = Math.max(0, ...stops.map((s) => s.length));

@@ -7,19 +7,23 @@
 import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { makeDir, writeText } from "../runtime/files.ts";
-import { parseModelSpec, type ModelSpec } from "./config.ts";
+import { type ModelSpec, parseModelSpec } from "./config.ts";
 import type { FloatDType } from "./float_formats.ts";
-import { presetConfig, QWEN3_ENDOFTEXT_ID, type HfConfigJson, type PresetName } from "./presets.ts";
+import { type HfConfigJson, presetConfig, type PresetName, QWEN3_ENDOFTEXT_ID } from "./presets.ts";
 import { qwen3TokenizerFiles } from "./qwen3_tokenizer_files.ts";
 import { constantTensor, normalTensor } from "./random_weights.ts";
-import { tensorByteLength, writeSafetensorsFile, type TensorSource } from "./safetensors_writer.ts";
+import { tensorByteLength, type TensorSource, writeSafetensorsFile } from "./safetensors_writer.ts";
 import { INDEX_FILE, SINGLE_FILE } from "./shards.ts";
 import { isNormKind, requiredWeights } from "./weight_names.ts";
 
 /** Storage dtypes of synthetic weights (config.json torch_dtype names). */
 export type SyntheticDType = "bfloat16" | "float16" | "float32";
 
-const SAFETENSORS_DTYPE: Readonly<Record<SyntheticDType, FloatDType>> = { bfloat16: "BF16", float16: "F16", float32: "F32" };
+const SAFETENSORS_DTYPE: Readonly<Record<SyntheticDType, FloatDType>> = {
+  bfloat16: "BF16",
+  float16: "F16",
+  float32: "F32",
+};
 
 /** Options of writeSyntheticModel: exactly one of preset or config. */
 export interface SyntheticModelOptions {
@@ -49,14 +53,22 @@ export function writeSyntheticModel(dir: string, options: SyntheticModelOptions)
   }
   const dtype = options.dtype ?? "bfloat16";
   const stDtype = SAFETENSORS_DTYPE[dtype];
-  if (!stDtype) throw new RangeError(`dtype must be one of ${Object.keys(SAFETENSORS_DTYPE).join(", ")}, got ${JSON.stringify(dtype)}`);
+  if (!stDtype) {
+    throw new RangeError(
+      `dtype must be one of ${Object.keys(SAFETENSORS_DTYPE).join(", ")}, got ${JSON.stringify(dtype)}`,
+    );
+  }
   const seed = options.seed ?? 0;
   if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`seed must be a non-negative integer, got ${seed}`);
   const maxShardBytes = options.maxShardBytes ?? 2 * 1024 ** 3;
   if (!(maxShardBytes > 0)) throw new RangeError(`maxShardBytes must be positive, got ${maxShardBytes}`);
   makeDir(dir);
   const existing = readdirSync(dir);
-  if (existing.length > 0) throw new RangeError(`${dir} is not empty (holds ${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", ..." : ""})`);
+  if (existing.length > 0) {
+    throw new RangeError(
+      `${dir} is not empty (holds ${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", ..." : ""})`,
+    );
+  }
 
   const config: HfConfigJson = {
     ...(options.config ?? presetConfig(options.preset!)),
@@ -67,7 +79,9 @@ export function writeSyntheticModel(dir: string, options: SyntheticModelOptions)
   const std = typeof config.initializer_range === "number" ? config.initializer_range : 0.02;
   const tensors: TensorSource[] = requiredWeights(spec.native).map((slot) => {
     const numel = slot.shape.reduce((a, b) => a * b, 1);
-    const data = isNormKind(slot.kind) ? constantTensor(1, stDtype, numel) : normalTensor(seed, slot.name, stDtype, numel, std);
+    const data = isNormKind(slot.kind)
+      ? constantTensor(1, stDtype, numel)
+      : normalTensor(seed, slot.name, stDtype, numel, std);
     return { name: slot.name, dtype: stDtype, shape: slot.shape, data };
   });
   const shards = planShards(tensors, maxShardBytes);
@@ -85,12 +99,18 @@ export function writeSyntheticModel(dir: string, options: SyntheticModelOptions)
   if (shards.length > 1) {
     const weightMap: Record<string, string> = {};
     shards.forEach((shard, i) => shard.forEach((t) => (weightMap[t.name] = names[i]!)));
-    writeText(join(dir, INDEX_FILE), JSON.stringify({ metadata: { total_size: weightBytes }, weight_map: weightMap }, null, 2));
+    writeText(
+      join(dir, INDEX_FILE),
+      JSON.stringify({ metadata: { total_size: weightBytes }, weight_map: weightMap }, null, 2),
+    );
   }
   writeText(join(dir, "config.json"), JSON.stringify(config, null, 2));
   // As upstream Qwen3: generation also ends at <|endoftext|>, not only at the chat EOS.
   const eos = [...new Set([...spec.eosTokenIds, QWEN3_ENDOFTEXT_ID])];
-  writeText(join(dir, "generation_config.json"), JSON.stringify({ bos_token_id: spec.bosTokenId, eos_token_id: eos, pad_token_id: QWEN3_ENDOFTEXT_ID }, null, 2));
+  writeText(
+    join(dir, "generation_config.json"),
+    JSON.stringify({ bos_token_id: spec.bosTokenId, eos_token_id: eos, pad_token_id: QWEN3_ENDOFTEXT_ID }, null, 2),
+  );
   const tok = qwen3TokenizerFiles();
   copyFileSync(tok.tokenizerJson, join(dir, "tokenizer.json"));
   copyFileSync(tok.tokenizerConfigJson, join(dir, "tokenizer_config.json"));

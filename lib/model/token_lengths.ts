@@ -73,7 +73,9 @@ function longestKey(vocab: unknown): number {
   let max = 0;
   if (Array.isArray(vocab)) {
     // Unigram: [[piece, score], ...]
-    for (const entry of vocab) if (Array.isArray(entry) && typeof entry[0] === "string") max = Math.max(max, entry[0].length);
+    for (const entry of vocab) {
+      if (Array.isArray(entry) && typeof entry[0] === "string") max = Math.max(max, entry[0].length);
+    }
   } else if (isObject(vocab)) {
     for (const k of Object.keys(vocab)) max = Math.max(max, k.length);
   }
@@ -92,7 +94,9 @@ export function maxInputCharsPerToken(tokenizerJson: unknown): number {
   // Byte-level entries are one character per byte, so their length bounds the decoded text too.
   if (model.type !== "BPE" && model.type !== "Unigram") return Infinity;
   // Without byte fallback, a fused run of unknown characters is one token however long it is.
-  if (model.type === "BPE" && model.fuse_unk === true && model.byte_fallback !== true && model.unk_token != null) return Infinity;
+  if (model.type === "BPE" && model.fuse_unk === true && model.byte_fallback !== true && model.unk_token != null) {
+    return Infinity;
+  }
   if (model.type === "Unigram" && model.byte_fallback !== true && model.unk_id != null) return Infinity;
   if (!preTokenizerKeepsText(tokenizerJson.pre_tokenizer)) return Infinity;
   let longest = longestKey(model.vocab);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ModelFormatError } from "../core/errors.ts";
 import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
 import { pathExists, readText } from "../runtime/files.ts";
-import { ChatTemplate, chatTemplateFromConfig, specialTokenText, type ChatTemplateOptions } from "./chat_template.ts";
+import { ChatTemplate, chatTemplateFromConfig, type ChatTemplateOptions, specialTokenText } from "./chat_template.ts";
 
 /** Options of ModelTokenizer. */
 export interface ModelTokenizerOptions {
@@ -43,7 +43,9 @@ export class ModelTokenizer implements TextTokenizer {
     if (eosId !== undefined) eos.push(eosId);
     this.eosTokenIds = [...new Set(eos)];
     const template = options.chatTemplate ?? chatTemplateFromConfig(tokenizerConfig);
-    this.#chatTemplate = template === null ? null : new ChatTemplate(template, { bosToken: this.bosToken, eosToken: this.eosToken });
+    this.#chatTemplate = template === null
+      ? null
+      : new ChatTemplate(template, { bosToken: this.bosToken, eosToken: this.eosToken });
   }
 
   /** Loads tokenizer.json, tokenizer_config.json and chat_template.jinja (when present) of `dir`. */

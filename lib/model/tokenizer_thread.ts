@@ -22,7 +22,14 @@ export interface TokenizerThreadInit {
 /** One unit of work. */
 export type TokenizerThreadJob =
   | { type: "job"; id: number; op: "encode"; text: string; addSpecialTokens: boolean }
-  | { type: "job"; id: number; op: "chat"; messages: ChatMessage[]; addGenerationPrompt: boolean; addSpecialTokens: boolean }
+  | {
+    type: "job";
+    id: number;
+    op: "chat";
+    messages: ChatMessage[];
+    addGenerationPrompt: boolean;
+    addSpecialTokens: boolean;
+  }
   | { type: "job"; id: number; op: "decode"; ids: Int32Array };
 
 /** Everything a thread sends back. */
@@ -66,7 +73,12 @@ serveThread((message, reply) => {
     try {
       tokenizer = ModelTokenizer.fromDir(m.dir);
       const bound = m.measure ? maxInputCharsPerToken(JSON.parse(readText(join(m.dir, "tokenizer.json")))) : undefined;
-      reply({ type: "ready", ...(bound !== undefined ? { maxInputCharsPerToken: bound } : {}) } satisfies TokenizerThreadReply);
+      reply(
+        {
+          type: "ready",
+          ...(bound !== undefined ? { maxInputCharsPerToken: bound } : {}),
+        } satisfies TokenizerThreadReply,
+      );
     } catch (e) {
       reply({ type: "init_failed", message: messageOf(e) } satisfies TokenizerThreadReply);
     }

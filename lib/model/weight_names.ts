@@ -43,7 +43,9 @@ export function weightName(layer: number, kind: WeightKindName): string {
     if (layer !== -1) throw new RangeError(`weight kind ${kind} is global; layer must be -1, got ${layer}`);
     return GLOBAL_NAMES[kind as GlobalKind];
   }
-  if (!Number.isInteger(layer) || layer < 0) throw new RangeError(`weight kind ${kind} needs a layer >= 0, got ${layer}`);
+  if (!Number.isInteger(layer) || layer < 0) {
+    throw new RangeError(`weight kind ${kind} needs a layer >= 0, got ${layer}`);
+  }
   return `model.layers.${layer}.${LAYER_SUFFIXES[kind as LayerKind]}`;
 }
 
@@ -71,26 +73,35 @@ export function weightShape(c: NativeModelConfig, kind: WeightKindName): number[
   const kvDim = c.numKvHeads * c.headDim;
   switch (kind) {
     case "embed":
-    case "lmHead": return [c.vocabSize, c.hiddenSize];
+    case "lmHead":
+      return [c.vocabSize, c.hiddenSize];
     case "finalNorm":
     case "inputNorm":
-    case "postNorm": return [c.hiddenSize];
-    case "q": return [qDim, c.hiddenSize];
+    case "postNorm":
+      return [c.hiddenSize];
+    case "q":
+      return [qDim, c.hiddenSize];
     case "k":
-    case "v": return [kvDim, c.hiddenSize];
-    case "o": return [c.hiddenSize, qDim];
+    case "v":
+      return [kvDim, c.hiddenSize];
+    case "o":
+      return [c.hiddenSize, qDim];
     case "qNorm":
-    case "kNorm": return [c.headDim];
+    case "kNorm":
+      return [c.headDim];
     case "gate":
-    case "up": return [c.intermediateSize, c.hiddenSize];
-    case "down": return [c.hiddenSize, c.intermediateSize];
+    case "up":
+      return [c.intermediateSize, c.hiddenSize];
+    case "down":
+      return [c.hiddenSize, c.intermediateSize];
   }
 }
 
 /** Every weight the native model requires under `c`, globals first then layer by layer. */
 export function requiredWeights(c: NativeModelConfig): WeightSlot[] {
   const out: WeightSlot[] = [];
-  const add = (layer: number, kind: WeightKindName) => out.push({ name: weightName(layer, kind), layer, kind, shape: weightShape(c, kind) });
+  const add = (layer: number, kind: WeightKindName) =>
+    out.push({ name: weightName(layer, kind), layer, kind, shape: weightShape(c, kind) });
   add(-1, "embed");
   for (let layer = 0; layer < c.numLayers; layer++) {
     for (const kind of Object.keys(LAYER_SUFFIXES) as LayerKind[]) {

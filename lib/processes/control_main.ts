@@ -32,6 +32,7 @@ export interface ControlMainConfig {
 /** Runs the control plane until its launcher goes away. */
 export async function runControlPlane(config: ControlMainConfig): Promise<void> {
   const log = (line: string) => console.error(line);
+  // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
   let plane: ControlPlane | undefined;
   let stopping = false;
   const stop = async (code: number, why: string) => {

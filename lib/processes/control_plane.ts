@@ -88,7 +88,11 @@ export class ControlPlane {
     this.nccl = new NcclRendezvous({
       topology: o.topology,
       sendPairDown: (rank, peerRank, reason) => {
-        this.#log(`[control] direct pair ${Math.min(rank, peerRank)}-${Math.max(rank, peerRank)}: telling rank ${rank} to use the host path (${reason})`);
+        this.#log(
+          `[control] direct pair ${Math.min(rank, peerRank)}-${
+            Math.max(rank, peerRank)
+          }: telling rank ${rank} to use the host path (${reason})`,
+        );
         this.#workers.get(rank)?.conn.send({ type: "nccl_pair_down", peerRank, reason });
       },
     });
@@ -97,7 +101,12 @@ export class ControlPlane {
 
   /** Starts listening on `options.socketPath`. */
   static async listen(options: ControlPlaneOptions): Promise<ControlPlane> {
-    const scheduler = new GlobalScheduler({ config: options.routing, topology: options.topology, clock: options.clock });
+    const scheduler = new GlobalScheduler({
+      config: options.routing,
+      topology: options.topology,
+      clock: options.clock,
+    });
+    // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
     let self: ControlPlane | undefined;
     const pending: Connection[] = [];
     const server = await listenUnix(options.socketPath, (stream) => {
@@ -157,7 +166,9 @@ export class ControlPlane {
           this.#launchers.add(conn);
           this.#o.onLauncherConnected?.();
         }
-        if (m.id !== undefined) conn.reply(m, { type: "ready", role: "control", epoch: this.#o.epoch, pid: this.#o.pid });
+        if (m.id !== undefined) {
+          conn.reply(m, { type: "ready", role: "control", epoch: this.#o.epoch, pid: this.#o.pid });
+        }
         return;
       }
       if (role === "launcher") this.#fromLauncher(conn, m);
@@ -196,7 +207,15 @@ export class ControlPlane {
         this.#log(`[control] rank ${m.rank} epoch ${m.epoch} down: ${m.reason}`);
         return;
       case "stats_request":
-        conn.reply(m, { type: "stats", counters: { ...this.scheduler.counters(), ...this.transfers.counters(), ...this.nccl.counters(), ...this.ipc.counters() } });
+        conn.reply(m, {
+          type: "stats",
+          counters: {
+            ...this.scheduler.counters(),
+            ...this.transfers.counters(),
+            ...this.nccl.counters(),
+            ...this.ipc.counters(),
+          },
+        });
         return;
       case "page_table_request":
         conn.reply(m, { type: "page_table", snapshots: this.scheduler.blocks.toSnapshots() });
@@ -205,20 +224,36 @@ export class ControlPlane {
         this.#o.onShutdown?.();
         return;
       default:
-        if (m.id !== undefined) conn.replyError(m, "unexpected", `the control plane does not handle ${m.type} from the launcher`);
+        if (m.id !== undefined) {
+          conn.replyError(m, "unexpected", `the control plane does not handle ${m.type} from the launcher`);
+        }
     }
   }
 
   #route(conn: Connection, m: MessageOf<"route_query">): void {
     try {
       const { decision: d, ctx } = this.scheduler.routeWithContext(m);
-      const reply = () => conn.reply(m, { type: "route_result", requestId: m.requestId, rank: d.rank, reason: d.reason, matchedBlocks: d.matchedBlocks, feasible: d.feasible });
+      const reply = () =>
+        conn.reply(m, {
+          type: "route_result",
+          requestId: m.requestId,
+          rank: d.rank,
+          reason: d.reason,
+          matchedBlocks: d.matchedBlocks,
+          feasible: d.feasible,
+        });
       // A foreground transfer for this request: answer once its blocks are there (or it gave up).
       const pending = this.transfers.afterRoute(m, d, ctx);
       if (pending) void pending.then(reply);
       else reply();
     } catch (e) {
-      const code = e instanceof NoHealthyRankError ? "no_healthy_rank" : e instanceof CapacityError ? "capacity" : e instanceof RangeError || e instanceof TypeError ? "bad_request" : "internal";
+      const code = e instanceof NoHealthyRankError
+        ? "no_healthy_rank"
+        : e instanceof CapacityError
+        ? "capacity"
+        : e instanceof RangeError || e instanceof TypeError
+        ? "bad_request"
+        : "internal";
       conn.replyError(m, code, (e as Error).message);
     }
   }
@@ -226,10 +261,19 @@ export class ControlPlane {
   #fromWorker(conn: Connection, rank: number, m: Message): void {
     switch (m.type) {
       case "block_snapshot":
-        if (m.snapshot.rank !== rank) return void conn.replyError(m, "schema", `rank ${rank} sent a snapshot of rank ${m.snapshot.rank}`, "snapshot.rank");
+        if (m.snapshot.rank !== rank) {
+          return void conn.replyError(
+            m,
+            "schema",
+            `rank ${rank} sent a snapshot of rank ${m.snapshot.rank}`,
+            "snapshot.rank",
+          );
+        }
         return this.#afterApply(conn, rank, this.scheduler.applySnapshot(m.snapshot, m));
       case "block_delta":
-        if (m.delta.rank !== rank) return void conn.replyError(m, "schema", `rank ${rank} sent a delta of rank ${m.delta.rank}`, "delta.rank");
+        if (m.delta.rank !== rank) {
+          return void conn.replyError(m, "schema", `rank ${rank} sent a delta of rank ${m.delta.rank}`, "delta.rank");
+        }
         return this.#afterApply(conn, rank, this.scheduler.applyDelta(m.delta, m));
       case "transfer_ack":
         return; // acks arrive as replies to the coordinator's requests; a late one is dropped
@@ -237,20 +281,28 @@ export class ControlPlane {
         this.transfers.observeWorkerStats(rank, m.counters);
         return;
       case "nccl_pair_status":
-        if (m.rank !== rank) return void conn.replyError(m, "schema", `rank ${rank} sent the pair status of rank ${m.rank}`, "rank");
+        if (m.rank !== rank) {
+          return void conn.replyError(m, "schema", `rank ${rank} sent the pair status of rank ${m.rank}`, "rank");
+        }
         this.nccl.status(m);
         return;
       default:
-        if (m.id !== undefined) conn.replyError(m, "unexpected", `the control plane does not handle ${m.type} from a worker`);
+        if (m.id !== undefined) {
+          conn.replyError(m, "unexpected", `the control plane does not handle ${m.type} from a worker`);
+        }
     }
   }
 
   /** A rendezvous connection carries offers only; each is answered once its partner's arrives. */
   #rendezvous(conn: Connection, m: Message): void {
-    const answer = (reply: Parameters<Connection["send"]>[0]) => (m.id === undefined ? conn.send(reply) : conn.reply(m, reply));
+    const answer = (
+      reply: Parameters<Connection["send"]>[0],
+    ) => (m.id === undefined ? conn.send(reply) : conn.reply(m, reply));
     if (m.type === "nccl_id_offer") return this.nccl.offer(m, conn, (a) => void answer({ type: "nccl_id", ...a }));
     if (m.type === "ipc_offer") return this.ipc.offer(m, conn, (a) => void answer({ type: "ipc_answer", ...a }));
-    if (m.id !== undefined) conn.replyError(m, "protocol", `a rendezvous connection carries nccl_id_offer and ipc_offer only, got ${m.type}`);
+    if (m.id !== undefined) {
+      conn.replyError(m, "protocol", `a rendezvous connection carries nccl_id_offer and ipc_offer only, got ${m.type}`);
+    }
   }
 
   #transferRequest(rank: number, m: PhaseMessage, timeoutMs: number): Promise<TransferAck> {

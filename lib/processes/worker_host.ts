@@ -128,7 +128,10 @@ export class WorkerHost {
     o.launcher.onMessage((m) => this.#fromLauncher(m));
     o.launcher.onClose(({ reason }) => this.#exit(0, `launcher connection ended (${reason})`));
     if (o.transfers) o.transfers.onChange = () => this.#afterTransferChange();
-    if (o.dataPath) o.dataPath.onFallback = (peerRank, reason) => void this.#control?.send({ type: "nccl_pair_status", rank: o.rank, peerRank, ok: false, error: reason });
+    if (o.dataPath) {
+      o.dataPath.onFallback = (peerRank, reason) =>
+        void this.#control?.send({ type: "nccl_pair_status", rank: o.rank, peerRank, ok: false, error: reason });
+    }
     void this.#connectControl();
   }
 
@@ -152,7 +155,11 @@ export class WorkerHost {
         return;
       }
       case "stats_request":
-        this.#o.launcher.reply(m, { type: "stats", rank: this.#o.rank, counters: this.#rankCounters(this.#engine.rankStats()) });
+        this.#o.launcher.reply(m, {
+          type: "stats",
+          rank: this.#o.rank,
+          counters: this.#rankCounters(this.#engine.rankStats()),
+        });
         return;
       case "snapshot_request": {
         // A consistency check: the launcher and the control plane get the same new version.
@@ -168,7 +175,9 @@ export class WorkerHost {
         }
         return this.#exit(0, "shutdown requested");
       default:
-        if (m.id !== undefined) this.#o.launcher.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type}`);
+        if (m.id !== undefined) {
+          this.#o.launcher.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type}`);
+        }
     }
   }
 
@@ -188,7 +197,14 @@ export class WorkerHost {
       this.#awaitingBlocks.add(m.requestId);
     } catch (e) {
       const err = e as Error;
-      this.#o.launcher.send({ type: "finish", requestId: m.requestId, reason: "error", tokenIds: [], text: "", error: { name: err.name, message: err.message } });
+      this.#o.launcher.send({
+        type: "finish",
+        requestId: m.requestId,
+        reason: "error",
+        tokenIds: [],
+        text: "",
+        error: { name: err.name, message: err.message },
+      });
       return;
     }
     this.#loop ??= this.#run();
@@ -217,13 +233,22 @@ export class WorkerHost {
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
           if (d.finished) this.#finish(d);
-          else items.push({ requestId: d.requestId, tokenIds: d.tokenIds, text: d.text, ...(d.logprobs ? { logprobs: d.logprobs } : {}) });
+          else {items.push({
+              requestId: d.requestId,
+              tokenIds: d.tokenIds,
+              text: d.text,
+              ...(d.logprobs ? { logprobs: d.logprobs } : {}),
+            });}
         }
         if (items.length > 0) this.#o.launcher.send({ type: "token_delta", items });
         if (report.kind === "idle" && this.#engine.scheduler.numRunning === 0 && this.#engine.hasWork) {
           // Blocks held by a transfer plan: its end (or deadline) frees them and restarts the loop.
           if ((this.#o.transfers?.openPlans ?? 0) > 0) break;
-          throw new Error(`worker ${this.#o.rank}: the scheduler cannot admit ${this.#engine.scheduler.waiting[0]?.requestId} although nothing runs`);
+          throw new Error(
+            `worker ${this.#o.rank}: the scheduler cannot admit ${
+              this.#engine.scheduler.waiting[0]?.requestId
+            } although nothing runs`,
+          );
         }
         this.#report();
         await yieldToEventLoop();
@@ -261,13 +286,13 @@ export class WorkerHost {
       ...(d.error ? { error: d.error } : {}),
       ...(o
         ? {
-            output: {
-              tokenIds: o.tokenIds,
-              text: o.text,
-              ...(o.logprobs ? { logprobs: o.logprobs } : {}),
-              metrics: { ...o.metrics, rank: this.#o.rank },
-            },
-          }
+          output: {
+            tokenIds: o.tokenIds,
+            text: o.text,
+            ...(o.logprobs ? { logprobs: o.logprobs } : {}),
+            metrics: { ...o.metrics, rank: this.#o.rank },
+          },
+        }
         : {}),
     });
   }
@@ -288,7 +313,12 @@ export class WorkerHost {
         const allocated = this.#allocated;
         this.#queued = [];
         this.#allocated = [];
-        this.#control!.send({ type: "block_delta", delta, ...(queued.length ? { queued } : {}), ...(allocated.length ? { allocated } : {}) });
+        this.#control!.send({
+          type: "block_delta",
+          delta,
+          ...(queued.length ? { queued } : {}),
+          ...(allocated.length ? { allocated } : {}),
+        });
       }
     }
     // Push stats on every change of the running/waiting set (so /metrics never shows a request
@@ -321,7 +351,11 @@ export class WorkerHost {
     while (!this.#exiting) {
       try {
         const stream = await connectUnix(this.#o.controlSocketPath, { timeoutMs: 1000 });
-        const conn = new Connection(stream, { name: `worker${this.#o.rank}->control`, heartbeat: this.#o.heartbeat, log: this.#log });
+        const conn = new Connection(stream, {
+          name: `worker${this.#o.rank}->control`,
+          heartbeat: this.#o.heartbeat,
+          log: this.#log,
+        });
         conn.onMessage((m) => this.#fromControl(conn, m));
         conn.onClose(({ reason }) => {
           if (this.#control !== conn) return;
@@ -335,7 +369,9 @@ export class WorkerHost {
         this.#control = conn;
         conn.send(this.#snapshotMessage());
         conn.send(this.#controlStats());
-        for (const s of this.#o.dataPath?.status() ?? []) conn.send({ type: "nccl_pair_status", rank: this.#o.rank, ...s });
+        for (const s of this.#o.dataPath?.status() ?? []) {
+          conn.send({ type: "nccl_pair_status", rank: this.#o.rank, ...s });
+        }
         return;
       } catch {
         await new Promise((r) => setTimeout(r, 100)); // the launcher is restarting it
@@ -360,14 +396,25 @@ export class WorkerHost {
       case "transfer_abort":
         return this.#transferPhase(conn, m);
       default:
-        if (m.id !== undefined) conn.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type} yet`);
+        if (m.id !== undefined) {
+          conn.replyError(m, "unexpected", `worker ${this.#o.rank} does not handle ${m.type} yet`);
+        }
     }
   }
 
   #transferPhase(conn: Connection, m: TransferPhaseMessage): void {
     const x = this.#o.transfers;
     if (!x) {
-      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", planId: m.planId, phase: m.type.slice("transfer_".length) as "abort", rank: this.#o.rank, ok: false, error: `worker ${this.#o.rank} has no transfer data path` });
+      if (m.id !== undefined) {
+        conn.reply(m, {
+          type: "transfer_ack",
+          planId: m.planId,
+          phase: m.type.slice("transfer_".length) as "abort",
+          rank: this.#o.rank,
+          ok: false,
+          error: `worker ${this.#o.rank} has no transfer data path`,
+        });
+      }
       return;
     }
     const t0 = performance.now();
@@ -377,7 +424,14 @@ export class WorkerHost {
     keepAwakeWhile(() => !answered || x.openPlans > 0, PLAN_AWAKE_MAX_MS);
     void x.handle(m).then((ack) => {
       answered = true;
-      if (m.id !== undefined) conn.reply(m, { type: "transfer_ack", ...ack, handledMs: performance.now() - t0, receivedAt: performance.timeOrigin + t0 });
+      if (m.id !== undefined) {
+        conn.reply(m, {
+          type: "transfer_ack",
+          ...ack,
+          handledMs: performance.now() - t0,
+          receivedAt: performance.timeOrigin + t0,
+        });
+      }
     });
   }
 
@@ -413,7 +467,13 @@ export class WorkerHost {
 
   /** The launcher's view of this rank: engine stats, data-path counters, the rank, leaked blocks. */
   #rankCounters(stats: RankStats): Record<string, number> {
-    return { ...stats, ...this.#o.dataPath?.counters(), rank: this.#o.rank, leakedBlocks: this.#leakedBlocks, invariantViolations: this.#invariantViolations };
+    return {
+      ...stats,
+      ...this.#o.dataPath?.counters(),
+      rank: this.#o.rank,
+      leakedBlocks: this.#leakedBlocks,
+      invariantViolations: this.#invariantViolations,
+    };
   }
 
   /**
@@ -436,7 +496,11 @@ export class WorkerHost {
     if (!this.#engine.readsMessagesDuringSteps) return undefined; // the peers' heartbeat checks judge it
     const limitMs = Math.max(MIN_STEP_HANG_MS, STEP_HANG_FACTOR * this.#recentStepMs);
     return setTimeout(() => {
-      this.#log(`[worker ${this.#o.rank}] a step has run for more than ${Math.round(limitMs)} ms: the device is stuck; giving up this worker`);
+      this.#log(
+        `[worker ${this.#o.rank}] a step has run for more than ${
+          Math.round(limitMs)
+        } ms: the device is stuck; giving up this worker`,
+      );
       this.#exit(1, "a step never ended");
     }, limitMs);
   }
@@ -468,14 +532,29 @@ export class WorkerHost {
     // once; so is every message while the device computes a step apart from this thread.
     const readsDuringSteps = this.#engine.readsMessagesDuringSteps;
     const busy = this.#stepping && this.#engine.hasWork && !readsDuringSteps;
-    const counters = { ...this.#o.dataPath?.counters(), kv_block_bytes: this.#engine.kv.blockBytes, prefill_tokens: p.tokens, prefill_ms: p.nativeMs, step_wait_ms: this.#stepWait.waitMs(busy), step_token_budget: this.#engine.scheduler.stepTokenBudget, reads_during_steps: readsDuringSteps ? 1 : 0 };
+    const counters = {
+      ...this.#o.dataPath?.counters(),
+      kv_block_bytes: this.#engine.kv.blockBytes,
+      prefill_tokens: p.tokens,
+      prefill_ms: p.nativeMs,
+      step_wait_ms: this.#stepWait.waitMs(busy),
+      step_token_budget: this.#engine.scheduler.stepTokenBudget,
+      reads_during_steps: readsDuringSteps ? 1 : 0,
+    };
     return { type: "stats", rank: this.#o.rank, counters };
   }
 
   #fail(e: Error): void {
     this.#log(`[worker ${this.#o.rank}] engine failed: ${e.stack ?? e.message}`);
     for (const id of [...this.#held.keys()]) {
-      this.#o.launcher.send({ type: "finish", requestId: id, reason: "error", tokenIds: [], text: "", error: { name: e.name, message: e.message } });
+      this.#o.launcher.send({
+        type: "finish",
+        requestId: id,
+        reason: "error",
+        tokenIds: [],
+        text: "",
+        error: { name: e.name, message: e.message },
+      });
       this.#held.delete(id);
     }
     this.#exit(1, `engine failed: ${e.message}`);

@@ -48,7 +48,11 @@ export interface WorkerTestHooks {
  * The worker's transfer data path: host copies over the workers' own sockets, plus NCCL pairs with
  * its NVLink partners on the cuda backend (lib/transfer/worker/worker_data_path.ts).
  */
-async function openDataPath(config: WorkerMainConfig, built: BuiltEngine, log: (line: string) => void): Promise<PerPeerDataPath | undefined> {
+async function openDataPath(
+  config: WorkerMainConfig,
+  built: BuiltEngine,
+  log: (line: string) => void,
+): Promise<PerPeerDataPath | undefined> {
   if (!config.peerSocketDir) return undefined;
   return await openWorkerDataPath({
     rank: config.rank,
@@ -77,7 +81,12 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
   const t0 = performance.now();
   // Which backend loads (CUDA when a GPU is visible) says whether `gpu` applies; the build reuses this handle.
   const backend = native(config.engine.backend).backend;
-  const built = await buildLocalEngine({ ...config.engine, rank: config.rank, epoch: config.epoch, ...(backend === "cuda" ? { device: config.gpu } : {}) }, native);
+  const built = await buildLocalEngine({
+    ...config.engine,
+    rank: config.rank,
+    epoch: config.epoch,
+    ...(backend === "cuda" ? { device: config.gpu } : {}),
+  }, native);
   // Also before connecting: creating NCCL pairs blocks the event loop (bounded by its timeout).
   let dataPath: PerPeerDataPath | undefined;
   try {
@@ -100,7 +109,13 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
   }
   const launcher = new Connection(stream, { name: `worker${config.rank}->launcher`, heartbeat: config.heartbeat, log });
   const transfers = dataPath
-    ? new TransferExecutor({ rank: config.rank, epoch: config.epoch, blocks: built.engine.blocks, dataPath, faults: hooks.transferFaults })
+    ? new TransferExecutor({
+      rank: config.rank,
+      epoch: config.epoch,
+      blocks: built.engine.blocks,
+      dataPath,
+      faults: hooks.transferFaults,
+    })
     : undefined;
   let exiting = false;
   const exit = async (code: number, why: string) => {
@@ -113,7 +128,20 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
     exitProcess(code);
   };
   onTerminationSignal((sig) => void exit(0, sig));
-  new WorkerHost({ rank: config.rank, epoch: config.epoch, pid: pid(), engine: built.engine, launcher, controlSocketPath: config.controlSocketPath, transfers, dataPath, heartbeat: config.heartbeat, idleSpinMs: idleSpinMs(backend), log, onExit: (code, why) => void exit(code, why) });
+  new WorkerHost({
+    rank: config.rank,
+    epoch: config.epoch,
+    pid: pid(),
+    engine: built.engine,
+    launcher,
+    controlSocketPath: config.controlSocketPath,
+    transfers,
+    dataPath,
+    heartbeat: config.heartbeat,
+    idleSpinMs: idleSpinMs(backend),
+    log,
+    onExit: (code, why) => void exit(code, why),
+  });
   launcher.send({ type: "hello", role: "worker", rank: config.rank, epoch: config.epoch, pid: pid() });
   launcher.send({
     type: "ready",
@@ -126,7 +154,11 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
     backend: built.config.backend,
     maxModelLen: built.config.maxModelLen,
   });
-  log(`${tag} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${built.config.backend}, ${built.config.numBlocks} blocks of ${built.config.blockSize} tokens`);
+  log(
+    `${tag} ready in ${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s: ${built.config.backend}, ${built.config.numBlocks} blocks of ${built.config.blockSize} tokens`,
+  );
 }
 
 /** The worker process: reads its config from the command line and runs until told to stop. */

@@ -72,10 +72,24 @@ const reflected = {
 };
 
 /** A worker's full published state (replaces the rank's metadata atomically). */
-export const BlockSnapshotMessage = z.object({ type: z.literal("block_snapshot"), ...envelope, snapshot: BlockSnapshotSchema, ...reflected });
+export const BlockSnapshotMessage = z.object({
+  type: z.literal("block_snapshot"),
+  ...envelope,
+  snapshot: BlockSnapshotSchema,
+  ...reflected,
+});
 
 /** A worker's changes since `delta.baseVersion`. */
-export const BlockDeltaMessage = z.object({ type: z.literal("block_delta"), ...envelope, delta: BlockDeltaSchema, ...reflected });
+export const BlockDeltaMessage = z.object({
+  type: z.literal("block_delta"),
+  ...envelope,
+  delta: BlockDeltaSchema,
+  ...reflected,
+});
 
 /** Control plane -> worker: send a full snapshot (after a rejected delta or a restart). */
-export const SnapshotRequestMessage = z.object({ type: z.literal("snapshot_request"), ...envelope, reason: z.string() });
+export const SnapshotRequestMessage = z.object({
+  type: z.literal("snapshot_request"),
+  ...envelope,
+  reason: z.string(),
+});

@@ -11,7 +11,7 @@ import { DEFAULT_HEARTBEAT, HeartbeatMonitor, type HeartbeatOptions } from "./he
 import { decodeMessage, encodeMessage } from "./message_codec.ts";
 import type { Message, MessageOf, MessageType } from "./messages.ts";
 import { PendingRequests } from "./pending_requests.ts";
-import { ConnectionClosedError, RemoteError, type ProtocolError } from "./protocol_errors.ts";
+import { ConnectionClosedError, type ProtocolError, RemoteError } from "./protocol_errors.ts";
 
 /** Options of a {@link Connection}. */
 export interface ConnectionOptions {
@@ -63,7 +63,8 @@ export class Connection {
       this.#heartbeat = new HeartbeatMonitor(
         hb,
         (seq, sentAt) => this.#sendRaw({ type: "heartbeat", seq, sentAt }),
-        (silentMs) => this.#end(`peer silent for ${silentMs} ms (> ${hb.missLimit} heartbeats of ${hb.intervalMs} ms)`, true),
+        (silentMs) =>
+          this.#end(`peer silent for ${silentMs} ms (> ${hb.missLimit} heartbeats of ${hb.intervalMs} ms)`, true),
       );
     }
     stream.onData((chunk) => this.#receive(chunk));
@@ -133,13 +134,24 @@ export class Connection {
    * Sends a request and resolves with its reply. Rejects with RequestTimeoutError, RemoteError (an
    * `error` reply), or ConnectionClosedError; a reply of a type not in `expect` is a RemoteError.
    */
-  async request<T extends MessageType>(message: Outgoing, options: { expect?: readonly T[]; timeoutMs?: number } = {}): Promise<MessageOf<T>> {
-    if (this.#closed) throw new ConnectionClosedError(`${this.name}: cannot send ${message.type}, the connection is closed`);
+  async request<T extends MessageType>(
+    message: Outgoing,
+    options: { expect?: readonly T[]; timeoutMs?: number } = {},
+  ): Promise<MessageOf<T>> {
+    if (this.#closed) {
+      throw new ConnectionClosedError(`${this.name}: cannot send ${message.type}, the connection is closed`);
+    }
     const { id, reply } = this.#pending.open(message.type, options.timeoutMs ?? this.#requestTimeoutMs);
-    if (!this.#sendRaw({ ...message, id } as Message)) this.#pending.fail(id, new ConnectionClosedError(`${this.name}: ${message.type} #${id} could not be sent`));
+    if (!this.#sendRaw({ ...message, id } as Message)) {
+      this.#pending.fail(id, new ConnectionClosedError(`${this.name}: ${message.type} #${id} could not be sent`));
+    }
     const r = await reply;
     if (options.expect && !(options.expect as readonly string[]).includes(r.type)) {
-      throw new RemoteError(`${message.type} #${id} got a ${r.type} reply, expected ${options.expect.join(" or ")}`, "unexpected_reply", { messageType: r.type });
+      throw new RemoteError(
+        `${message.type} #${id} got a ${r.type} reply, expected ${options.expect.join(" or ")}`,
+        "unexpected_reply",
+        { messageType: r.type },
+      );
     }
     return r as MessageOf<T>;
   }
@@ -197,7 +209,9 @@ export class Connection {
     } catch (e) {
       // A handler bug must not take the connection (or the process) down.
       this.#log(`[${this.name}] handler for ${m.type} threw: ${(e as Error).stack ?? String(e)}`);
-      if (m.id !== undefined && m.type !== "error") this.replyError(m, "internal", `handler for ${m.type} failed: ${(e as Error).message}`);
+      if (m.id !== undefined && m.type !== "error") {
+        this.replyError(m, "internal", `handler for ${m.type} failed: ${(e as Error).message}`);
+      }
     }
   }
 
@@ -209,7 +223,14 @@ export class Connection {
     // with an error (two broken peers would ping-pong forever).
     if (error.details.messageType === "error") return;
     const { messageType, field, id } = error.details;
-    this.#sendRaw({ type: "error", code: error.code, message: error.message, messageType, field, ...(id !== undefined ? { replyTo: id } : {}) });
+    this.#sendRaw({
+      type: "error",
+      code: error.code,
+      message: error.message,
+      messageType,
+      field,
+      ...(id !== undefined ? { replyTo: id } : {}),
+    });
   }
 
   #end(reason: string, dead: boolean): void {

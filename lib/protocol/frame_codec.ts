@@ -34,7 +34,9 @@ export class FrameDecoder {
   #resyncing = false;
 
   constructor(readonly maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES) {
-    if (!Number.isInteger(maxFrameBytes) || maxFrameBytes <= 0) throw new RangeError(`maxFrameBytes must be a positive integer, got ${maxFrameBytes}`);
+    if (!Number.isInteger(maxFrameBytes) || maxFrameBytes <= 0) {
+      throw new RangeError(`maxFrameBytes must be a positive integer, got ${maxFrameBytes}`);
+    }
   }
 
   /** Bytes held waiting for the rest of a frame. */

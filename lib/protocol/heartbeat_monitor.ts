@@ -51,7 +51,9 @@ export class HeartbeatMonitor {
   ) {
     this.#lastSeen = this.#lastTick = now();
     if (!(options.intervalMs > 0)) throw new RangeError(`heartbeat intervalMs must be > 0, got ${options.intervalMs}`);
-    if (!Number.isInteger(options.missLimit) || options.missLimit < 1) throw new RangeError(`heartbeat missLimit must be an integer >= 1, got ${options.missLimit}`);
+    if (!Number.isInteger(options.missLimit) || options.missLimit < 1) {
+      throw new RangeError(`heartbeat missLimit must be an integer >= 1, got ${options.missLimit}`);
+    }
   }
 
   /** Milliseconds of silence after which the peer counts as dead (without a busy grace). */

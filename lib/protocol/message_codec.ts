@@ -5,7 +5,7 @@
  */
 import { Packr } from "msgpackr";
 import { encodeFrame } from "./frame_codec.ts";
-import { fastCheckOf, isMessageType, messageSchema, type Message } from "./messages.ts";
+import { fastCheckOf, isMessageType, type Message, messageSchema } from "./messages.ts";
 import { ProtocolError } from "./protocol_errors.ts";
 
 // Plain maps, no record extension: every peer (and every runtime) decodes the same objects.
@@ -32,7 +32,15 @@ export function decodeMessage(payload: Uint8Array): DecodeResult {
   try {
     value = packr.unpack(payload);
   } catch (e) {
-    return { ok: false, error: new ProtocolError(`undecodable frame payload (${payload.byteLength} bytes): ${(e as Error).message}`, "undecodable", {}, { cause: e }) };
+    return {
+      ok: false,
+      error: new ProtocolError(
+        `undecodable frame payload (${payload.byteLength} bytes): ${(e as Error).message}`,
+        "undecodable",
+        {},
+        { cause: e },
+      ),
+    };
   }
   return validateMessage(value);
 }
@@ -40,13 +48,21 @@ export function decodeMessage(payload: Uint8Array): DecodeResult {
 /** Checks a decoded value against the schema of its `type`. */
 export function validateMessage(value: unknown): DecodeResult {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { ok: false, error: new ProtocolError(`message must be a map with a "type" field, got ${describe(value)}`, "schema", { field: "type" }) };
+    return {
+      ok: false,
+      error: new ProtocolError(`message must be a map with a "type" field, got ${describe(value)}`, "schema", {
+        field: "type",
+      }),
+    };
   }
   const rec = value as Record<string, unknown>;
   const id = typeof rec.id === "number" ? rec.id : undefined;
   const type = rec.type;
   if (!isMessageType(type)) {
-    return { ok: false, error: new ProtocolError(`unknown message type ${JSON.stringify(type)}`, "unknown_type", { field: "type", id }) };
+    return {
+      ok: false,
+      error: new ProtocolError(`unknown message type ${JSON.stringify(type)}`, "unknown_type", { field: "type", id }),
+    };
   }
   // Hot messages (the transfer phases): a hand-written check vouches for most; the schema sees the rest.
   if (fastCheckOf(type)?.(rec)) return { ok: true, message: rec as Message };

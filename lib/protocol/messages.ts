@@ -85,17 +85,26 @@ const fastChecks = new Map<string, FastCheck>();
  * checks for its hot types. Registering the same schema again is a no-op; a type name taken by
  * another schema, or a fast check for a type outside the family, is an error naming the type.
  */
-export function registerMessages<F extends Partial<MessageSchemas>>(family: F, checks: { readonly [T in keyof F]?: FastCheck } = {}): void {
+export function registerMessages<F extends Partial<MessageSchemas>>(
+  family: F,
+  checks: { readonly [T in keyof F]?: FastCheck } = {},
+): void {
   const entries = Object.entries(family) as [string, z.ZodType][];
   for (const [type, schema] of entries) {
     const known = schemas.get(type);
-    if (known !== undefined && known !== schema) throw new Error(`message type ${JSON.stringify(type)} is already registered with another schema`);
+    if (known !== undefined && known !== schema) {
+      throw new Error(`message type ${JSON.stringify(type)} is already registered with another schema`);
+    }
   }
   for (const type of Object.keys(checks)) {
-    if (!Object.hasOwn(family, type)) throw new RangeError(`fast check for ${JSON.stringify(type)}, which is not in the family registered with it`);
+    if (!Object.hasOwn(family, type)) {
+      throw new RangeError(`fast check for ${JSON.stringify(type)}, which is not in the family registered with it`);
+    }
   }
   for (const [type, schema] of entries) schemas.set(type, schema);
-  for (const [type, check] of Object.entries(checks) as [string, FastCheck | undefined][]) if (check) fastChecks.set(type, check);
+  for (const [type, check] of Object.entries(checks) as [string, FastCheck | undefined][]) {
+    if (check) fastChecks.set(type, check);
+  }
 }
 
 /** True when `type` names a registered message type. */

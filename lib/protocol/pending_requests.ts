@@ -46,7 +46,12 @@ export class PendingRequests {
     this.#pending.delete(id);
     clearTimeout(p.timer);
     if (reply.type === "error") {
-      p.reject(new RemoteError(`${p.type} #${id} failed on the peer: ${reply.message}`, reply.code, { messageType: reply.messageType, field: reply.field }));
+      p.reject(
+        new RemoteError(`${p.type} #${id} failed on the peer: ${reply.message}`, reply.code, {
+          messageType: reply.messageType,
+          field: reply.field,
+        }),
+      );
     } else {
       p.resolve(reply);
     }

@@ -12,7 +12,7 @@ export class ProtocolError extends Error {
     /** Machine-readable reason: bad_length, bad_magic, undecodable, unknown_type, schema. */
     readonly code: "bad_length" | "bad_magic" | "undecodable" | "unknown_type" | "schema" | "unencodable",
     readonly details: { messageType?: string; field?: string; id?: number } = {},
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(message, options);
   }
@@ -45,7 +45,7 @@ export class RequestTimeoutError extends Error {
 /** The connection closed (or its peer was declared dead) before a reply came. */
 export class ConnectionClosedError extends Error {
   override readonly name = "ConnectionClosedError";
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
 }

@@ -68,7 +68,13 @@ export const RouteResultMessage = z.object({
 export const RouteReleaseMessage = z.object({ type: z.literal("route_release"), ...envelope, requestId: z.string() });
 
 /** Launcher -> control plane: a worker died; its blocks leave the page table. */
-export const RankDownMessage = z.object({ type: z.literal("rank_down"), ...envelope, rank: Rank, epoch: Count, reason: z.string() });
+export const RankDownMessage = z.object({
+  type: z.literal("rank_down"),
+  ...envelope,
+  rank: Rank,
+  epoch: Count,
+  reason: z.string(),
+});
 
 /** Schema of sampling parameters as lib/core/sampling_params.ts defines them. */
 const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
@@ -104,7 +110,11 @@ export const TokenDeltaItem = z.object({
 });
 
 /** Worker -> launcher: the token deltas of one engine step (one message for the whole batch). */
-export const TokenDeltaMessage = z.object({ type: z.literal("token_delta"), ...envelope, items: z.array(TokenDeltaItem) });
+export const TokenDeltaMessage = z.object({
+  type: z.literal("token_delta"),
+  ...envelope,
+  items: z.array(TokenDeltaItem),
+});
 
 /** A finished request's full result, as lib/core/outputs.ts's RequestOutput less the prompt. */
 const FinishedOutputSchema = z.object({
@@ -138,13 +148,24 @@ export const FinishMessage = z.object({
 });
 
 /** Launcher -> worker: stop a request and free its blocks. */
-export const AbortMessage = z.object({ type: z.literal("abort"), ...envelope, requestId: z.string(), reason: z.string().optional() });
+export const AbortMessage = z.object({
+  type: z.literal("abort"),
+  ...envelope,
+  requestId: z.string(),
+  reason: z.string().optional(),
+});
 
 /**
  * Liveness, both ways. `busyMs`: the sender is about to block its event loop for about that long
  * (a step on its own thread); the receiver allows that much more silence (protocol/heartbeat_monitor.ts).
  */
-export const HeartbeatMessage = z.object({ type: z.literal("heartbeat"), ...envelope, seq: Count, sentAt: z.number(), busyMs: z.number().nonnegative().optional() });
+export const HeartbeatMessage = z.object({
+  type: z.literal("heartbeat"),
+  ...envelope,
+  seq: Count,
+  sentAt: z.number(),
+  busyMs: z.number().nonnegative().optional(),
+});
 
 /** Orderly stop of the receiving process. */
 export const ShutdownMessage = z.object({ type: z.literal("shutdown"), ...envelope, reason: z.string().optional() });
@@ -153,7 +174,11 @@ export const ShutdownMessage = z.object({ type: z.literal("shutdown"), ...envelo
 export const PageTableRequestMessage = z.object({ type: z.literal("page_table_request"), ...envelope });
 
 /** Control plane -> launcher: every rank's slice, as snapshots. */
-export const PageTableMessage = z.object({ type: z.literal("page_table"), ...envelope, snapshots: z.array(BlockSnapshotSchema) });
+export const PageTableMessage = z.object({
+  type: z.literal("page_table"),
+  ...envelope,
+  snapshots: z.array(BlockSnapshotSchema),
+});
 
 /** Ask for stats (reply: stats). */
 export const StatsRequestMessage = z.object({ type: z.literal("stats_request"), ...envelope });

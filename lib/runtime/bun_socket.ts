@@ -121,7 +121,10 @@ class BunByteStream extends SocketStreamBase {
 }
 
 /** Bun's callbacks for sockets whose streams `onOpen` gets; `onGone` hears when one closed. */
-function handlers(onOpen: (stream: BunByteStream) => void, onGone?: (stream: BunByteStream) => void): BunSocketHandlers {
+function handlers(
+  onOpen: (stream: BunByteStream) => void,
+  onGone?: (stream: BunByteStream) => void,
+): BunSocketHandlers {
   return {
     open(socket) {
       const stream = new BunByteStream(socket);
@@ -142,7 +145,12 @@ function handlers(onOpen: (stream: BunByteStream) => void, onGone?: (stream: Bun
 }
 
 /** Listens on `path` with Bun's sockets (the caller removed a stale socket file). */
-export function listenBun(bun: BunSockets, path: string, onConnection: (stream: ByteStream) => void, onClosed: () => void): UnixServer {
+export function listenBun(
+  bun: BunSockets,
+  path: string,
+  onConnection: (stream: ByteStream) => void,
+  onClosed: () => void,
+): UnixServer {
   const accepted = new Set<BunByteStream>();
   let listener: { stop(closeActiveConnections?: boolean): void };
   try {

@@ -130,21 +130,24 @@ export const SETTINGS = {
   LMPOOL_NVLINK_PAIRS: setting<"auto" | "none" | RankPair[]>({
     type: "`auto` | `none` | `0-1,2-3`",
     default: "`auto`",
-    doc: "NVLink pairs of LLMEngine's ranks when its `topology` option is unset: `auto` reads `nvidia-smi topo -m` (NV# links only), `none` has none.",
+    doc:
+      "NVLink pairs of LLMEngine's ranks when its `topology` option is unset: `auto` reads `nvidia-smi topo -m` (NV# links only), `none` has none.",
     expected: `"auto", "none" or pairs such as "0-1,2-3"`,
     parse: (t) => (t === "auto" || t === "none" ? t : parseRankPairs(t, "LMPOOL_NVLINK_PAIRS")),
   }),
   LMPOOL_TRACE_TRANSFERS: setting<TransferTraceSetting>({
     type: "`0` | `1` | file",
     default: "`0`",
-    doc: "Per-plan transfer phase trace of the control plane: `1` writes it to the control plane's log, a path appends it to that file.",
+    doc:
+      "Per-plan transfer phase trace of the control plane: `1` writes it to the control plane's log, a path appends it to that file.",
     expected: `"0", "1" or a file path`,
     parse: (t) => (t === "0" ? "off" : t === "1" ? "log" : { file: t }),
   }),
   LMPOOL_CODEC_WARMUP: setting({
     type: "integer >= 0",
     default: "1000",
-    doc: "Rounds of the transfer messages through the codec at start-up (about 0.1 s), so the first plans do not run cold code; 0 turns it off.",
+    doc:
+      "Rounds of the transfer messages through the codec at start-up (about 0.1 s), so the first plans do not run cold code; 0 turns it off.",
     expected: "a non-negative integer",
     parse: (t) => {
       const n = Number(t);
@@ -154,7 +157,8 @@ export const SETTINGS = {
   LMPOOL_IDLE_SPIN_MS: setting({
     type: "ms >= 0",
     default: "50 on CUDA workers, 0 on CPU workers",
-    doc: "How long a worker keeps its event loop turning after its last step, so a message that follows is read without a wake-up; 0 turns it off.",
+    doc:
+      "How long a worker keeps its event loop turning after its last step, so a message that follows is read without a wake-up; 0 turns it off.",
     expected: "a number >= 0",
     parse: (t) => {
       const n = Number(t);
@@ -236,7 +240,9 @@ export function parseSetting<K extends SettingName>(name: K, text: string | unde
   try {
     value = spec.parse(text);
   } catch (e) {
-    throw new RangeError(`${name} must be ${spec.expected}, got ${JSON.stringify(text)}: ${(e as Error).message}`, { cause: e });
+    throw new RangeError(`${name} must be ${spec.expected}, got ${JSON.stringify(text)}: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   if (value === undefined) throw new RangeError(`${name} must be ${spec.expected}, got ${JSON.stringify(text)}`);
   return value;
@@ -255,6 +261,10 @@ export function checkNativeSettings(): void {
 /** The settings table as markdown, as README's Settings section holds it. */
 export function settingsMarkdown(): string {
   const cell = (t: string) => t.replaceAll("|", "\\|");
-  const rows = Object.entries(SETTINGS).map(([name, s]) => `| \`${name}\` | ${cell(s.type)} | ${cell(s.default)} | ${s.readBy === "native" ? "(native library) " : ""}${cell(s.doc)} |`);
+  const rows = Object.entries(SETTINGS).map(([name, s]) =>
+    `| \`${name}\` | ${cell(s.type)} | ${cell(s.default)} | ${s.readBy === "native" ? "(native library) " : ""}${
+      cell(s.doc)
+    } |`
+  );
   return ["| Variable | Values | Default | What it does |", "| --- | --- | --- | --- |", ...rows].join("\n");
 }

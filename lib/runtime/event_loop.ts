@@ -5,5 +5,6 @@
  */
 
 /** Resolves after pending I/O callbacks had their turn (setImmediate, else a zero timeout). */
-export const yieldToEventLoop: () => Promise<void> =
-  typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
+export const yieldToEventLoop: () => Promise<void> = typeof setImmediate === "function"
+  ? () => new Promise((r) => setImmediate(r))
+  : () => new Promise((r) => setTimeout(r, 0));

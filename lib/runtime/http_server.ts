@@ -25,7 +25,7 @@ export class PortInUseError extends Error {
   constructor(
     readonly hostname: string,
     readonly port: number,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(`cannot listen on ${hostname}:${port}: the port is in use`, options);
   }
@@ -43,7 +43,15 @@ export interface HttpServer {
 }
 
 interface BunServe {
-  serve(options: { hostname: string; port: number; idleTimeout: number; maxRequestBodySize?: number; fetch: (req: Request) => Response | Promise<Response> }): {
+  serve(
+    options: {
+      hostname: string;
+      port: number;
+      idleTimeout: number;
+      maxRequestBodySize?: number;
+      fetch: (req: Request) => Response | Promise<Response>;
+    },
+  ): {
     port?: number;
     stop(closeActiveConnections?: boolean): Promise<void>;
   };
@@ -55,7 +63,12 @@ interface DenoServer {
 }
 interface DenoServe {
   serve(
-    options: { hostname: string; port: number; signal?: AbortSignal; onListen?: (addr: { hostname: string; port: number }) => void },
+    options: {
+      hostname: string;
+      port: number;
+      signal?: AbortSignal;
+      onListen?: (addr: { hostname: string; port: number }) => void;
+    },
     handler: (req: Request) => Response | Promise<Response>,
   ): DenoServer;
 }
@@ -88,7 +101,10 @@ function startBun(o: HttpServerOptions): HttpServer {
 function startDeno(o: HttpServerOptions): HttpServer {
   const deno = (globalThis as unknown as { Deno: DenoServe }).Deno;
   const abort = new AbortController();
-  const server = deno.serve({ hostname: o.hostname, port: o.port, signal: abort.signal, onListen: () => {} }, (req) => o.fetch(req));
+  const server = deno.serve(
+    { hostname: o.hostname, port: o.port, signal: abort.signal, onListen: () => {} },
+    (req) => o.fetch(req),
+  );
   let stopped: Promise<void> | undefined;
   return {
     hostname: o.hostname,

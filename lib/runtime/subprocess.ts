@@ -47,7 +47,9 @@ interface BunSubprocess {
   kill(signal?: string): void;
 }
 interface BunLike {
-  spawn(o: { cmd: string[]; env?: Record<string, string>; cwd?: string; stdin: string; stdout: string; stderr: string }): BunSubprocess;
+  spawn(
+    o: { cmd: string[]; env?: Record<string, string>; cwd?: string; stdin: string; stdout: string; stderr: string },
+  ): BunSubprocess;
 }
 interface DenoChild {
   pid: number;
@@ -58,7 +60,18 @@ interface DenoChild {
 }
 interface DenoLike {
   args: string[];
-  Command: new (cmd: string, o: { args: string[]; env?: Record<string, string>; clearEnv?: boolean; cwd?: string; stdin: string; stdout: string; stderr: string }) => { spawn(): DenoChild };
+  Command: new (
+    cmd: string,
+    o: {
+      args: string[];
+      env?: Record<string, string>;
+      clearEnv?: boolean;
+      cwd?: string;
+      stdin: string;
+      stdout: string;
+      stderr: string;
+    },
+  ) => { spawn(): DenoChild };
   execPath(): string;
   readonly ppid: number;
   exit(code?: number): never;
@@ -112,7 +125,14 @@ export function spawnChild(options: SpawnOptions): ChildProcessHandle {
     };
   }
   if (!g.Bun) throw new Error(`spawnChild: unsupported runtime "${runtimeName()}" (Bun or Deno required)`);
-  const proc = g.Bun.spawn({ cmd: [program, ...args], env: options.env, cwd: options.cwd, stdin: "ignore", stdout: out, stderr: err });
+  const proc = g.Bun.spawn({
+    cmd: [program, ...args],
+    env: options.env,
+    cwd: options.cwd,
+    stdin: "ignore",
+    stdout: out,
+    stderr: err,
+  });
   let done = false;
   const exited = proc.exited.then(() => {
     done = true;

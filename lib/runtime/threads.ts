@@ -60,7 +60,9 @@ export function startThread(url: URL, handlers: ThreadHandlers): Thread {
 }
 
 /** Thread side: answers each message from the parent with `handle`; `reply` posts back. */
-export function serveThread(handle: (message: unknown, reply: (message: unknown, transfer?: Transferable[]) => void) => void): void {
+export function serveThread(
+  handle: (message: unknown, reply: (message: unknown, transfer?: Transferable[]) => void) => void,
+): void {
   const self = globalThis as unknown as {
     onmessage: ((e: { data: unknown }) => void) | null;
     postMessage(message: unknown, transfer?: Transferable[]): void;

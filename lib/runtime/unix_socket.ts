@@ -64,7 +64,10 @@ export function listenUnix(path: string, onConnection: (stream: ByteStream) => v
     onConnection(new SocketByteStream(socket));
   });
   return new Promise((resolve, reject) => {
-    server.once("error", (e: Error) => reject(new Error(`cannot listen on unix socket ${path}: ${e.message}`, { cause: e })));
+    server.once(
+      "error",
+      (e: Error) => reject(new Error(`cannot listen on unix socket ${path}: ${e.message}`, { cause: e })),
+    );
     server.listen(path, () => {
       resolve({
         path,
@@ -82,7 +85,10 @@ export function listenUnix(path: string, onConnection: (stream: ByteStream) => v
 }
 
 /** Connects to a Unix socket, retrying while the listener is not up yet, until `timeoutMs`. */
-export async function connectUnix(path: string, options: { timeoutMs?: number; retryDelayMs?: number } = {}): Promise<ByteStream> {
+export async function connectUnix(
+  path: string,
+  options: { timeoutMs?: number; retryDelayMs?: number } = {},
+): Promise<ByteStream> {
   const timeoutMs = options.timeoutMs ?? 5000;
   const retryDelayMs = options.retryDelayMs ?? 20;
   const deadline = Date.now() + timeoutMs;
@@ -95,7 +101,10 @@ export async function connectUnix(path: string, options: { timeoutMs?: number; r
       await new Promise((r) => setTimeout(r, retryDelayMs));
     }
   }
-  throw new Error(`cannot connect to unix socket ${path} within ${timeoutMs} ms: ${lastError?.message ?? "timed out"}`, { cause: lastError });
+  throw new Error(
+    `cannot connect to unix socket ${path} within ${timeoutMs} ms: ${lastError?.message ?? "timed out"}`,
+    { cause: lastError },
+  );
 }
 
 function removeSocketFile(path: string): void {

@@ -8,10 +8,10 @@ import type { GenerationEngine } from "../core/engine_api.ts";
 import { checkApiKey, requiresApiKey } from "./auth.ts";
 import { handleChatCompletions } from "./chat_completions.ts";
 import { handleCompletions } from "./completions.ts";
-import { unixSeconds, type RouteHandler, type ServerContext } from "./context.ts";
+import { type RouteHandler, type ServerContext, unixSeconds } from "./context.ts";
 import { ApiError, errorResponse, methodNotAllowed, notFound, shutDown, toApiError, unavailable } from "./errors.ts";
 import { handleHealth, handleMetrics, handleModels, handleVersion } from "./info_routes.ts";
-import { ServerLifecycle, type RequestScope } from "./lifecycle.ts";
+import { type RequestScope, ServerLifecycle } from "./lifecycle.ts";
 import { ServerMetrics } from "./metrics.ts";
 import { inlinePromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
 import { checkDeclaredLength, DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
@@ -69,7 +69,9 @@ function buildRouter(): Router<RouteHandler> {
 
 function checkOptions(o: AppOptions): void {
   const max = o.maxRequestBytes;
-  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1)) throw new RangeError(`maxRequestBytes must be an integer >= 1, got ${String(max)}`);
+  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1)) {
+    throw new RangeError(`maxRequestBytes must be an integer >= 1, got ${String(max)}`);
+  }
   const t = o.requestTimeoutSeconds;
   if (t !== undefined && parseTimeoutSeconds(String(t)) === undefined) {
     throw new RangeError(`requestTimeoutSeconds must be a number in (0, ${MAX_TIMEOUT_SECONDS}], got ${String(t)}`);
@@ -119,13 +121,19 @@ export function createApp(options: AppOptions): ServerApp {
     // The route's own path (the router ignores a trailing slash; so do the sets below).
     const routePath = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
     if (route.kind === "not_found") return errorResponse(notFound(`No route for ${req.method} ${path}`));
-    if (route.kind === "method_not_allowed") return errorResponse(methodNotAllowed(req.method, path), { allow: route.allow.join(", ") });
+    if (route.kind === "method_not_allowed") {
+      return errorResponse(methodNotAllowed(req.method, path), { allow: route.allow.join(", ") });
+    }
     if (requiresApiKey(path)) {
       const denied = checkApiKey(req, options.apiKey);
       if (denied) return errorResponse(denied, { "www-authenticate": "Bearer" });
     }
-    if (context.lifecycle.draining && !ALWAYS_OPEN.has(routePath)) return errorResponse(unavailable("The server is shutting down"));
-    if (GENERATION.has(routePath) && !context.engine.healthy) return errorResponse(unavailable("The engine is not healthy"));
+    if (context.lifecycle.draining && !ALWAYS_OPEN.has(routePath)) {
+      return errorResponse(unavailable("The server is shutting down"));
+    }
+    if (GENERATION.has(routePath) && !context.engine.healthy) {
+      return errorResponse(unavailable("The engine is not healthy"));
+    }
     const withBody = WITH_BODY.has(routePath);
     let timeout: ReturnType<typeof requestTimeoutOf>;
     try {
@@ -140,7 +148,11 @@ export function createApp(options: AppOptions): ServerApp {
       return await runWithinScope(() => route.handler(req, context, scope), scope);
     } catch (err) {
       // The client left while its request waited (e.g. queued for the tokenizer): nobody reads this.
-      if (req.signal.aborted && !scope.failure) return errorResponse(new ApiError(499, "The client closed the request", "invalid_request_error", null, "request_aborted"));
+      if (req.signal.aborted && !scope.failure) {
+        return errorResponse(
+          new ApiError(499, "The client closed the request", "invalid_request_error", null, "request_aborted"),
+        );
+      }
       const apiError = toApiError(err);
       if (apiError.status >= 500) console.error(`[lmpool] ${req.method} ${path} failed:`, err);
       return errorResponse(apiError);
@@ -151,14 +163,19 @@ export function createApp(options: AppOptions): ServerApp {
     const idle = context.lifecycle.drain();
     if (deadlineSeconds === undefined) return idle;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<"deadline">((resolve) => (timer = setTimeout(() => resolve("deadline"), deadlineSeconds * 1000)));
+    const deadline = new Promise<"deadline">((
+      resolve,
+    ) => (timer = setTimeout(() => resolve("deadline"), deadlineSeconds * 1000)));
     const first = await Promise.race([idle, deadline]);
     clearTimeout(timer);
     if (first !== "deadline") return;
     context.lifecycle.failAll(shutDown(deadlineSeconds));
     // Failed requests end at once unless an engine or a slow client holds them; do not wait for ever.
     let graceTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([context.lifecycle.idle(), new Promise<void>((resolve) => (graceTimer = setTimeout(resolve, graceMs)))]);
+    await Promise.race([
+      context.lifecycle.idle(),
+      new Promise<void>((resolve) => (graceTimer = setTimeout(resolve, graceMs))),
+    ]);
     clearTimeout(graceTimer);
   }
 

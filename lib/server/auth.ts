@@ -3,7 +3,7 @@
  * (health, metrics, version and tokenize stay open for probes and scrapers).
  * @module
  */
-import { unauthorized, type ApiError } from "./errors.ts";
+import { type ApiError, unauthorized } from "./errors.ts";
 
 /** True for paths the API key protects. */
 export function requiresApiKey(path: string): boolean {

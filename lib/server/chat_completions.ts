@@ -3,15 +3,15 @@
  * SSE (`chat.completion.chunk`), n choices.
  * @module
  */
-import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, promptContext, unixSeconds, type ServerContext } from "./context.ts";
+import { type ChoiceRun, collectChoices, mergeChoices, openAIFinishReason, usageOf } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, promptContext, type ServerContext, unixSeconds } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { chatLogprobs } from "./logprobs.ts";
-import { chunkEnvelope, startRequestChoices, type ChunkEnvelope } from "./openai_choices.ts";
+import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { chatPrompt, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
-import { chatCompletionRequestSchema, type ChatCompletionRequest } from "./schemas.ts";
+import { type ChatCompletionRequest, chatCompletionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 
 interface Prepared {
@@ -50,7 +50,9 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   const prepared: Prepared = { body, prompt, runs, id, created: unixSeconds(), completionTokens: 0 };
   if (body.stream) {
     const envelope = chunkEnvelope(ctx, body, { id, object: "chat.completion.chunk", created: prepared.created });
-    return sseResponse(streamChunks(ctx, prepared, envelope), scope, { usageSoFar: () => usageSoFar(prepared, envelope) });
+    return sseResponse(streamChunks(ctx, prepared, envelope), scope, {
+      usageSoFar: () => usageSoFar(prepared, envelope),
+    });
   }
   return Response.json(await completeAll(ctx, prepared, scope));
 }
@@ -72,13 +74,22 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
       finish_reason: openAIFinishReason(c.finishReason),
     };
   });
-  return { id: p.id, object: "chat.completion", created: p.created, model: ctx.modelName, choices, usage: usageOf([p.prompt], completionTokens) };
+  return {
+    id: p.id,
+    object: "chat.completion",
+    created: p.created,
+    model: ctx.modelName,
+    choices,
+    usage: usageOf([p.prompt], completionTokens),
+  };
 }
 
 async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnvelope): AsyncGenerator<unknown> {
   const chunk = envelope.choice;
   // The role comes first in every choice, as OpenAI streams it.
-  for (const r of p.runs) yield chunk({ index: r.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  for (const r of p.runs) {
+    yield chunk({ index: r.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  }
   for await (const { run, delta } of mergeChoices(p.runs)) {
     p.completionTokens += delta.tokenIds.length;
     const withLogprobs = p.body.logprobs === true && delta.tokenIds.length > 0;

@@ -43,7 +43,13 @@ export interface FinishedChoice {
 /** 500 for a sequence the engine failed on its own (the others of its batch went on). */
 function generationFailed(d: StreamDelta): ApiError {
   const why = d.error ? `${d.error.name}: ${d.error.message}` : "no reason given";
-  return new ApiError(500, `Generation failed in the engine for request ${d.requestId}: ${why}`, "server_error", null, "generation_failed");
+  return new ApiError(
+    500,
+    `Generation failed in the engine for request ${d.requestId}: ${why}`,
+    "server_error",
+    null,
+    "generation_failed",
+  );
 }
 
 /** Wraps an engine stream, recording TTFT, inter-token gaps and e2e latency once it ends. */
@@ -79,7 +85,16 @@ async function* timed(
     // Without a final output the rank is unknown (the stream failed or was dropped): not recorded.
     // (No `return` here: it would swallow the stream's error.)
     if (rank !== undefined) {
-      metrics.recordRequest({ arrivalMs, firstTokenMs, interTokenMs, finishMs: performance.now(), rank, promptTokens, generationTokens, finishReason });
+      metrics.recordRequest({
+        arrivalMs,
+        firstTokenMs,
+        interTokenMs,
+        finishMs: performance.now(),
+        rank,
+        promptTokens,
+        generationTokens,
+        finishReason,
+      });
     }
   }
 }
@@ -105,7 +120,14 @@ export function startChoices(engine: GenerationEngine, metrics: ServerMetrics, j
 
 /** Consumes one choice to its end. */
 async function collectChoice(run: ChoiceRun): Promise<FinishedChoice> {
-  const out: FinishedChoice = { index: run.index, prompt: run.prompt, text: "", tokenIds: [], logprobs: [], finishReason: "abort" };
+  const out: FinishedChoice = {
+    index: run.index,
+    prompt: run.prompt,
+    text: "",
+    tokenIds: [],
+    logprobs: [],
+    finishReason: "abort",
+  };
   for await (const d of run.deltas) {
     out.text += d.text;
     out.tokenIds.push(...d.tokenIds);
@@ -156,11 +178,18 @@ export interface Usage {
 /** Builds `usage` from the prompts and the generated token count. */
 export function usageOf(prompts: readonly TokenizedPrompt[], completionTokens: number): Usage {
   const promptTokens = prompts.reduce((s, p) => s + p.tokenIds.length, 0);
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }
 
 /** Runs every choice to its end; the first failure aborts the rest (through `abort`). */
-export async function collectChoices(runs: readonly ChoiceRun[], abort: (reason: unknown) => void): Promise<FinishedChoice[]> {
+export async function collectChoices(
+  runs: readonly ChoiceRun[],
+  abort: (reason: unknown) => void,
+): Promise<FinishedChoice[]> {
   try {
     return await Promise.all(runs.map(collectChoice));
   } catch (err) {

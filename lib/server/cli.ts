@@ -87,14 +87,18 @@ Options:
 function integer(flag: string, v: string | undefined, min: number): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === "" || !Number.isSafeInteger(n) || n < min) throw new RangeError(`--${flag} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  if (v.trim() === "" || !Number.isSafeInteger(n) || n < min) {
+    throw new RangeError(`--${flag} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  }
   return n;
 }
 
 function fraction(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === "" || !(n > 0 && n <= 1)) throw new RangeError(`--${flag} must be a number in (0, 1], got ${JSON.stringify(v)}`);
+  if (v.trim() === "" || !(n > 0 && n <= 1)) {
+    throw new RangeError(`--${flag} must be a number in (0, 1], got ${JSON.stringify(v)}`);
+  }
   return n;
 }
 
@@ -102,7 +106,13 @@ function seconds(flag: string, v: string | undefined, min: number, minInclusive:
   if (v === undefined) return undefined;
   const n = Number(v);
   const ok = v.trim() !== "" && Number.isFinite(n) && (minInclusive ? n >= min : n > min) && n <= MAX_TIMEOUT_SECONDS;
-  if (!ok) throw new RangeError(`--${flag} must be a number of seconds ${minInclusive ? ">=" : ">"} ${min} and <= ${MAX_TIMEOUT_SECONDS}, got ${JSON.stringify(v)}`);
+  if (!ok) {
+    throw new RangeError(
+      `--${flag} must be a number of seconds ${minInclusive ? ">=" : ">"} ${min} and <= ${MAX_TIMEOUT_SECONDS}, got ${
+        JSON.stringify(v)
+      }`,
+    );
+  }
   return n;
 }
 
@@ -110,7 +120,6 @@ function seconds(flag: string, v: string | undefined, min: number, minInclusive:
 function parseGpus(v: string): number | number[] {
   return parseGpuList("gpus", v);
 }
-
 
 /** Parses serve's command line (without the runtime and script arguments). */
 export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
@@ -145,14 +154,23 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
   });
   if (positionals.length > 0) throw new RangeError(`unexpected argument ${JSON.stringify(positionals[0])}; see --help`);
   const backend = values.backend;
-  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  if (backend !== undefined && backend !== "cpu" && backend !== "cuda") {
+    throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
+  }
   const kvTransfers = values["kv-transfers"];
   if (kvTransfers !== undefined && !(TRANSFER_MODES as readonly string[]).includes(kvTransfers)) {
-    throw new RangeError(`--kv-transfers must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(kvTransfers)}`);
+    throw new RangeError(
+      `--kv-transfers must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(kvTransfers)}`,
+    );
   }
   const port = integer("port", values.port, 0) ?? 8000;
   if (port > 65535) throw new RangeError(`--port must be at most 65535, got ${port}`);
-  for (const [flag, v] of [["model", values.model], ["host", values.host], ["api-key", values["api-key"]], ["served-model-name", values["served-model-name"]]] as const) {
+  for (
+    const [flag, v] of [["model", values.model], ["host", values.host], ["api-key", values["api-key"]], [
+      "served-model-name",
+      values["served-model-name"],
+    ]] as const
+  ) {
     if (v !== undefined && v.trim() === "") throw new RangeError(`--${flag} must not be empty`);
   }
   return {
@@ -167,7 +185,9 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     maxNumBatchedTokens: integer("max-num-batched-tokens", values["max-num-batched-tokens"], 1),
     longPrefillChunk: integer("long-prefill-chunk", values["long-prefill-chunk"], 0),
     routingPolicy: values["routing-policy"],
-    nvlinkPairs: values["nvlink-pairs"] === undefined ? undefined : parseRankPairs(values["nvlink-pairs"], "--nvlink-pairs"),
+    nvlinkPairs: values["nvlink-pairs"] === undefined
+      ? undefined
+      : parseRankPairs(values["nvlink-pairs"], "--nvlink-pairs"),
     apiKey: values["api-key"],
     servedModelName: values["served-model-name"],
     backend,

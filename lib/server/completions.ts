@@ -2,15 +2,15 @@
  * POST /v1/completions: legacy text completions, non-streaming and SSE, n choices per prompt.
  * @module
  */
-import { collectChoices, mergeChoices, openAIFinishReason, usageOf, type ChoiceRun } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, promptContext, unixSeconds, type ServerContext } from "./context.ts";
+import { type ChoiceRun, collectChoices, mergeChoices, openAIFinishReason, usageOf } from "./choices.ts";
+import { checkModel, newResponseId, parseJsonBody, promptContext, type ServerContext, unixSeconds } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { completionLogprobs } from "./logprobs.ts";
-import { chunkEnvelope, startRequestChoices, type ChunkEnvelope } from "./openai_choices.ts";
+import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { completionPrompts, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
-import { completionRequestSchema, type CompletionRequest } from "./schemas.ts";
+import { type CompletionRequest, completionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 
 /** vLLM's default max_tokens for completions. */
@@ -38,15 +38,26 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   const { engine } = ctx;
   const prompts = await completionPrompts(body.prompt, promptContext(ctx, scope));
   const maxTokens = body.max_tokens ?? DEFAULT_MAX_TOKENS;
-  prompts.forEach((p, i) => checkContextLength(p.tokenIds.length, maxTokens, engine.model.maxModelLen, prompts.length > 1 ? `prompt[${i}]` : "prompt"));
-  if (body.echo && body.logprobs != null) throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
+  prompts.forEach((p, i) =>
+    checkContextLength(
+      p.tokenIds.length,
+      maxTokens,
+      engine.model.maxModelLen,
+      prompts.length > 1 ? `prompt[${i}]` : "prompt",
+    )
+  );
+  if (body.echo && body.logprobs != null) {
+    throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
+  }
   const params = toSamplingParams(body, maxTokens, body.logprobs != null);
   const id = newResponseId("cmpl");
   const runs = startRequestChoices(req, ctx, scope, body, { id, prompts, params });
   const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds(), completionTokens: 0 };
   if (body.stream) {
     const envelope = chunkEnvelope(ctx, body, { id, object: "text_completion", created: prepared.created });
-    return sseResponse(streamChunks(ctx, prepared, envelope), scope, { usageSoFar: () => usageSoFar(prepared, envelope) });
+    return sseResponse(streamChunks(ctx, prepared, envelope), scope, {
+      usageSoFar: () => usageSoFar(prepared, envelope),
+    });
   }
   return Response.json(await completeAll(ctx, prepared, scope));
 }
@@ -61,11 +72,20 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
     return {
       index: c.index,
       text: echo + c.text,
-      logprobs: withLogprobs ? completionLogprobs(ctx.engine.tokenizer, c.tokenIds, c.logprobs, 0, (p.body.logprobs ?? 0) > 0) : null,
+      logprobs: withLogprobs
+        ? completionLogprobs(ctx.engine.tokenizer, c.tokenIds, c.logprobs, 0, (p.body.logprobs ?? 0) > 0)
+        : null,
       finish_reason: openAIFinishReason(c.finishReason),
     };
   });
-  return { id: p.id, object: "text_completion", created: p.created, model: ctx.modelName, choices, usage: usageOf(p.prompts, completionTokens) };
+  return {
+    id: p.id,
+    object: "text_completion",
+    created: p.created,
+    model: ctx.modelName,
+    choices,
+    usage: usageOf(p.prompts, completionTokens),
+  };
 }
 
 async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnvelope): AsyncGenerator<unknown> {
@@ -73,7 +93,12 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
   const chunk = envelope.choice;
   if (p.body.echo) {
     for (const r of p.runs) {
-      yield chunk({ index: r.index, text: r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds), logprobs: null, finish_reason: null });
+      yield chunk({
+        index: r.index,
+        text: r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds),
+        logprobs: null,
+        finish_reason: null,
+      });
     }
   }
   const textOffsets = new Map<number, number>();
@@ -85,7 +110,15 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
     yield chunk({
       index: run.index,
       text: delta.text,
-      logprobs: withLogprobs ? completionLogprobs(ctx.engine.tokenizer, delta.tokenIds, delta.logprobs ?? [], offset, (p.body.logprobs ?? 0) > 0) : null,
+      logprobs: withLogprobs
+        ? completionLogprobs(
+          ctx.engine.tokenizer,
+          delta.tokenIds,
+          delta.logprobs ?? [],
+          offset,
+          (p.body.logprobs ?? 0) > 0,
+        )
+        : null,
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
     });
   }

@@ -32,7 +32,12 @@ export interface ServerContext {
 
 /** What tokenizing this request's prompts needs: the server's tokenizer and the model's limits. */
 export function promptContext(ctx: ServerContext, scope: RequestScope): PromptContext {
-  return { tokenizer: ctx.tokenizer, vocabSize: ctx.engine.model.vocabSize, maxModelLen: ctx.engine.model.maxModelLen, signal: scope.signal };
+  return {
+    tokenizer: ctx.tokenizer,
+    vocabSize: ctx.engine.model.vocabSize,
+    maxModelLen: ctx.engine.model.maxModelLen,
+    signal: scope.signal,
+  };
 }
 
 /** One route: handles a request within its scope. */
@@ -42,7 +47,11 @@ export type RouteHandler = (req: Request, ctx: ServerContext, scope: RequestScop
  * Reads a JSON body (at most `ctx.maxRequestBytes`, else 413) and validates it; non-JSON and schema
  * violations become 400s naming the field.
  */
-export async function parseJsonBody<S extends z.ZodType>(req: Request, ctx: ServerContext, schema: S): Promise<z.infer<S>> {
+export async function parseJsonBody<S extends z.ZodType>(
+  req: Request,
+  ctx: ServerContext,
+  schema: S,
+): Promise<z.infer<S>> {
   const text = await readBodyText(req, ctx.maxRequestBytes);
   let raw: unknown;
   try {
@@ -59,7 +68,11 @@ export async function parseJsonBody<S extends z.ZodType>(req: Request, ctx: Serv
 /** Rejects a `model` other than the served one (absent means the served model), as vLLM does: 404. */
 export function checkModel(ctx: ServerContext, model: string | null | undefined): void {
   if (model == null || model === ctx.modelName) return;
-  throw notFound(`The model \`${model}\` does not exist. This server serves \`${ctx.modelName}\`.`, "model", "model_not_found");
+  throw notFound(
+    `The model \`${model}\` does not exist. This server serves \`${ctx.modelName}\`.`,
+    "model",
+    "model_not_found",
+  );
 }
 
 /** The session id for affinity routing: the `x-session-id` header, else the `user` field. */

@@ -17,7 +17,16 @@ import { StartupError } from "./startup_errors.ts";
 export type ServeEngineOptions =
   & Pick<
     ServeCliOptions,
-    "gpus" | "backend" | "blockSize" | "gpuMemoryUtilization" | "maxNumSeqs" | "maxNumBatchedTokens" | "longPrefillChunk" | "maxModelLen" | "routingPolicy" | "nvlinkPairs"
+    | "gpus"
+    | "backend"
+    | "blockSize"
+    | "gpuMemoryUtilization"
+    | "maxNumSeqs"
+    | "maxNumBatchedTokens"
+    | "longPrefillChunk"
+    | "maxModelLen"
+    | "routingPolicy"
+    | "nvlinkPairs"
   >
   & Partial<Pick<ServeCliOptions, "numGpuBlocksOverride" | "kvTransfers">>
   & { modelDir: string };
@@ -25,12 +34,18 @@ export type ServeEngineOptions =
 /** Checks what can be checked before any process starts; throws StartupError naming the flag. */
 function checkServeEngineOptions(o: ServeEngineOptions): void {
   if (o.routingPolicy !== undefined && !(POLICY_NAMES as readonly string[]).includes(o.routingPolicy)) {
-    throw new StartupError("--routing-policy", `${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`);
+    throw new StartupError(
+      "--routing-policy",
+      `${JSON.stringify(o.routingPolicy)} is not one of ${POLICY_NAMES.join(", ")}`,
+    );
   }
   if (o.maxModelLen !== undefined) {
     const modelMax = readModelSpec(o.modelDir).maxModelLen;
     if (o.maxModelLen > modelMax) {
-      throw new StartupError("--max-model-len", `${o.maxModelLen} is above the model's context length ${modelMax} (max_position_embeddings); pass at most ${modelMax}, or leave it out`);
+      throw new StartupError(
+        "--max-model-len",
+        `${o.maxModelLen} is above the model's context length ${modelMax} (max_position_embeddings); pass at most ${modelMax}, or leave it out`,
+      );
     }
   }
   if (o.backend !== undefined) {
@@ -38,7 +53,9 @@ function checkServeEngineOptions(o: ServeEngineOptions): void {
       loadLibrary({ backend: o.backend }).lib.close();
     } catch (e) {
       const why = e instanceof Error ? e.message.replace(/\s*\n\s*/g, "; ") : String(e);
-      const fix = o.backend === "cuda" ? "build it with `make native` on a machine with CUDA, or use --backend cpu" : "build it with `make native`";
+      const fix = o.backend === "cuda"
+        ? "build it with `make native` on a machine with CUDA, or use --backend cpu"
+        : "build it with `make native`";
       throw new StartupError("--backend", `${o.backend}: its native library does not load (${why}); ${fix}`);
     }
   }

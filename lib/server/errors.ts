@@ -20,7 +20,7 @@ export class ApiError extends Error {
     readonly type: string,
     readonly param: string | null = null,
     readonly code: string | null = null,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(message, options);
   }
@@ -48,7 +48,13 @@ export function notFound(message: string, param: string | null = null, code = "n
 
 /** 405 for a known route called with the wrong method. */
 export function methodNotAllowed(method: string, path: string): ApiError {
-  return new ApiError(405, `Method ${method} is not allowed on ${path}`, "invalid_request_error", null, "method_not_allowed");
+  return new ApiError(
+    405,
+    `Method ${method} is not allowed on ${path}`,
+    "invalid_request_error",
+    null,
+    "method_not_allowed",
+  );
 }
 
 /** 503 while the engine is dead, loading, or the server drains. */
@@ -58,12 +64,24 @@ export function unavailable(message: string): ApiError {
 
 /** 504 when a request outlives its time limit (`--request-timeout` or `x-request-timeout`). */
 export function requestTimedOut(seconds: number, source: string): ApiError {
-  return new ApiError(504, `The request did not finish within its ${seconds} s time limit (${source}) and was stopped`, "server_error", null, "request_timeout");
+  return new ApiError(
+    504,
+    `The request did not finish within its ${seconds} s time limit (${source}) and was stopped`,
+    "server_error",
+    null,
+    "request_timeout",
+  );
 }
 
 /** 503 for a request the server ended because it shut down (the drain deadline passed). */
 export function shutDown(drainSeconds: number): ApiError {
-  return new ApiError(503, `The server shut down before this request finished (--drain-timeout ${drainSeconds} s passed)`, "server_error", null, "shutdown");
+  return new ApiError(
+    503,
+    `The server shut down before this request finished (--drain-timeout ${drainSeconds} s passed)`,
+    "server_error",
+    null,
+    "shutdown",
+  );
 }
 
 /** Renders an ApiError as a JSON response. */
@@ -97,7 +115,9 @@ export function fromZodError(error: z.ZodError): ApiError {
   const issue = error.issues[0];
   if (!issue) return badRequest("Invalid request body");
   const param = formatParamPath(issue.path);
-  if (param === "" && issue.code === "invalid_type") return badRequest("Request body must be a JSON object", null, "invalid_type");
+  if (param === "" && issue.code === "invalid_type") {
+    return badRequest("Request body must be a JSON object", null, "invalid_type");
+  }
   const hasInput = "input" in issue && issue.input !== undefined;
   if (!hasInput && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
     return badRequest(`Missing required parameter '${param}'`, param, "missing_required_parameter");
@@ -116,10 +136,19 @@ export function fromZodError(error: z.ZodError): ApiError {
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof CapacityError) return badRequest(err.message, null, "capacity_exceeded");
-  if (err instanceof AbortedError) return new ApiError(499, err.message, "invalid_request_error", null, "request_aborted");
+  if (err instanceof AbortedError) {
+    return new ApiError(499, err.message, "invalid_request_error", null, "request_aborted");
+  }
   if (err instanceof WorkerDiedError) {
     const rank = err.rank >= 0 ? ` (rank ${err.rank})` : "";
-    return new ApiError(503, `The worker serving this request died${rank} before it finished; retry it: ${err.message}`, "server_error", null, "worker_died", { cause: err });
+    return new ApiError(
+      503,
+      `The worker serving this request died${rank} before it finished; retry it: ${err.message}`,
+      "server_error",
+      null,
+      "worker_died",
+      { cause: err },
+    );
   }
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError(500, `Internal server error: ${message}`, "server_error", null, "internal_error", { cause: err });

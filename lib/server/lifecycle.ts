@@ -52,7 +52,9 @@ export class RequestScope {
 
   /** Aborts the engine requests of this scope (idempotent; a no-op once closed). */
   abort(reason?: unknown): void {
-    if (!this.closed && !this.controller.signal.aborted) this.controller.abort(reason ?? new Error("client disconnected"));
+    if (!this.closed && !this.controller.signal.aborted) {
+      this.controller.abort(reason ?? new Error("client disconnected"));
+    }
   }
 
   /**
@@ -101,7 +103,7 @@ export class ServerLifecycle {
   open(clientSignal?: AbortSignal): RequestScope {
     const scope: RequestScope = new RequestScope(() => {
       this.scopes.delete(scope);
-      if (this.scopes.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+      if (this.scopes.size === 0) { for (const w of this.idleWaiters.splice(0)) w(); }
     }, clientSignal);
     this.scopes.add(scope);
     return scope;

@@ -54,7 +54,12 @@ export function completionLogprobs(
 }
 
 /** Chat logprobs content entries. */
-export function chatLogprobs(tokenizer: TextTokenizer, tokenIds: readonly number[], logprobs: readonly number[], withTop: boolean): ChatTokenLogprob[] {
+export function chatLogprobs(
+  tokenizer: TextTokenizer,
+  tokenIds: readonly number[],
+  logprobs: readonly number[],
+  withTop: boolean,
+): ChatTokenLogprob[] {
   return tokenStrings(tokenizer, tokenIds).map((token, i) => {
     const logprob = logprobs[i] ?? Number.NaN;
     const bytes = [...encoder.encode(token)];

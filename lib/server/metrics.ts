@@ -9,7 +9,30 @@ import type { FinishReason } from "../core/outputs.ts";
 import { LabeledCounter, LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
 
 /** vLLM's time-to-first-token buckets (seconds). */
-export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+export const TTFT_BUCKETS = [
+  0.001,
+  0.005,
+  0.01,
+  0.02,
+  0.04,
+  0.06,
+  0.08,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10,
+  20,
+  40,
+  80,
+  160,
+  640,
+  2560,
+];
 /** vLLM's inter-token latency buckets (seconds). */
 const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
 /** vLLM's end-to-end request latency buckets (seconds). */
@@ -45,14 +68,29 @@ export function rankHealth(stats: EngineStats, numRanks: number, engineHealthy: 
   const reported = (stats as Partial<Pick<EngineStats, "health">>).health?.ranks;
   if (reported) return [...reported].sort((a, b) => a.rank - b.rank);
   const reporting = new Set(stats.ranks.map((r) => r.rank));
-  return Array.from({ length: numRanks }, (_, rank) => ({ rank, up: engineHealthy && reporting.has(rank), restarts: 0 }));
+  return Array.from(
+    { length: numRanks },
+    (_, rank) => ({ rank, up: engineHealthy && reporting.has(rank), restarts: 0 }),
+  );
 }
 
 /** Server-recorded request metrics plus the scrape-time rendering of engine stats. */
 export class ServerMetrics {
-  readonly ttft = new LabeledHistogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS);
-  readonly itl = new LabeledHistogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS);
-  readonly e2e = new LabeledHistogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", E2E_BUCKETS);
+  readonly ttft = new LabeledHistogram(
+    "vllm:time_to_first_token_seconds",
+    "Histogram of time to first token in seconds.",
+    TTFT_BUCKETS,
+  );
+  readonly itl = new LabeledHistogram(
+    "vllm:inter_token_latency_seconds",
+    "Histogram of inter-token latency in seconds.",
+    ITL_BUCKETS,
+  );
+  readonly e2e = new LabeledHistogram(
+    "vllm:e2e_request_latency_seconds",
+    "Histogram of end to end request latency in seconds.",
+    E2E_BUCKETS,
+  );
   readonly promptTokens = new LabeledCounter("vllm:prompt_tokens", "Number of prefill tokens processed.");
   readonly generationTokens = new LabeledCounter("vllm:generation_tokens", "Number of generation tokens processed.");
   readonly requestSuccess = new LabeledCounter("vllm:request_success", "Count of successfully processed requests.");
@@ -73,22 +111,44 @@ export class ServerMetrics {
   }
 
   /** The whole exposition: engine gauges and counters from `stats`, then the recorded series. */
-  render(stats: EngineStats, inFlightRequests: number, health: readonly RankHealth[] = rankHealth(stats, stats.ranks.length, true)): string {
+  render(
+    stats: EngineStats,
+    inFlightRequests: number,
+    health: readonly RankHealth[] = rankHealth(stats, stats.ranks.length, true),
+  ): string {
     const model = this.modelName;
-    const byRank = (f: (h: RankHealth) => number): Sample[] => health.map((h) => ({ labels: { model_name: model, engine: String(h.rank) }, value: f(h) }));
+    const byRank = (f: (h: RankHealth) => number): Sample[] =>
+      health.map((h) => ({ labels: { model_name: model, engine: String(h.rank) }, value: f(h) }));
     const per = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>
       stats.ranks.map((r) => ({ labels: { model_name: model, engine: String(r.rank) }, value: f(r) }));
     const parts = [
-      renderGauge("vllm:num_requests_running", "Number of requests in model execution batches.", per((r) => r.numRunning)),
+      renderGauge(
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        per((r) => r.numRunning),
+      ),
       renderGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", per((r) => r.numWaiting)),
       renderGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", per((r) => r.kvUsage)),
-      renderCounter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", per((r) => r.prefixQueryTokens)),
-      renderCounter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", per((r) => r.prefixHitTokens)),
+      renderCounter(
+        "vllm:prefix_cache_queries",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        per((r) => r.prefixQueryTokens),
+      ),
+      renderCounter(
+        "vllm:prefix_cache_hits",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        per((r) => r.prefixHitTokens),
+      ),
       renderGauge(
         "vllm:cache_config_info",
         "Information of the LLMEngine CacheConfig.",
         stats.ranks.map((r) => ({
-          labels: { model_name: model, engine: String(r.rank), block_size: String(r.blockSize), num_gpu_blocks: String(r.numBlocks) },
+          labels: {
+            model_name: model,
+            engine: String(r.rank),
+            block_size: String(r.blockSize),
+            num_gpu_blocks: String(r.numBlocks),
+          },
           value: 1,
         })),
       ),
@@ -116,11 +176,30 @@ export class ServerMetrics {
         "KV blocks still referenced while the rank is idle (0 unless blocks leak).",
         per((r) => r.leakedBlocks ?? 0),
       ),
-      renderGauge("lmpool_healthy_ranks", "Worker ranks serving now.", [{ labels: { model_name: model }, value: health.filter((h) => h.up).length }]),
-      renderGauge("lmpool_rank_up", "1 while the rank serves, 0 while it is down or restarting.", byRank((h) => (h.up ? 1 : 0))),
-      renderCounter("lmpool_worker_restarts", "Times the launcher restarted the rank's worker.", byRank((h) => h.restarts)),
-      renderCounter("lmpool_engine_finished_requests", "Requests finished per rank, as the engine counts them.", per((r) => r.numFinished)),
-      renderCounter("lmpool_engine_generated_tokens", "Tokens generated per rank, as the engine counts them.", per((r) => r.numGeneratedTokens)),
+      renderGauge("lmpool_healthy_ranks", "Worker ranks serving now.", [{
+        labels: { model_name: model },
+        value: health.filter((h) => h.up).length,
+      }]),
+      renderGauge(
+        "lmpool_rank_up",
+        "1 while the rank serves, 0 while it is down or restarting.",
+        byRank((h) => (h.up ? 1 : 0)),
+      ),
+      renderCounter(
+        "lmpool_worker_restarts",
+        "Times the launcher restarted the rank's worker.",
+        byRank((h) => h.restarts),
+      ),
+      renderCounter(
+        "lmpool_engine_finished_requests",
+        "Requests finished per rank, as the engine counts them.",
+        per((r) => r.numFinished),
+      ),
+      renderCounter(
+        "lmpool_engine_generated_tokens",
+        "Tokens generated per rank, as the engine counts them.",
+        per((r) => r.numGeneratedTokens),
+      ),
       renderCounter(
         "lmpool_route_decisions",
         "Routing decisions of the control plane, by decision kind.",
@@ -130,14 +209,28 @@ export class ServerMetrics {
       ),
       ...Object.entries(ROUTING_GAUGES)
         .filter(([key]) => stats.routing[key] !== undefined)
-        .map(([key, [name, help]]) => renderGauge(name, help, [{ labels: { model_name: model }, value: stats.routing[key]! }])),
+        .map(([key, [name, help]]) =>
+          renderGauge(name, help, [{ labels: { model_name: model }, value: stats.routing[key]! }])
+        ),
       renderCounter("lmpool_control_plane_restarts", "Times the launcher restarted the control plane.", [
         { labels: { model_name: model }, value: stats.routing.control_plane_restarts ?? 0 },
       ]),
-      renderCounter("lmpool_transfers", "KV transfers between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.count }]),
-      renderCounter("lmpool_transfer_blocks", "KV blocks moved or copied between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.blocks }]),
-      renderCounter("lmpool_transfer_bytes", "KV bytes sent between GPUs.", [{ labels: { model_name: model }, value: stats.transfers.bytes }]),
-      renderGauge("lmpool_http_requests_in_flight", "Generation requests the HTTP server is serving now.", [{ labels: { model_name: model }, value: inFlightRequests }]),
+      renderCounter("lmpool_transfers", "KV transfers between GPUs.", [{
+        labels: { model_name: model },
+        value: stats.transfers.count,
+      }]),
+      renderCounter("lmpool_transfer_blocks", "KV blocks moved or copied between GPUs.", [{
+        labels: { model_name: model },
+        value: stats.transfers.blocks,
+      }]),
+      renderCounter("lmpool_transfer_bytes", "KV bytes sent between GPUs.", [{
+        labels: { model_name: model },
+        value: stats.transfers.bytes,
+      }]),
+      renderGauge("lmpool_http_requests_in_flight", "Generation requests the HTTP server is serving now.", [{
+        labels: { model_name: model },
+        value: inFlightRequests,
+      }]),
     ];
     return parts.join("");
   }

@@ -22,7 +22,10 @@ const DEMO_MODEL_NOTICE =
 export const DEMO_MODEL_NAME = "lmpool-demo";
 
 /** The model directory to load, generating the demo model (with progress) when none was given. */
-export async function resolveModelDir(model: string | undefined, sink: ProgressSink): Promise<{ dir: string; isDemo: boolean }> {
+export async function resolveModelDir(
+  model: string | undefined,
+  sink: ProgressSink,
+): Promise<{ dir: string; isDemo: boolean }> {
   if (model !== undefined) return { dir: model, isDemo: false };
   sink.write(`${DEMO_MODEL_NOTICE}\n`);
   const progress = byteProgress("Generating the demo model (once; cached)", sink);

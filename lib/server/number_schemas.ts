@@ -39,7 +39,9 @@ export function isFloat32In(v: number, r: FloatRange): boolean {
 /** A zod number that must be a finite float32 in `r` (default: any finite float32). */
 export function float32In(r: Partial<FloatRange> = {}): z.ZodNumber {
   const range: FloatRange = { min: -FLOAT32_MAX, max: FLOAT32_MAX, ...r };
-  return z.number().refine((v) => isFloat32In(v, range), { error: `must be a finite float32 in ${describeRange(range)}` });
+  return z.number().refine((v) => isFloat32In(v, range), {
+    error: `must be a finite float32 in ${describeRange(range)}`,
+  });
 }
 
 /** A zod integer that must be in [min, max], both within int32 (default: the whole int32 range). */
@@ -47,5 +49,7 @@ export function int32In(min = INT32_MIN, max = INT32_MAX): z.ZodInt {
   if (!(Number.isInteger(min) && Number.isInteger(max) && INT32_MIN <= min && min <= max && max <= INT32_MAX)) {
     throw new RangeError(`int32In bounds must be int32 with min <= max, got [${min}, ${max}]`);
   }
-  return z.int().min(min, { error: `must be an integer in [${min}, ${max}]` }).max(max, { error: `must be an integer in [${min}, ${max}]` });
+  return z.int().min(min, { error: `must be an integer in [${min}, ${max}]` }).max(max, {
+    error: `must be an integer in [${min}, ${max}]`,
+  });
 }

@@ -4,8 +4,8 @@
  * @module
  */
 import type { SamplingParams } from "../core/sampling_params.ts";
-import { startChoices, type ChoiceRun, type Usage } from "./choices.ts";
-import { sessionIdOf, type ServerContext } from "./context.ts";
+import { type ChoiceRun, startChoices, type Usage } from "./choices.ts";
+import { type ServerContext, sessionIdOf } from "./context.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import type { TokenizedPrompt } from "./prompts.ts";
 
@@ -45,7 +45,11 @@ export interface ChunkEnvelope {
 }
 
 /** The chunk envelope of response `id` (`object` e.g. "text_completion", "chat.completion.chunk"). */
-export function chunkEnvelope(ctx: ServerContext, body: CommonChoiceFields, head: { id: string; object: string; created: number }): ChunkEnvelope {
+export function chunkEnvelope(
+  ctx: ServerContext,
+  body: CommonChoiceFields,
+  head: { id: string; object: string; created: number },
+): ChunkEnvelope {
   const includeUsage = body.stream_options?.include_usage === true;
   const base = { id: head.id, object: head.object, created: head.created, model: ctx.modelName };
   return {

@@ -15,7 +15,10 @@ function mb(bytes: number): string {
 }
 
 /** A byte-progress callback that prints `label  NN% (x/y MB)`; call `done()` at the end. */
-export function byteProgress(label: string, sink: ProgressSink): { update(done: number, total: number): void; done(): void } {
+export function byteProgress(
+  label: string,
+  sink: ProgressSink,
+): { update(done: number, total: number): void; done(): void } {
   let lastDecile = -1;
   let lastTty = 0;
   let printed = false;

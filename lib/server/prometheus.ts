@@ -39,13 +39,15 @@ function header(name: string, help: string, type: string): string {
 
 /** A gauge family with its samples. */
 export function renderGauge(name: string, help: string, samples: readonly Sample[]): string {
-  return header(name, help, "gauge") + samples.map((s) => `${name}${formatLabels(s.labels)} ${formatValue(s.value)}\n`).join("");
+  return header(name, help, "gauge") +
+    samples.map((s) => `${name}${formatLabels(s.labels)} ${formatValue(s.value)}\n`).join("");
 }
 
 /** A counter family `name` whose samples are named `name_total`. */
 export function renderCounter(name: string, help: string, samples: readonly Sample[]): string {
   const family = name.endsWith("_total") ? name.slice(0, -"_total".length) : name;
-  return header(family, help, "counter") + samples.map((s) => `${family}_total${formatLabels(s.labels)} ${formatValue(s.value)}\n`).join("");
+  return header(family, help, "counter") +
+    samples.map((s) => `${family}_total${formatLabels(s.labels)} ${formatValue(s.value)}\n`).join("");
 }
 
 function labelKey(labels: Labels): string {
@@ -97,7 +99,9 @@ export class LabeledHistogram {
     buckets: readonly number[],
   ) {
     for (let i = 1; i < buckets.length; i++) {
-      if (!(buckets[i]! > buckets[i - 1]!)) throw new RangeError(`histogram ${name} buckets must increase, got ${buckets.join(",")}`);
+      if (!(buckets[i]! > buckets[i - 1]!)) {
+        throw new RangeError(`histogram ${name} buckets must increase, got ${buckets.join(",")}`);
+      }
     }
     this.buckets = [...buckets];
   }

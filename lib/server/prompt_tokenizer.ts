@@ -22,7 +22,10 @@ export interface PromptTokenizer {
   readonly maxInputCharsPerToken: number;
   encode(text: string, options: { addSpecialTokens: boolean; signal?: AbortSignal }): Promise<number[]>;
   /** Renders `messages` with the chat template and encodes the result; a template refusal is a 400 on `messages`. */
-  encodeChat(messages: ChatMessage[], options: { addGenerationPrompt: boolean; addSpecialTokens: boolean; signal?: AbortSignal }): Promise<number[]>;
+  encodeChat(
+    messages: ChatMessage[],
+    options: { addGenerationPrompt: boolean; addSpecialTokens: boolean; signal?: AbortSignal },
+  ): Promise<number[]>;
   decode(ids: readonly number[], options?: { signal?: AbortSignal }): Promise<string>;
   /** Stops the pool's threads (inline: nothing). Idempotent. */
   close(): void;
@@ -37,7 +40,11 @@ const DEFAULT_MAX_INPUT_CHARS_PER_TOKEN = 1024;
 
 function templateRefused(message: string) {
   // A template can reject a conversation (e.g. roles out of order); that is the request's fault.
-  return badRequest(`messages could not be rendered with the chat template: ${message}`, "messages", "invalid_messages");
+  return badRequest(
+    `messages could not be rendered with the chat template: ${message}`,
+    "messages",
+    "invalid_messages",
+  );
 }
 
 function renderInline(tokenizer: TextTokenizer, messages: ChatMessage[], addGenerationPrompt: boolean): string {
@@ -53,12 +60,19 @@ function chatChars(messages: readonly ChatMessage[]): number {
 }
 
 /** Everything on the calling thread. */
-export function inlinePromptTokenizer(tokenizer: TextTokenizer, maxInputCharsPerToken = DEFAULT_MAX_INPUT_CHARS_PER_TOKEN): PromptTokenizer {
+export function inlinePromptTokenizer(
+  tokenizer: TextTokenizer,
+  maxInputCharsPerToken = DEFAULT_MAX_INPUT_CHARS_PER_TOKEN,
+): PromptTokenizer {
   return {
     maxInputCharsPerToken,
     encode: (text, o) => Promise.resolve().then(() => tokenizer.encode(text, { addSpecialTokens: o.addSpecialTokens })),
     encodeChat: (messages, o) =>
-      Promise.resolve().then(() => tokenizer.encode(renderInline(tokenizer, messages, o.addGenerationPrompt), { addSpecialTokens: o.addSpecialTokens })),
+      Promise.resolve().then(() =>
+        tokenizer.encode(renderInline(tokenizer, messages, o.addGenerationPrompt), {
+          addSpecialTokens: o.addSpecialTokens,
+        })
+      ),
     decode: (ids) => Promise.resolve().then(() => tokenizer.decode(ids)),
     close: () => {},
   };
@@ -89,7 +103,14 @@ export function pooledPromptTokenizer(tokenizer: TextTokenizer, pool: TokenizerP
     },
     async encodeChat(messages, o) {
       if (chatChars(messages) < INLINE_LIMIT_CHARS) return inline.encodeChat(messages, o);
-      return idsOf(await run({ op: "chat", messages, addGenerationPrompt: o.addGenerationPrompt, addSpecialTokens: o.addSpecialTokens }, o.signal));
+      return idsOf(
+        await run({
+          op: "chat",
+          messages,
+          addGenerationPrompt: o.addGenerationPrompt,
+          addSpecialTokens: o.addSpecialTokens,
+        }, o.signal),
+      );
     },
     async decode(ids, o) {
       if (ids.length < INLINE_LIMIT_IDS) return inline.decode(ids);

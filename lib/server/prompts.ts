@@ -47,12 +47,21 @@ export function checkPromptChars(chars: number, ctx: PromptContext, param: strin
 function checkIds(ids: number[], vocabSize: number, param: string): void {
   if (ids.length === 0) throw badRequest(`${param} is empty: a prompt needs at least one token`, param, "empty_prompt");
   for (const id of ids) {
-    if (id >= vocabSize) throw badRequest(`${param} has token id ${id}, outside the vocabulary (size ${vocabSize})`, param, "invalid_token_id");
+    if (id >= vocabSize) {
+      throw badRequest(
+        `${param} has token id ${id}, outside the vocabulary (size ${vocabSize})`,
+        param,
+        "invalid_token_id",
+      );
+    }
   }
 }
 
 /** Normalizes a completions `prompt` (text, texts, ids, id lists) to one token-id list per prompt. */
-export async function completionPrompts(prompt: string | string[] | number[] | number[][], ctx: PromptContext): Promise<TokenizedPrompt[]> {
+export async function completionPrompts(
+  prompt: string | string[] | number[] | number[][],
+  ctx: PromptContext,
+): Promise<TokenizedPrompt[]> {
   const paramOf = (i: number, count: number) => (count > 1 ? `prompt[${i}]` : "prompt");
   let out: TokenizedPrompt[];
   if (typeof prompt === "string" || prompt.every((p) => typeof p === "string")) {
@@ -60,7 +69,9 @@ export async function completionPrompts(prompt: string | string[] | number[] | n
     texts.forEach((t, i) => checkPromptChars(t.length, ctx, paramOf(i, texts.length)));
     out = [];
     // One at a time: a list of large prompts must not fill the pool's queue on its own.
-    for (const text of texts) out.push({ tokenIds: await ctx.tokenizer.encode(text, { addSpecialTokens: true, signal: ctx.signal }), text });
+    for (const text of texts) {
+      out.push({ tokenIds: await ctx.tokenizer.encode(text, { addSpecialTokens: true, signal: ctx.signal }), text });
+    }
   } else if (prompt.every((p) => typeof p === "number")) {
     out = [{ tokenIds: [...(prompt as number[])] }];
   } else {
@@ -93,11 +104,19 @@ export async function chatTokenIds(
 ): Promise<number[]> {
   const chat = toChatMessages(messages);
   checkPromptChars(chat.reduce((n, m) => n + m.content.length, 0), ctx, "messages");
-  return ctx.tokenizer.encodeChat(chat, { addGenerationPrompt: options.addGenerationPrompt, addSpecialTokens: options.addSpecialTokens ?? false, signal: ctx.signal });
+  return ctx.tokenizer.encodeChat(chat, {
+    addGenerationPrompt: options.addGenerationPrompt,
+    addSpecialTokens: options.addSpecialTokens ?? false,
+    signal: ctx.signal,
+  });
 }
 
 /** A chat prompt ready for the engine (rendered, tokenized, checked against the vocabulary). */
-export async function chatPrompt(messages: readonly ChatMessageInput[], ctx: PromptContext, addGenerationPrompt: boolean): Promise<TokenizedPrompt> {
+export async function chatPrompt(
+  messages: readonly ChatMessageInput[],
+  ctx: PromptContext,
+  addGenerationPrompt: boolean,
+): Promise<TokenizedPrompt> {
   const tokenIds = await chatTokenIds(messages, ctx, { addGenerationPrompt });
   checkIds(tokenIds, ctx.vocabSize, "messages");
   return { tokenIds };

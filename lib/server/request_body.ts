@@ -14,7 +14,9 @@ export const DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 function requestTooLarge(bytes: number, maxBytes: number, atLeast = false): ApiError {
   return new ApiError(
     413,
-    `Request body of ${atLeast ? "at least " : ""}${bytes} bytes exceeds --max-request-bytes ${maxBytes}; send a smaller body or raise the limit`,
+    `Request body of ${
+      atLeast ? "at least " : ""
+    }${bytes} bytes exceeds --max-request-bytes ${maxBytes}; send a smaller body or raise the limit`,
     "invalid_request_error",
     null,
     "request_too_large",

@@ -4,7 +4,7 @@
  * operator's bound holds whatever clients send.
  * @module
  */
-import { badRequest, requestTimedOut, type ApiError } from "./errors.ts";
+import { type ApiError, badRequest, requestTimedOut } from "./errors.ts";
 
 /** The header a client sets to bound its own request, in seconds. */
 const REQUEST_TIMEOUT_HEADER = "x-request-timeout";
@@ -32,7 +32,9 @@ export function requestTimeoutOf(req: Request, serverSeconds: number | undefined
     clientSeconds = parseTimeoutSeconds(header);
     if (clientSeconds === undefined) {
       throw badRequest(
-        `Invalid ${REQUEST_TIMEOUT_HEADER} header ${JSON.stringify(header)}: it must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]`,
+        `Invalid ${REQUEST_TIMEOUT_HEADER} header ${
+          JSON.stringify(header)
+        }: it must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]`,
         REQUEST_TIMEOUT_HEADER,
         "invalid_header",
       );
@@ -42,6 +44,11 @@ export function requestTimeoutOf(req: Request, serverSeconds: number | undefined
     const seconds = clientSeconds;
     return { seconds, error: () => requestTimedOut(seconds, `${REQUEST_TIMEOUT_HEADER}: ${header}`) };
   }
-  if (serverSeconds !== undefined) return { seconds: serverSeconds, error: () => requestTimedOut(serverSeconds, `--request-timeout ${serverSeconds}`) };
+  if (serverSeconds !== undefined) {
+    return {
+      seconds: serverSeconds,
+      error: () => requestTimedOut(serverSeconds, `--request-timeout ${serverSeconds}`),
+    };
+  }
   return undefined;
 }

@@ -5,7 +5,10 @@
  */
 
 /** What a lookup found: a handler, or why there is none. */
-export type RouteMatch<H> = { kind: "found"; handler: H } | { kind: "not_found" } | { kind: "method_not_allowed"; allow: string[] };
+export type RouteMatch<H> = { kind: "found"; handler: H } | { kind: "not_found" } | {
+  kind: "method_not_allowed";
+  allow: string[];
+};
 
 /** A table of (method, path) -> handler. */
 export class Router<H> {
@@ -14,7 +17,7 @@ export class Router<H> {
   /** Registers `handler` for `method` on `path`; registering one twice is a bug. */
   add(method: string, path: string, handler: H): this {
     let byMethod = this.routes.get(path);
-    if (!byMethod) this.routes.set(path, (byMethod = new Map()));
+    if (!byMethod) this.routes.set(path, byMethod = new Map());
     const m = method.toUpperCase();
     if (byMethod.has(m)) throw new RangeError(`route ${m} ${path} is registered twice`);
     byMethod.set(m, handler);

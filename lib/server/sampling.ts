@@ -62,7 +62,12 @@ export function paramsForChoice(params: SamplingParams, index: number): Sampling
 }
 
 /** Rejects a request whose prompt plus completion cannot fit the model's context. */
-export function checkContextLength(promptTokens: number, maxTokens: number, maxModelLen: number, promptParam: string): void {
+export function checkContextLength(
+  promptTokens: number,
+  maxTokens: number,
+  maxModelLen: number,
+  promptParam: string,
+): void {
   if (promptTokens >= maxModelLen) {
     throw badRequest(
       `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input.`,
@@ -72,8 +77,12 @@ export function checkContextLength(promptTokens: number, maxTokens: number, maxM
   }
   if (promptTokens + maxTokens > maxModelLen) {
     throw badRequest(
-      `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens ` +
-        `(${promptTokens} in the ${promptParam === "messages" ? "messages" : "prompt"}, ${maxTokens} in the completion). ` +
+      `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${
+        promptTokens + maxTokens
+      } tokens ` +
+        `(${promptTokens} in the ${
+          promptParam === "messages" ? "messages" : "prompt"
+        }, ${maxTokens} in the completion). ` +
         "Please reduce the length of the input or completion.",
       "max_tokens",
       "context_length_exceeded",

@@ -22,7 +22,8 @@ export const MAX_SEED = Number.MAX_SAFE_INTEGER - (MAX_CHOICES - 1);
 
 /** Only the value that means "off" is accepted for features the engine does not have. */
 function onlyOff(value: number, feature: string) {
-  return float32In().refine((v) => v === value, { error: `${feature} is not supported; only ${value} is accepted` }).nullish();
+  return float32In().refine((v) => v === value, { error: `${feature} is not supported; only ${value} is accepted` })
+    .nullish();
 }
 
 const stopSchema = z
@@ -56,7 +57,9 @@ const commonFields = {
   repetition_penalty: onlyOff(1, "repetition_penalty"),
   min_p: onlyOff(0, "min_p"),
   best_of: onlyOff(1, "best_of"),
-  logit_bias: z.record(z.string(), float32In({ min: -100, max: 100 })).refine((m) => Object.keys(m).length === 0, { error: "logit_bias is not supported" }).nullish(),
+  logit_bias: z.record(z.string(), float32In({ min: -100, max: 100 })).refine((m) => Object.keys(m).length === 0, {
+    error: "logit_bias is not supported",
+  }).nullish(),
 };
 
 /** A prompt: text, a list of texts, token ids, or a list of token-id lists. */
@@ -81,7 +84,7 @@ export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 const textPartSchema = z.object({ type: z.literal("text"), text: z.string() });
 
 const messageContentSchema = z.union([z.string(), z.array(textPartSchema)], {
-  error: "content must be a string or a list of text parts ({\"type\": \"text\", \"text\": ...})",
+  error: 'content must be a string or a list of text parts ({"type": "text", "text": ...})',
 });
 
 /** One chat message; `developer` is read as `system`. */
@@ -103,7 +106,9 @@ export const chatCompletionRequestSchema = z.object({
   top_logprobs: int32In(0, 20).nullish(),
   add_generation_prompt: z.boolean().nullish(),
   tools: z.array(z.unknown()).max(0, { error: "tools are not supported" }).nullish(),
-  response_format: z.object({ type: z.literal("text", { error: "only response_format {\"type\": \"text\"} is supported" }) }).nullish(),
+  response_format: z.object({
+    type: z.literal("text", { error: 'only response_format {"type": "text"} is supported' }),
+  }).nullish(),
 });
 
 /** The parsed body of POST /v1/chat/completions. */

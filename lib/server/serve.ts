@@ -7,7 +7,7 @@
  * @module
  */
 import type { GenerationEngine } from "../core/engine_api.ts";
-import { startHttpServer, type HttpServer } from "../runtime/http_server.ts";
+import { type HttpServer, startHttpServer } from "../runtime/http_server.ts";
 import { createApp, type ServerApp } from "./app.ts";
 import { ApiError, errorResponse } from "./errors.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
@@ -78,7 +78,10 @@ export interface ServerListener {
 const RUNTIME_BODY_BOUND = 1024 ** 3;
 
 function loading(): Response {
-  return errorResponse(new ApiError(503, "The server is loading the model; retry shortly", "server_error", null, "loading"), { "retry-after": "5" });
+  return errorResponse(
+    new ApiError(503, "The server is loading the model; retry shortly", "server_error", null, "loading"),
+    { "retry-after": "5" },
+  );
 }
 
 /** Binds the port now and answers every request with 503 "loading" until serve() is called. */
@@ -113,7 +116,9 @@ export async function listen(options: ListenOptions = {}): Promise<ServerListene
         throw e;
       }
       const drainSeconds = o.drainTimeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
-      if (!(drainSeconds >= 0 && Number.isFinite(drainSeconds))) throw new RangeError(`drainTimeoutSeconds must be a number >= 0, got ${drainSeconds}`);
+      if (!(drainSeconds >= 0 && Number.isFinite(drainSeconds))) {
+        throw new RangeError(`drainTimeoutSeconds must be a number >= 0, got ${drainSeconds}`);
+      }
       handler = app.fetch;
       let closing: Promise<void> | undefined;
       const close = async () => {

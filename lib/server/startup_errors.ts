@@ -11,7 +11,7 @@ export class StartupError extends Error {
   constructor(
     readonly flag: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: ErrorOptions,
   ) {
     super(`${flag} ${message}`, options);
   }

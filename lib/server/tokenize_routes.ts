@@ -15,11 +15,17 @@ export async function handleTokenize(req: Request, ctx: ServerContext, scope: Re
   const pctx = promptContext(ctx, scope);
   let tokens: number[];
   if (body.messages !== undefined) {
-    tokens = await chatTokenIds(body.messages, pctx, { addGenerationPrompt: body.add_generation_prompt ?? true, addSpecialTokens: body.add_special_tokens ?? false });
+    tokens = await chatTokenIds(body.messages, pctx, {
+      addGenerationPrompt: body.add_generation_prompt ?? true,
+      addSpecialTokens: body.add_special_tokens ?? false,
+    });
   } else {
     const prompt = body.prompt ?? "";
     checkPromptChars(prompt.length, pctx, "prompt");
-    tokens = await ctx.tokenizer.encode(prompt, { addSpecialTokens: body.add_special_tokens ?? true, signal: scope.signal });
+    tokens = await ctx.tokenizer.encode(prompt, {
+      addSpecialTokens: body.add_special_tokens ?? true,
+      signal: scope.signal,
+    });
   }
   return Response.json({ count: tokens.length, max_model_len: ctx.engine.model.maxModelLen, tokens, token_strs: null });
 }
@@ -30,6 +36,12 @@ export async function handleDetokenize(req: Request, ctx: ServerContext, scope: 
   checkModel(ctx, body.model);
   const vocab = ctx.engine.model.vocabSize;
   const bad = body.tokens.findIndex((t) => t >= vocab);
-  if (bad >= 0) throw badRequest(`tokens[${bad}] is ${body.tokens[bad]}, outside the vocabulary (size ${vocab})`, `tokens[${bad}]`, "invalid_token_id");
+  if (bad >= 0) {
+    throw badRequest(
+      `tokens[${bad}] is ${body.tokens[bad]}, outside the vocabulary (size ${vocab})`,
+      `tokens[${bad}]`,
+      "invalid_token_id",
+    );
+  }
   return Response.json({ prompt: await ctx.tokenizer.decode(body.tokens, { signal: scope.signal }) });
 }

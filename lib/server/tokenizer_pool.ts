@@ -56,7 +56,9 @@ const THREAD_URL = new URL("../model/tokenizer_thread.ts", import.meta.url);
 
 function positiveInt(name: string, v: number | undefined, fallback: number): number {
   const n = v ?? fallback;
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`TokenizerPool ${name} must be an integer >= 1, got ${String(v)}`);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new RangeError(`TokenizerPool ${name} must be an integer >= 1, got ${String(v)}`);
+  }
   return n;
 }
 
@@ -90,7 +92,10 @@ export class TokenizerPool {
       const ready = Array.from({ length: pool.threads }, (_, i) => pool.#spawn(i, i === 0));
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`tokenizer threads did not load ${o.dir} within ${startTimeoutMs} ms`)), startTimeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`tokenizer threads did not load ${o.dir} within ${startTimeoutMs} ms`)),
+          startTimeoutMs,
+        );
       });
       await Promise.race([Promise.all(ready), timeout]).finally(() => clearTimeout(timer));
     } catch (e) {
@@ -107,11 +112,21 @@ export class TokenizerPool {
 
   /** Runs one job on a free thread; 503 when the queue is full or the job runs too long. */
   run(job: PoolJob, signal?: AbortSignal): Promise<PoolResult> {
-    if (this.#closed) return Promise.reject(new ApiError(503, "The tokenizer pool is shut down", "server_error", null, "service_unavailable"));
+    if (this.#closed) {
+      return Promise.reject(
+        new ApiError(503, "The tokenizer pool is shut down", "server_error", null, "service_unavailable"),
+      );
+    }
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#queue.length >= this.maxQueue) {
       return Promise.reject(
-        new ApiError(503, `The tokenizer is busy: ${this.#queue.length} jobs are waiting (the queue holds ${this.maxQueue}); retry later`, "server_error", null, "tokenizer_busy"),
+        new ApiError(
+          503,
+          `The tokenizer is busy: ${this.#queue.length} jobs are waiting (the queue holds ${this.maxQueue}); retry later`,
+          "server_error",
+          null,
+          "tokenizer_busy",
+        ),
       );
     }
     return new Promise<PoolResult>((resolve, reject) => {
@@ -165,7 +180,11 @@ export class TokenizerPool {
           resolve();
           this.#dispatch();
         } else {
-          reject(new Error(`tokenizer thread cannot load ${this.#dir}: ${m.type === "init_failed" ? m.message : "unexpected reply"}`));
+          reject(
+            new Error(
+              `tokenizer thread cannot load ${this.#dir}: ${m.type === "init_failed" ? m.message : "unexpected reply"}`,
+            ),
+          );
         }
       };
       this.#slots[index] = slot;
@@ -206,7 +225,9 @@ export class TokenizerPool {
     if (this.#closed) return;
     this.#log(`[lmpool] tokenizer thread ${index} ${why}; starting a new one`);
     this.#spawn(index, false).catch((err: unknown) => {
-      this.#log(`[lmpool] tokenizer thread ${index} could not restart: ${err instanceof Error ? err.message : String(err)}`);
+      this.#log(
+        `[lmpool] tokenizer thread ${index} could not restart: ${err instanceof Error ? err.message : String(err)}`,
+      );
       if (this.#slots.every((s) => !s.ready && !s.onReady)) {
         const down = new ApiError(503, "No tokenizer thread is running", "server_error", null, "service_unavailable");
         for (const p of this.#queue.splice(0)) this.#settle(p, () => p.reject(down));
@@ -223,8 +244,18 @@ export class TokenizerPool {
       slot.timer = setTimeout(() => {
         if (slot.current !== p) return;
         slot.current = undefined;
-        this.#settle(p, () =>
-          p.reject(new ApiError(503, `Tokenization took longer than ${this.jobTimeoutMs} ms and was stopped`, "server_error", null, "tokenizer_timeout")),
+        this.#settle(
+          p,
+          () =>
+            p.reject(
+              new ApiError(
+                503,
+                `Tokenization took longer than ${this.jobTimeoutMs} ms and was stopped`,
+                "server_error",
+                null,
+                "tokenizer_timeout",
+              ),
+            ),
         );
         this.#replace(index, slot, `ran a job past ${this.jobTimeoutMs} ms`);
       }, this.jobTimeoutMs);

@@ -28,21 +28,63 @@ export function transferSampleMessages(): Message[] {
   const planId = "warmup-1", hash = "0".repeat(32);
   const base = { planId, srcRank: 0, dstRank: 1 };
   return [
-    { type: "transfer_prepare", id: 1, ...base, mode: "copy", srcEpoch: 1, dstEpoch: 1, blocks: [{ hash, parent: hash, srcBlock: 3, generation: 2 }], deadline: 1.7e12 },
+    {
+      type: "transfer_prepare",
+      id: 1,
+      ...base,
+      mode: "copy",
+      srcEpoch: 1,
+      dstEpoch: 1,
+      blocks: [{ hash, parent: hash, srcBlock: 3, generation: 2 }],
+      deadline: 1.7e12,
+    },
     { type: "transfer_execute", id: 2, ...base, srcBlocks: [3] },
     { type: "transfer_execute", id: 3, ...base, srcBlocks: [3], dstBlocks: [5] },
     { type: "transfer_publish", id: 4, planId },
     { type: "transfer_finalize", id: 5, planId, mode: "move" },
     { type: "transfer_abort", id: 6, planId, reason: "warm-up" },
-    { type: "transfer_ack", replyTo: 1, planId, phase: "prepare", rank: 1, ok: true, dstBlocks: [5], handledMs: 0.05, receivedAt: 1.7e12 },
-    { type: "transfer_ack", replyTo: 2, planId, phase: "execute", rank: 0, ok: true, bytes: 1 << 20, elapsedMs: 0.2, handledMs: 0.3, receivedAt: 1.7e12 },
-    { type: "transfer_ack", replyTo: 5, planId, phase: "finalize", rank: 0, ok: true, released: 1, handledMs: 0.01, receivedAt: 1.7e12 },
+    {
+      type: "transfer_ack",
+      replyTo: 1,
+      planId,
+      phase: "prepare",
+      rank: 1,
+      ok: true,
+      dstBlocks: [5],
+      handledMs: 0.05,
+      receivedAt: 1.7e12,
+    },
+    {
+      type: "transfer_ack",
+      replyTo: 2,
+      planId,
+      phase: "execute",
+      rank: 0,
+      ok: true,
+      bytes: 1 << 20,
+      elapsedMs: 0.2,
+      handledMs: 0.3,
+      receivedAt: 1.7e12,
+    },
+    {
+      type: "transfer_ack",
+      replyTo: 5,
+      planId,
+      phase: "finalize",
+      rank: 0,
+      ok: true,
+      released: 1,
+      handledMs: 0.01,
+      receivedAt: 1.7e12,
+    },
   ];
 }
 
 /** Encodes and decodes every transfer sample `rounds` times; returns the milliseconds it took. */
 export function warmTransferCodec(rounds: number = DEFAULT_CODEC_WARMUP_ROUNDS): number {
-  if (!Number.isInteger(rounds) || rounds < 0) throw new RangeError(`rounds must be a non-negative integer, got ${rounds}`);
+  if (!Number.isInteger(rounds) || rounds < 0) {
+    throw new RangeError(`rounds must be a non-negative integer, got ${rounds}`);
+  }
   const t0 = performance.now();
   const samples = transferSampleMessages();
   const decoder = new FrameDecoder();

@@ -54,10 +54,20 @@ const TransferExecuteMessage = z.object({
 const TransferPublishMessage = z.object({ type: z.literal("transfer_publish"), ...envelope, planId: PlanId });
 
 /** Source: end the plan; for move, release the safe unreferenced source suffix. */
-const TransferFinalizeMessage = z.object({ type: z.literal("transfer_finalize"), ...envelope, planId: PlanId, mode: TransferMode });
+const TransferFinalizeMessage = z.object({
+  type: z.literal("transfer_finalize"),
+  ...envelope,
+  planId: PlanId,
+  mode: TransferMode,
+});
 
 /** Both sides: undo the plan (free destination reservations, unlock the source). */
-const TransferAbortMessage = z.object({ type: z.literal("transfer_abort"), ...envelope, planId: PlanId, reason: z.string() });
+const TransferAbortMessage = z.object({
+  type: z.literal("transfer_abort"),
+  ...envelope,
+  planId: PlanId,
+  reason: z.string(),
+});
 
 /** Worker -> control plane: outcome of one phase (reply to the phase message). */
 const TransferAckMessage = z.object({

@@ -4,7 +4,9 @@ import { ABI_VERSION } from "../../ffi/symbols.ts";
 import * as lmpool from "../../mod.ts";
 
 Deno.test("mod.ts imports under Deno", () => {
-  if (typeof lmpool.LLM !== "function" || typeof lmpool.LLMEngine !== "function" || typeof lmpool.serve !== "function") throw new Error("mod.ts lacks LLM, LLMEngine or serve");
+  if (
+    typeof lmpool.LLM !== "function" || typeof lmpool.LLMEngine !== "function" || typeof lmpool.serve !== "function"
+  ) throw new Error("mod.ts lacks LLM, LLMEngine or serve");
 });
 
 Deno.test("lmpool/native loads the native library under Deno and runs RMSNorm", () => {

@@ -12,7 +12,9 @@ import { openBackends } from "./cuda_backends.ts";
 
 const backends = openBackends();
 
-const BAD: Partial<SampleRow>[] = [{ temperature: Infinity }, { temperature: NaN }, { temperature: 1, topP: 0 }, { temperature: -1 }, { temperature: 0.5, topP: NaN }];
+const BAD: Partial<SampleRow>[] = [{ temperature: Infinity }, { temperature: NaN }, { temperature: 1, topP: 0 }, {
+  temperature: -1,
+}, { temperature: 0.5, topP: NaN }];
 
 describe("CUDA: bad sampling rows are skipped, the step goes on", () => {
   if ("skip" in backends) {
@@ -21,12 +23,29 @@ describe("CUDA: bad sampling rows are skipped, the step goes on", () => {
   }
   const seed = testSeed();
   const ctx = `seed ${seed} (replay: LP_TEST_SEED=${seed})`;
-  const opts = { arch: "qwen3" as const, tie: true, seed, vocabSize: 1000, hiddenSize: 256, intermediateSize: 512, numHeads: 4, numKvHeads: 2, headDim: 128, maxNumTokens: 512, maxNumSeqs: 64 };
+  const opts = {
+    arch: "qwen3" as const,
+    tie: true,
+    seed,
+    vocabSize: 1000,
+    hiddenSize: 256,
+    intermediateSize: 512,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 128,
+    maxNumTokens: 512,
+    maxNumSeqs: 64,
+  };
   const cuda = createRandomModel(backends.cuda, opts), cpu = createRandomModel(backends.cpu, opts);
   const bs = 16, batch = 12;
-  const kvs: [NativeModel, KvCache][] = [[cuda.model, cuda.model.createKvCache(batch * 4, bs)], [cpu.model, cpu.model.createKvCache(batch * 4, bs)]];
+  const kvs: [NativeModel, KvCache][] = [[cuda.model, cuda.model.createKvCache(batch * 4, bs)], [
+    cpu.model,
+    cpu.model.createKvCache(batch * 4, bs),
+  ]];
   const tables = Array.from({ length: batch }, (_, s) => [0, 1, 2, 3].map((j) => s * 4 + j));
-  const prompts = tables.map((_, s) => Array.from({ length: 5 + 3 * s }, (_, i) => (s * 131 + i * 17) % opts.vocabSize));
+  const prompts = tables.map((_, s) =>
+    Array.from({ length: 5 + 3 * s }, (_, i) => (s * 131 + i * 17) % opts.vocabSize)
+  );
 
   /** Runs `steps` with `rows` on one backend (async halves when asked). */
   function run([model, kv]: [NativeModel, KvCache], steps: SeqStep[], rows: SampleRow[], halves = false): StepBatch {
@@ -47,21 +66,38 @@ describe("CUDA: bad sampling rows are skipped, the step goes on", () => {
     const onCpu = run(kvs[1]!, steps, rows);
     for (let r = 0; r < rows.length; r++) {
       if (badAt.includes(r)) {
-        if (withBad.outTokens[r] !== -1) throw new Error(`${ctx} ${what}: bad row ${r} sampled ${withBad.outTokens[r]}, expected -1`);
+        if (withBad.outTokens[r] !== -1) {
+          throw new Error(`${ctx} ${what}: bad row ${r} sampled ${withBad.outTokens[r]}, expected -1`);
+        }
         expect(Number.isNaN(withBad.outLogprobs[r]!)).toBe(true);
         expect(onCpu.outTokens[r]!).toBe(-1);
       } else {
-        if (withBad.outTokens[r] !== greedy.outTokens[r]) throw new Error(`${ctx} ${what}: good row ${r} sampled ${withBad.outTokens[r]}, ${greedy.outTokens[r]} with the bad rows greedy`);
+        if (withBad.outTokens[r] !== greedy.outTokens[r]) {
+          throw new Error(
+            `${ctx} ${what}: good row ${r} sampled ${withBad.outTokens[r]}, ${
+              greedy.outTokens[r]
+            } with the bad rows greedy`,
+          );
+        }
         expect(withBad.outLogprobs[r]!).toBe(greedy.outLogprobs[r]!);
         expect(withBad.outTokens[r]!).toBeGreaterThanOrEqual(0);
       }
     }
     // No flag outlives its step: the same batch all good samples every row.
-    const after = run(kvs[0]!, steps, rows.map((r) => ({ token: r.token, temperature: 0.7, seed: r.seed ?? 1n })), halves);
+    const after = run(
+      kvs[0]!,
+      steps,
+      rows.map((r) => ({ token: r.token, temperature: 0.7, seed: r.seed ?? 1n })),
+      halves,
+    );
     for (let r = 0; r < rows.length; r++) expect(after.outTokens[r]!).toBeGreaterThanOrEqual(0);
   }
 
-  const rowsFor = (n: number, bad: (r: number) => Partial<SampleRow> | null, token: (r: number) => number): { rows: SampleRow[]; badAt: number[] } => {
+  const rowsFor = (
+    n: number,
+    bad: (r: number) => Partial<SampleRow> | null,
+    token: (r: number) => number,
+  ): { rows: SampleRow[]; badAt: number[] } => {
     const rows: SampleRow[] = [], badAt: number[] = [];
     for (let r = 0; r < n; r++) {
       const b = bad(r);

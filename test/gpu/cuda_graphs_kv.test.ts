@@ -24,19 +24,41 @@ describe("CUDA graphs, KV transfer packing, bench ceilings", () => {
       const ctx = `batch ${batch}, seed ${seed} (replay: LP_TEST_SEED=${seed})`;
       const rand = rng(seed);
       const { config, model } = createRandomModel(cuda, {
-        arch: "qwen3", tie: true, seed, vocabSize: 900, hiddenSize: 256, intermediateSize: 512, numHeads: 4,
-        numKvHeads: 2, headDim: 128, maxNumTokens: 2048, maxNumSeqs: 64,
+        arch: "qwen3",
+        tie: true,
+        seed,
+        vocabSize: 900,
+        hiddenSize: 256,
+        intermediateSize: 512,
+        numHeads: 4,
+        numKvHeads: 2,
+        headDim: 128,
+        maxNumTokens: 2048,
+        maxNumSeqs: 64,
       });
       const V = config.vocabSize, bs = 16;
       const kv = model.createKvCache(batch * 8, bs);
       const tables = Array.from({ length: batch }, (_, s) => Array.from({ length: 8 }, (_, j) => s * 8 + j));
       const lens = tables.map(() => 20 + Math.floor(rand() * 90));
-      model.step(kv, buildStep(lens.map((n, s) => ({ tokens: Array.from({ length: n }, () => Math.floor(rand() * V)), cached: 0, blockTable: tables[s]! })), bs));
+      model.step(
+        kv,
+        buildStep(
+          lens.map((n, s) => ({
+            tokens: Array.from({ length: n }, () => Math.floor(rand() * V)),
+            cached: 0,
+            blockTable: tables[s]!,
+          })),
+          bs,
+        ),
+      );
       const next = lens.map(() => Math.floor(rand() * V));
       // Rewriting the same token's K/V gives the same cache, so the three runs see equal inputs.
       const decode = (reversed: boolean): StepBatch => {
         const rows = lens.map((_, s) => ({ token: reversed ? batch - 1 - s : s }));
-        const b = buildStep(lens.map((n, s) => ({ tokens: [next[s]!], cached: n, blockTable: tables[s]! })), bs, { rows, vocab: V });
+        const b = buildStep(lens.map((n, s) => ({ tokens: [next[s]!], cached: n, blockTable: tables[s]! })), bs, {
+          rows,
+          vocab: V,
+        });
         model.step(kv, b);
         return b;
       };
@@ -59,7 +81,15 @@ describe("CUDA graphs, KV transfer packing, bench ceilings", () => {
   test("KV gather/scatter round-trips bytes; the packed layout is [L, 2, n, ...]", () => {
     const seed = testSeed();
     const rand = rng(seed);
-    const { config, model } = createRandomModel(cuda, { arch: "llama", tie: false, seed, headDim: 64, hiddenSize: 128, numHeads: 4, numKvHeads: 2 });
+    const { config, model } = createRandomModel(cuda, {
+      arch: "llama",
+      tie: false,
+      seed,
+      headDim: 64,
+      hiddenSize: 128,
+      numHeads: 4,
+      numKvHeads: 2,
+    });
     for (const bs of [16, 256]) {
       const kv = model.createKvCache(9, bs);
       expect(kv.blockBytes).toBe(config.numLayers * 2 * bs * config.numKvHeads * config.headDim * 2);

@@ -19,14 +19,74 @@ interface Variant extends Omit<RandomModelOptions, "seed"> {
 }
 
 const VARIANTS: Variant[] = [
-  { arch: "qwen3", tie: true, blockSize: 16, vocabSize: 1000, hiddenSize: 256, intermediateSize: 512, numHeads: 4, numKvHeads: 2, headDim: 128 },
-  { arch: "llama", tie: false, blockSize: 32, vocabSize: 1000, hiddenSize: 256, intermediateSize: 384, numHeads: 8, numKvHeads: 2, headDim: 64 },
-  { arch: "qwen3", tie: false, blockSize: 256, vocabSize: 777, hiddenSize: 512, intermediateSize: 1024, numHeads: 16, numKvHeads: 8, headDim: 128 },
-  { arch: "llama", tie: true, blockSize: 16, vocabSize: 500, hiddenSize: 96, intermediateSize: 160, numHeads: 6, numKvHeads: 3, headDim: 32 },
+  {
+    arch: "qwen3",
+    tie: true,
+    blockSize: 16,
+    vocabSize: 1000,
+    hiddenSize: 256,
+    intermediateSize: 512,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 128,
+  },
+  {
+    arch: "llama",
+    tie: false,
+    blockSize: 32,
+    vocabSize: 1000,
+    hiddenSize: 256,
+    intermediateSize: 384,
+    numHeads: 8,
+    numKvHeads: 2,
+    headDim: 64,
+  },
+  {
+    arch: "qwen3",
+    tie: false,
+    blockSize: 256,
+    vocabSize: 777,
+    hiddenSize: 512,
+    intermediateSize: 1024,
+    numHeads: 16,
+    numKvHeads: 8,
+    headDim: 128,
+  },
+  {
+    arch: "llama",
+    tie: true,
+    blockSize: 16,
+    vocabSize: 500,
+    hiddenSize: 96,
+    intermediateSize: 160,
+    numHeads: 6,
+    numKvHeads: 3,
+    headDim: 32,
+  },
   // Eight query heads per kv head at head size 128 (the decode kernel's widest group).
-  { arch: "llama", tie: false, blockSize: 128, vocabSize: 800, hiddenSize: 256, intermediateSize: 512, numHeads: 8, numKvHeads: 1, headDim: 128 },
+  {
+    arch: "llama",
+    tie: false,
+    blockSize: 128,
+    vocabSize: 800,
+    hiddenSize: 256,
+    intermediateSize: 512,
+    numHeads: 8,
+    numKvHeads: 1,
+    headDim: 128,
+  },
   // Rows wider than 4096: 8-row GEMV tiles with several weight windows per warp.
-  { arch: "qwen3", tie: true, blockSize: 64, vocabSize: 600, hiddenSize: 1280, intermediateSize: 4608, numHeads: 10, numKvHeads: 5, headDim: 128 },
+  {
+    arch: "qwen3",
+    tie: true,
+    blockSize: 64,
+    vocabSize: 600,
+    hiddenSize: 1280,
+    intermediateSize: 4608,
+    numHeads: 10,
+    numKvHeads: 5,
+    headDim: 128,
+  },
 ];
 
 function rms(x: Float32Array): number {
@@ -42,7 +102,12 @@ function argmax(x: Float32Array): number {
 }
 
 /** Runs the same step on both backends and compares every sampled row. */
-function compareStep(ctx: string, V: number, pair: { cuda: [NativeModel, KvCache]; cpu: [NativeModel, KvCache] }, make: () => StepBatch): StepBatch {
+function compareStep(
+  ctx: string,
+  V: number,
+  pair: { cuda: [NativeModel, KvCache]; cpu: [NativeModel, KvCache] },
+  make: () => StepBatch,
+): StepBatch {
   const onCuda = make(), onCpu = make();
   pair.cuda[0].step(pair.cuda[1], onCuda);
   pair.cpu[0].step(pair.cpu[1], onCpu);
@@ -55,7 +120,9 @@ function compareStep(ctx: string, V: number, pair: { cuda: [NativeModel, KvCache
     if (tg !== tc && c[tc]! - c[tg]! > TIE_FRACTION * rms(c)) {
       throw new Error(`${ctx}: row ${r} greedy token ${tg} (CUDA) vs ${tc} (CPU), CPU logit gap ${c[tc]! - c[tg]!}`);
     }
-    expect(Math.abs(onCuda.outLogprobs[r]! - onCpu.outLogprobs[r]!)).toBeLessThan(0.1 + 0.05 * Math.abs(onCpu.outLogprobs[r]!));
+    expect(Math.abs(onCuda.outLogprobs[r]! - onCpu.outLogprobs[r]!)).toBeLessThan(
+      0.1 + 0.05 * Math.abs(onCpu.outLogprobs[r]!),
+    );
   }
   return onCuda;
 }
@@ -86,7 +153,11 @@ describe("CUDA step vs CPU step", () => {
       const tables = lens.map((_, s) => order.slice(s * perSeq, (s + 1) * perSeq));
       const seqs = lens.map((n) => Array.from({ length: n }, () => Math.floor(rand() * V)));
       const step = (parts: { s: number; tokens: number[] }[], allRows = false) => () => {
-        const steps: SeqStep[] = parts.map(({ s, tokens }) => ({ tokens, cached: seqs[s]!.length - tokens.length, blockTable: tables[s]! }));
+        const steps: SeqStep[] = parts.map(({ s, tokens }) => ({
+          tokens,
+          cached: seqs[s]!.length - tokens.length,
+          blockTable: tables[s]!,
+        }));
         const total = parts.reduce((n, p) => n + p.tokens.length, 0);
         const rows = allRows ? Array.from({ length: Math.min(total, 200) }, (_, t) => ({ token: t })) : undefined;
         return buildStep(steps, bs, { rows, vocab: V, maxBlocksPerSeq: perSeq });
@@ -97,7 +168,15 @@ describe("CUDA step vs CPU step", () => {
       const chunk = Array.from({ length: 40 }, () => Math.floor(rand() * V));
       seqs[0]!.push(...chunk);
       for (const s of [1, 2]) seqs[s]!.push(Math.floor(rand() * V));
-      compareStep(`${ctx} chunk + decode`, V, pair, step([{ s: 0, tokens: chunk }, { s: 1, tokens: seqs[1]!.slice(-1) }, { s: 2, tokens: seqs[2]!.slice(-1) }], true));
+      compareStep(
+        `${ctx} chunk + decode`,
+        V,
+        pair,
+        step(
+          [{ s: 0, tokens: chunk }, { s: 1, tokens: seqs[1]!.slice(-1) }, { s: 2, tokens: seqs[2]!.slice(-1) }],
+          true,
+        ),
+      );
       // Decode steps of all three (a graph of batch 4 serves them; cuBLAS path), then of one and two
       // (graphs of 1 and 2; fused GEMV path).
       for (const group of [[0, 1, 2], [0, 1, 2], [0], [1, 2], [2], [0, 1]]) {
@@ -136,7 +215,15 @@ describe("CUDA step vs CPU step", () => {
     const tables = Array.from({ length: batch }, (_, s) => [0, 1, 2, 3].map((j) => s * 4 + j));
     const seqs = tables.map(() => Array.from({ length: 3 + Math.floor(rand() * 30) }, () => Math.floor(rand() * V)));
     const make = (fresh: boolean) => () =>
-      buildStep(seqs.map((t, s) => ({ tokens: fresh ? t : t.slice(-1), cached: fresh ? 0 : t.length - 1, blockTable: tables[s]! })), bs, { vocab: V });
+      buildStep(
+        seqs.map((t, s) => ({
+          tokens: fresh ? t : t.slice(-1),
+          cached: fresh ? 0 : t.length - 1,
+          blockTable: tables[s]!,
+        })),
+        bs,
+        { vocab: V },
+      );
     compareStep(`${ctx} prefill`, V, pair, make(true));
     for (let i = 0; i < 3; i++) {
       seqs.forEach((t) => t.push(Math.floor(rand() * V)));

@@ -28,7 +28,10 @@ function compare(ours: Float32Array, ref: Float32Array, rows: number, vocab: num
 }
 
 async function parity(dir: string) {
-  const { tokens, vocab } = JSON.parse(readFileSync(`${dir}/tokens.json`, "utf8")) as { tokens: number[]; vocab: number };
+  const { tokens, vocab } = JSON.parse(readFileSync(`${dir}/tokens.json`, "utf8")) as {
+    tokens: number[];
+    vocab: number;
+  };
   const ref = new Float32Array(readFileSync(`${dir}/logits.f32`).buffer.slice(0));
   const n = tokens.length;
   const native = new Native({ backend: (process.env.LMPOOL_BACKEND as "cpu" | undefined) ?? "cuda" });
@@ -36,13 +39,19 @@ async function parity(dir: string) {
   const blocks = Array.from({ length: Math.ceil(n / BLOCK) }, (_, i) => i);
   // Prefill path: every position sampled in one step.
   const kv1 = model.createKvCache(blocks.length, BLOCK);
-  const pre = buildStep([{ tokens, cached: 0, blockTable: blocks }], BLOCK, { rows: tokens.map((_, t) => ({ token: t })), vocab });
+  const pre = buildStep([{ tokens, cached: 0, blockTable: blocks }], BLOCK, {
+    rows: tokens.map((_, t) => ({ token: t })),
+    vocab,
+  });
   model.step(kv1, pre);
   const prefill = compare(pre.outLogits!, ref, n, vocab, 0);
   kv1.dispose();
   // Decode path: prefill DECODE_FROM tokens, then one token per step through the paged cache.
   const kv2 = model.createKvCache(blocks.length, BLOCK);
-  model.step(kv2, buildStep([{ tokens: tokens.slice(0, DECODE_FROM), cached: 0, blockTable: blocks }], BLOCK, { vocab }));
+  model.step(
+    kv2,
+    buildStep([{ tokens: tokens.slice(0, DECODE_FROM), cached: 0, blockTable: blocks }], BLOCK, { vocab }),
+  );
   const dec = new Float32Array((n - DECODE_FROM) * vocab);
   for (let t = DECODE_FROM; t < n; t++) {
     const b = buildStep([{ tokens: [tokens[t]!], cached: t, blockTable: blocks }], BLOCK, { vocab });

@@ -31,24 +31,44 @@ describe("LLMEngine on two GPUs: KV transfers over CUDA IPC", () => {
     test.skip(`skipped: ${skip}`, () => {});
     return;
   }
-  test('dataPath "auto" maps the partner\'s cache; forced copies go over CUDA IPC, outputs equal transfers off', async () => {
-    const transfers = { mode: "force", dataPath: "auto", background: false } as const;
-    await compareWithTransfersOff(transfers, { groups: GROUPS, seed: 31, shiftOddGroups: true }, async (engine, got) => {
-      // Copies went both ways.
-      expect(got.warm.map((w) => w.metrics.rank)).toEqual([0, 1, 1, 0]);
+  test(
+    'dataPath "auto" maps the partner\'s cache; forced copies go over CUDA IPC, outputs equal transfers off',
+    async () => {
+      const transfers = { mode: "force", dataPath: "auto", background: false } as const;
+      await compareWithTransfersOff(
+        transfers,
+        { groups: GROUPS, seed: 31, shiftOddGroups: true },
+        async (engine, got) => {
+          // Copies went both ways.
+          expect(got.warm.map((w) => w.metrics.rank)).toEqual([0, 1, 1, 0]);
 
-      const c = await engine.processes.controlStats();
-      expect([c.ipc_handles_relayed, c.ipc_pairs_opened, c.ipc_offers_refused]).toEqual([1, 1, 0]);
-      expect(c.nccl_offers).toBe(0); // no NCCL pair where CUDA IPC came up
-      expect(c.transfer_completed).toBe(GROUPS);
-      expect(c.transfer_aborted ?? 0).toBe(0);
-      expect(c.transfer_blocks).toBe(GROUPS * (PREFIX / base.blockSize));
-      const ranks = await ranksWhenSummed(engine, "data_path_ipc_received_bytes", c.transfer_bytes);
-      expect(ranks.map((r) => [r.data_path_ipc_peers, r.data_path_ipc_peer_0 ?? r.data_path_ipc_peer_1, r.data_path_nccl_peers, r.data_path_fallbacks])).toEqual([[1, 1, 0, 0], [1, 1, 0, 0]]);
-      expect(sum(ranks, "data_path_ipc_sent_bytes")).toBe(c.transfer_bytes!);
-      expect(sum(ranks, "data_path_ipc_received_bytes")).toBe(c.transfer_bytes!);
-      expect(ranks.every((r) => (r.data_path_ipc_sent_bytes ?? 0) > 0)).toBe(true); // both ranks were a source
-      expect(sum(ranks, "data_path_host_sent_bytes") + sum(ranks, "data_path_host_received_bytes") + sum(ranks, "data_path_nccl_sent_bytes")).toBe(0);
-    });
-  }, 240_000);
+          const c = await engine.processes.controlStats();
+          expect([c.ipc_handles_relayed, c.ipc_pairs_opened, c.ipc_offers_refused]).toEqual([1, 1, 0]);
+          expect(c.nccl_offers).toBe(0); // no NCCL pair where CUDA IPC came up
+          expect(c.transfer_completed).toBe(GROUPS);
+          expect(c.transfer_aborted ?? 0).toBe(0);
+          expect(c.transfer_blocks).toBe(GROUPS * (PREFIX / base.blockSize));
+          const ranks = await ranksWhenSummed(engine, "data_path_ipc_received_bytes", c.transfer_bytes);
+          expect(
+            ranks.map((
+              r,
+            ) => [
+              r.data_path_ipc_peers,
+              r.data_path_ipc_peer_0 ?? r.data_path_ipc_peer_1,
+              r.data_path_nccl_peers,
+              r.data_path_fallbacks,
+            ]),
+          ).toEqual([[1, 1, 0, 0], [1, 1, 0, 0]]);
+          expect(sum(ranks, "data_path_ipc_sent_bytes")).toBe(c.transfer_bytes!);
+          expect(sum(ranks, "data_path_ipc_received_bytes")).toBe(c.transfer_bytes!);
+          expect(ranks.every((r) => (r.data_path_ipc_sent_bytes ?? 0) > 0)).toBe(true); // both ranks were a source
+          expect(
+            sum(ranks, "data_path_host_sent_bytes") + sum(ranks, "data_path_host_received_bytes") +
+              sum(ranks, "data_path_nccl_sent_bytes"),
+          ).toBe(0);
+        },
+      );
+    },
+    240_000,
+  );
 });

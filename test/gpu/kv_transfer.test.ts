@@ -13,7 +13,11 @@ import { testSeed, tinyConfig } from "../helpers/random_model.ts";
 import { openBackends } from "./cuda_backends.ts";
 
 const backends = openBackends();
-const skip = "skip" in backends ? backends.skip : backends.cuda.deviceCount() < 2 ? `needs 2 CUDA devices, ${backends.cuda.deviceCount()} visible` : null;
+const skip = "skip" in backends
+  ? backends.skip
+  : backends.cuda.deviceCount() < 2
+  ? `needs 2 CUDA devices, ${backends.cuda.deviceCount()} visible`
+  : null;
 if (skip && !("skip" in backends)) console.log(`test/gpu/kv_transfer: skipping, ${skip}`);
 
 type Path = "nccl" | "copyEngine" | "kernel" | "copyEngineDirect";
@@ -29,7 +33,15 @@ describe("KV transfer between two GPUs of one process", () => {
   const ctx = `seed ${seed} (replay: LP_TEST_SEED=${seed})`;
   const rand = rng(seed ^ 0x78666572);
   // 4 layers x 2 heads x 128 x 16 tokens: 8 KiB chunks, 64 KiB blocks.
-  const config = tinyConfig({ arch: "qwen3", tie: true, seed: 1, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 128 });
+  const config = tinyConfig({
+    arch: "qwen3",
+    tie: true,
+    seed: 1,
+    numLayers: 4,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 128,
+  });
   const kv: KvCache[] = [0, 1].map((d) => {
     cuda.setDevice(d);
     return cuda.createModel(config).createKvCache(96, 16);
@@ -75,12 +87,16 @@ describe("KV transfer between two GPUs of one process", () => {
     if (xfer.countPatternMismatches(s, srcIds, pat) !== 0) throw new Error(`${what}: source blocks changed`);
   }
 
-  const paths: Path[] = pair ? ["nccl", "copyEngine", "kernel", "copyEngineDirect"] : ["copyEngine", "kernel", "copyEngineDirect"];
+  const paths: Path[] = pair
+    ? ["nccl", "copyEngine", "kernel", "copyEngineDirect"]
+    : ["copyEngine", "kernel", "copyEngineDirect"];
   for (const path of paths) {
     test(`${path}: byte-exact in both directions, 1..37 blocks, default and 3-chunk segments`, () => {
-      for (const src of [0, 1] as const)
-        for (const n of [1, 5, 37])
+      for (const src of [0, 1] as const) {
+        for (const n of [1, 5, 37]) {
           for (const segmentBytes of [0, 3 * chunk]) checkTransfer(path, src, n, segmentBytes);
+        }
+      }
     });
   }
 

@@ -22,55 +22,72 @@ if (skip && !("skip" in backends)) console.log(`test/gpu/kv_transfer_peer: skipp
 type Line = { to?: string; msg?: unknown; result?: string; ok?: boolean; detail?: string; done?: boolean };
 
 const EXPECTED = [
-  "rank 0: pair created and warmed", "rank 1: pair created and warmed",
-  "rank 1: 0 -> 1 send/recv is byte-exact", "rank 0: 1 -> 0 send/recv is byte-exact",
-  "rank 0: both directions at once are byte-exact", "rank 1: both directions at once are byte-exact",
-  "rank 1: plans posted back to back match in order", "rank 1: NcclDataPath send/receive of a plan is byte-exact",
-  "rank 0: CUDA IPC push (kernel) into the peer's cache", "rank 0: CUDA IPC push (copyEngineDirect) into the peer's cache",
-  "rank 0: CUDA IPC push (copyEngine) into the peer's cache", "rank 0: CUDA IPC pull (kernel) from the peer's cache",
-  "rank 0: a send nobody receives times out instead of hanging", "rank 0: its job fails after abort",
-  "rank 0: the aborted pair disposes", "rank 1: pair aborted and disposed after the peer gave up",
+  "rank 0: pair created and warmed",
+  "rank 1: pair created and warmed",
+  "rank 1: 0 -> 1 send/recv is byte-exact",
+  "rank 0: 1 -> 0 send/recv is byte-exact",
+  "rank 0: both directions at once are byte-exact",
+  "rank 1: both directions at once are byte-exact",
+  "rank 1: plans posted back to back match in order",
+  "rank 1: NcclDataPath send/receive of a plan is byte-exact",
+  "rank 0: CUDA IPC push (kernel) into the peer's cache",
+  "rank 0: CUDA IPC push (copyEngineDirect) into the peer's cache",
+  "rank 0: CUDA IPC push (copyEngine) into the peer's cache",
+  "rank 0: CUDA IPC pull (kernel) from the peer's cache",
+  "rank 0: a send nobody receives times out instead of hanging",
+  "rank 0: its job fails after abort",
+  "rank 0: the aborted pair disposes",
+  "rank 1: pair aborted and disposed after the peer gave up",
   "rank 0: joining a pair nobody else joins fails with a timeout",
 ];
 
-test.skipIf(skip !== null)(`two processes, one GPU each: NCCL pair, CUDA IPC, timeouts${skip ? ` (skipped: ${skip})` : ""}`, async () => {
-  const script = new URL("./kv_transfer_peer_rank.ts", import.meta.url).pathname;
-  const ranks = [0, 1].map((r) =>
-    Bun.spawn([process.execPath, script, String(r)], {
-      env: { ...process.env, LMPOOL_BACKEND: "cuda" }, stdin: "pipe", stdout: "pipe", stderr: "inherit",
-    }),
-  );
-  const results: Line[] = [];
-  let done = 0;
-  const pump = async (r: number) => {
-    const decoder = new TextDecoder();
-    let pending = "";
-    for await (const chunk of ranks[r]!.stdout) {
-      pending += decoder.decode(chunk, { stream: true });
-      let nl;
-      while ((nl = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        if (!line.startsWith("{")) continue;
-        const m = JSON.parse(line) as Line;
-        if (m.to === "peer") {
-          ranks[1 - r]!.stdin.write(JSON.stringify(m.msg) + "\n");
-          ranks[1 - r]!.stdin.flush();
-        } else if (m.result) {
-          results.push(m);
-        } else if (m.done) {
-          done++;
+test.skipIf(skip !== null)(
+  `two processes, one GPU each: NCCL pair, CUDA IPC, timeouts${skip ? ` (skipped: ${skip})` : ""}`,
+  async () => {
+    const script = new URL("./kv_transfer_peer_rank.ts", import.meta.url).pathname;
+    const ranks = [0, 1].map((r) =>
+      Bun.spawn([process.execPath, script, String(r)], {
+        env: { ...process.env, LMPOOL_BACKEND: "cuda" },
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "inherit",
+      })
+    );
+    const results: Line[] = [];
+    let done = 0;
+    const pump = async (r: number) => {
+      const decoder = new TextDecoder();
+      let pending = "";
+      for await (const chunk of ranks[r]!.stdout) {
+        pending += decoder.decode(chunk, { stream: true });
+        let nl;
+        while ((nl = pending.indexOf("\n")) >= 0) {
+          const line = pending.slice(0, nl);
+          pending = pending.slice(nl + 1);
+          if (!line.startsWith("{")) continue;
+          const m = JSON.parse(line) as Line;
+          if (m.to === "peer") {
+            ranks[1 - r]!.stdin.write(JSON.stringify(m.msg) + "\n");
+            ranks[1 - r]!.stdin.flush();
+          } else if (m.result) {
+            results.push(m);
+          } else if (m.done) {
+            done++;
+          }
         }
       }
-    }
-  };
-  const deadline = new Promise<"deadline">((resolve) => setTimeout(() => resolve("deadline"), 240_000));
-  const outcome = await Promise.race([Promise.all([pump(0), pump(1), ranks[0]!.exited, ranks[1]!.exited]), deadline]);
-  if (outcome === "deadline") for (const p of ranks) p.kill();
-  const summary = results.map((x) => `${x.ok ? "ok  " : "FAIL"} ${x.result}${x.detail ? ` (${x.detail})` : ""}`).join("\n");
-  console.log(summary);
-  expect(outcome === "deadline" ? `ranks still running after 240 s:\n${summary}` : "finished").toBe("finished");
-  expect(done).toBe(2);
-  expect(results.filter((x) => !x.ok).map((x) => `${x.result}: ${x.detail}`)).toEqual([]);
-  expect(results.map((x) => x.result).sort()).toEqual([...EXPECTED].sort());
-}, 300_000);
+    };
+    const deadline = new Promise<"deadline">((resolve) => setTimeout(() => resolve("deadline"), 240_000));
+    const outcome = await Promise.race([Promise.all([pump(0), pump(1), ranks[0]!.exited, ranks[1]!.exited]), deadline]);
+    if (outcome === "deadline") { for (const p of ranks) p.kill(); }
+    const summary = results.map((x) => `${x.ok ? "ok  " : "FAIL"} ${x.result}${x.detail ? ` (${x.detail})` : ""}`).join(
+      "\n",
+    );
+    console.log(summary);
+    expect(outcome === "deadline" ? `ranks still running after 240 s:\n${summary}` : "finished").toBe("finished");
+    expect(done).toBe(2);
+    expect(results.filter((x) => !x.ok).map((x) => `${x.result}: ${x.detail}`)).toEqual([]);
+    expect(results.map((x) => x.result).sort()).toEqual([...EXPECTED].sort());
+  },
+  300_000,
+);

@@ -36,7 +36,9 @@ const lib = native();
 lib.setDevice(rank);
 const xfer = new KvTransferEngine(lib);
 // 4 layers x 8 heads x 128 x 256 tokens: 512 KiB chunks, 4 MiB blocks (a 256-block send is 1 GiB).
-const model = lib.createModel(tinyConfig({ arch: "qwen3", tie: true, seed: 1, numLayers: 4, numHeads: 8, numKvHeads: 8, headDim: 128 }));
+const model = lib.createModel(
+  tinyConfig({ arch: "qwen3", tie: true, seed: 1, numLayers: 4, numHeads: 8, numKvHeads: 8, headDim: 128 }),
+);
 const NUM_BLOCKS = 300;
 const kv = model.createKvCache(NUM_BLOCKS, 256);
 // Block lists both ranks know: rank r sends from SEND[r] and receives into RECV[r].
@@ -104,7 +106,11 @@ async function stuckPeer(pair: NcclPair): Promise<void> {
   const job = pair.send(kv, big);
   const t0 = performance.now();
   const done = job.waitSync(1000);
-  report("a send nobody receives times out instead of hanging", !done, `waited ${(performance.now() - t0).toFixed(0)} ms`);
+  report(
+    "a send nobody receives times out instead of hanging",
+    !done,
+    `waited ${(performance.now() - t0).toFixed(0)} ms`,
+  );
   pair.abort();
   let failed = "";
   try {
@@ -130,7 +136,11 @@ function createTimeout(): void {
     status = e instanceof NativeError ? e.status : 0;
   }
   const ms = performance.now() - t0;
-  report("joining a pair nobody else joins fails with a timeout", status === -8 && ms < 15_000, `status ${status} after ${ms.toFixed(0)} ms`);
+  report(
+    "joining a pair nobody else joins fails with a timeout",
+    status === -8 && ms < 15_000,
+    `status ${status} after ${ms.toFixed(0)} ms`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -162,7 +172,9 @@ async function main(): Promise<void> {
     xfer.fillPattern(kv, planB, 111n);
   }
   const seg = 512 << 10;
-  const plans = rank === 0 ? [pair.send(kv, planA, seg), pair.send(kv, planB, seg)] : [pair.recv(kv, planA, seg), pair.recv(kv, planB, seg)];
+  const plans = rank === 0
+    ? [pair.send(kv, planA, seg), pair.send(kv, planB, seg)]
+    : [pair.recv(kv, planA, seg), pair.recv(kv, planB, seg)];
   for (const j of plans) waitOk(j, "ordered plans");
   plans.forEach((j) => j.dispose());
   if (rank === 1) {
@@ -173,14 +185,23 @@ async function main(): Promise<void> {
   // The executor's data path over the same pair: a plan's execute on both sides.
   {
     const path = new NcclDataPath(kv, new Map([[peer, pair]]), { timeoutMs: 20_000 });
-    const job = { planId: "p1", peerRank: peer, srcBlocks: Int32Array.from(SEND[0]!), dstBlocks: Int32Array.from(RECV[1]!) };
+    const job = {
+      planId: "p1",
+      peerRank: peer,
+      srcBlocks: Int32Array.from(SEND[0]!),
+      dstBlocks: Int32Array.from(RECV[1]!),
+    };
     if (rank === 0) {
       xfer.fillPattern(kv, SEND[0]!, 120n);
       await path.send(job);
     } else {
       const bytes = await path.receive(job);
       const bad3 = xfer.countPatternMismatches(kv, RECV[1]!, 120n);
-      report("NcclDataPath send/receive of a plan is byte-exact", bad3 === 0 && bytes === SEND[0]!.length * kv.blockBytes, `${bad3} words differ, ${bytes} bytes`);
+      report(
+        "NcclDataPath send/receive of a plan is byte-exact",
+        bad3 === 0 && bytes === SEND[0]!.length * kv.blockBytes,
+        `${bad3} words differ, ${bytes} bytes`,
+      );
     }
   }
 

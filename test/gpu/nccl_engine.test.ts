@@ -43,7 +43,11 @@ describe("LLMEngine on two GPUs: KV transfers over the NCCL pair", () => {
       expect(c.transfer_completed).toBe(GROUPS);
       expect(c.transfer_blocks).toBe(GROUPS * (PREFIX / base.blockSize));
       const ranks = await ranksWhenSummed(engine, "data_path_nccl_sent_bytes", c.transfer_bytes);
-      expect(ranks.map((r) => [r.data_path_nccl_peers, r.data_path_nccl_peer_0 ?? r.data_path_nccl_peer_1, r.data_path_fallbacks])).toEqual([[1, 1, 0], [1, 1, 0]]);
+      expect(
+        ranks.map((
+          r,
+        ) => [r.data_path_nccl_peers, r.data_path_nccl_peer_0 ?? r.data_path_nccl_peer_1, r.data_path_fallbacks]),
+      ).toEqual([[1, 1, 0], [1, 1, 0]]);
       expect(sum(ranks, "data_path_nccl_sent_bytes")).toBe(c.transfer_bytes!);
       expect(sum(ranks, "data_path_nccl_received_bytes")).toBe(c.transfer_bytes!);
       expect(sum(ranks, "data_path_host_sent_bytes") + sum(ranks, "data_path_host_received_bytes")).toBe(0);

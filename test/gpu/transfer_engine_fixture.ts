@@ -12,7 +12,14 @@ import { engineTestModelDir, randomTokens, rng } from "../system/llm_fixtures.ts
 
 /** Engine options both runs share: two CUDA workers on GPUs 0 and 1. */
 export const base = {
-  worldSize: 2, gpus: [0, 1], topology: "0-1", backend: "cuda", blockSize: 16, numBlocks: 256, maxModelLen: 512, log: null,
+  worldSize: 2,
+  gpus: [0, 1],
+  topology: "0-1",
+  backend: "cuda",
+  blockSize: 16,
+  numBlocks: 256,
+  maxModelLen: 512,
+  log: null,
 } satisfies Partial<LLMEngineOptions>;
 const greedy = { maxTokens: 8, temperature: 0 };
 /** Tokens of the prefix a warm-up and its follower share (10 blocks). */
@@ -87,6 +94,8 @@ export async function compareWithTransfersOff(
  */
 export async function ranksWhenSummed(engine: LLMEngine, key: string, target: number | undefined): Promise<Counters[]> {
   const read = () => engine.stats().ranks as unknown as Counters[];
-  for (const end = Date.now() + 5000; Date.now() < end && sum(read(), key) !== target; ) await new Promise((r) => setTimeout(r, 50));
+  for (const end = Date.now() + 5000; Date.now() < end && sum(read(), key) !== target;) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
   return read();
 }

@@ -45,7 +45,9 @@ export function listSources(root: string, dirs: readonly string[], extensions: r
       return; // a folder this checkout does not have
     }
     if (st.isDirectory()) {
-      for (const name of readdirSync(abs).sort()) if (!SKIPPED_DIRS.has(name)) visit(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync(abs).sort()) {
+        if (!SKIPPED_DIRS.has(name)) visit(rel === "" ? name : `${rel}/${name}`);
+      }
     } else if (extensions.some((e) => rel.endsWith(e))) {
       const text = readFileSync(abs, "utf8");
       out.push({ file: rel, text, lines: text.split("\n").length - (text.endsWith("\n") ? 1 : 0) });
@@ -60,12 +62,17 @@ const URL_OF_MODULE = /new URL\(\s*(["'])([^"'\n]+\.ts)\1\s*,\s*import\.meta\.ur
 /** The imports of one TypeScript file. */
 export function importsOf(source: SourceFile): ImportEdge[] {
   const info = ts.preProcessFile(source.text, true, true);
-  const found: { specifier: string; pos: number }[] = info.importedFiles.map((f) => ({ specifier: f.fileName, pos: f.pos }));
+  const found: { specifier: string; pos: number }[] = info.importedFiles.map((f) => ({
+    specifier: f.fileName,
+    pos: f.pos,
+  }));
   for (const m of source.text.matchAll(URL_OF_MODULE)) found.push({ specifier: m[2]!, pos: m.index! });
   return found.map(({ specifier, pos }) => ({
     from: source.file,
     specifier,
-    to: specifier.startsWith(".") ? path.posix.normalize(path.posix.join(path.posix.dirname(source.file), specifier)) : undefined,
+    to: specifier.startsWith(".")
+      ? path.posix.normalize(path.posix.join(path.posix.dirname(source.file), specifier))
+      : undefined,
     line: source.text.slice(0, pos).split("\n").length,
   }));
 }

@@ -3,7 +3,7 @@
  * are cached before it, block table), the way a model runner would.
  * @module
  */
-import type { StepBatch } from "../../ffi/native.ts";
+import { allocateStepBatch, type StepBatch } from "../../ffi/native.ts";
 
 /** One sequence's part of a step. */
 export interface SeqStep {
@@ -33,23 +33,9 @@ export function buildStep(
   const numTokens = seqs.reduce((n, s) => n + s.tokens.length, 0);
   const maxBlocksPerSeq = options.maxBlocksPerSeq ?? Math.max(1, ...seqs.map((s) => s.blockTable.length));
   const b: StepBatch = {
+    ...allocateStepBatch({ tokens: numTokens, seqs: seqs.length, maxBlocksPerSeq, rows: 0 }),
     numSeqs: seqs.length,
     numTokens,
-    tokenIds: new Int32Array(numTokens),
-    positions: new Int32Array(numTokens),
-    slotMapping: new Int32Array(numTokens),
-    queryStart: new Int32Array(seqs.length + 1),
-    contextLens: new Int32Array(seqs.length),
-    blockTables: new Int32Array(seqs.length * maxBlocksPerSeq),
-    maxBlocksPerSeq,
-    numRows: 0,
-    sampleIndex: new Int32Array(0),
-    temperature: new Float32Array(0),
-    topK: new Int32Array(0),
-    topP: new Float32Array(0),
-    seed: new BigUint64Array(0),
-    outTokens: new Int32Array(0),
-    outLogprobs: new Float32Array(0),
   };
   let t = 0;
   const lastTokens: number[] = [];

@@ -12,7 +12,12 @@ import type { PresetName } from "../../lib/model/presets.ts";
 import { ModelTokenizer } from "../../lib/model/tokenizer.ts";
 
 const GENERATOR_SOURCES = [
-  "synthetic_writer.ts", "random_weights.ts", "presets.ts", "safetensors_writer.ts", "weight_names.ts", "float_formats.ts",
+  "synthetic_writer.ts",
+  "random_weights.ts",
+  "presets.ts",
+  "safetensors_writer.ts",
+  "weight_names.ts",
+  "float_formats.ts",
 ];
 
 let cacheRoot: string | undefined;
@@ -36,6 +41,8 @@ let tokenizer: Promise<ModelTokenizer> | undefined;
 
 /** The tiny model's tokenizer (the real Qwen3 one), loaded once per test process. */
 export function tinyTokenizer(): Promise<ModelTokenizer> {
-  tokenizer ??= tinyModelDir().then((dir) => ModelTokenizer.fromDir(dir, { eosTokenIds: readModelSpec(dir).eosTokenIds }));
+  tokenizer ??= tinyModelDir().then((dir) =>
+    ModelTokenizer.fromDir(dir, { eosTokenIds: readModelSpec(dir).eosTokenIds })
+  );
   return tokenizer;
 }

@@ -4,7 +4,11 @@
  * through faulty_worker_main.ts to every plan.
  * @module
  */
-import type { TransferFaultHook, TransferPhaseName, TransferRole } from "../../lib/transfer/worker/transfer_executor.ts";
+import type {
+  TransferFaultHook,
+  TransferPhaseName,
+  TransferRole,
+} from "../../lib/transfer/worker/transfer_executor.ts";
 
 const PHASES = ["prepare", "execute", "publish", "finalize", "abort"];
 
@@ -14,7 +18,9 @@ export function parseTransferFaults(text: string | undefined): TransferFaultHook
   const rules = text.split(",").map((part) => {
     const [phase, role, kind] = part.trim().split(":");
     if (!PHASES.includes(phase ?? "") || (role !== "src" && role !== "dst") || (kind !== "fail" && kind !== "hang")) {
-      throw new RangeError(`bad transfer fault ${JSON.stringify(part)}; expected phase:role:kind with role src|dst and kind fail|hang`);
+      throw new RangeError(
+        `bad transfer fault ${JSON.stringify(part)}; expected phase:role:kind with role src|dst and kind fail|hang`,
+      );
     }
     return { phase: phase as TransferPhaseName, role: role as TransferRole, kind: kind as "fail" | "hang" };
   });

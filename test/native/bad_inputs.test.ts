@@ -21,7 +21,13 @@ function nativeError(fn: () => void): NativeError {
 
 describe(`bad inputs (${native().backend} backend)`, () => {
   const seed = testSeed();
-  const { config, model } = createRandomModel(native(), { arch: "qwen3", tie: false, seed, maxNumTokens: 64, maxNumSeqs: 8 });
+  const { config, model } = createRandomModel(native(), {
+    arch: "qwen3",
+    tie: false,
+    seed,
+    maxNumTokens: 64,
+    maxNumSeqs: 8,
+  });
   const kv = model.createKvCache(4, 16);
   const good = () => buildStep([{ tokens: [1, 2, 3, 4, 5], cached: 0, blockTable: [2] }], 16);
 
@@ -29,7 +35,11 @@ describe(`bad inputs (${native().backend} backend)`, () => {
     ["token id >= vocab", (b) => (b.tokenIds[2] = config.vocabSize), new RegExp(`token id ${config.vocabSize}\\b`)],
     ["negative token id", (b) => (b.tokenIds[0] = -4), /token id -4\b/],
     ["slot out of range", (b) => (b.slotMapping[1] = 9999), /slot 9999\b/],
-    ["slot not where the block table puts the token", (b) => (b.slotMapping[1] = 3 * 16 + 1), /slot_mapping 49, but the block table puts it at slot 33/],
+    [
+      "slot not where the block table puts the token",
+      (b) => (b.slotMapping[1] = 3 * 16 + 1),
+      /slot_mapping 49, but the block table puts it at slot 33/,
+    ],
     ["block id out of range", (b) => (b.blockTables[0] = 77), /block id 77\b/],
     ["context_len < query_len", (b) => (b.contextLens[0] = 3), /context_len 3 < query_len 5/],
     ["query_start past num_tokens", (b) => (b.queryStart[1] = 6), /query_start\[num_seqs=1\]=6/],
@@ -57,9 +67,17 @@ describe(`bad inputs (${native().backend} backend)`, () => {
   const shortArrays: [string, (b: StepBatch) => void, RegExp][] = [
     ["num_tokens past tokenIds", (b) => (b.numTokens = 6), /StepBatch\.tokenIds has 5 elements; the counts need 6/],
     ["num_seqs past queryStart", (b) => (b.numSeqs = 2), /StepBatch\.queryStart has 2 elements; the counts need 3/],
-    ["max_blocks_per_seq past blockTables", (b) => (b.maxBlocksPerSeq = 3), /StepBatch\.blockTables has 1 elements; the counts need 3/],
+    [
+      "max_blocks_per_seq past blockTables",
+      (b) => (b.maxBlocksPerSeq = 3),
+      /StepBatch\.blockTables has 1 elements; the counts need 3/,
+    ],
     ["num_rows past sampleIndex", (b) => (b.numRows = 2), /StepBatch\.sampleIndex has 1 elements; the counts need 2/],
-    ["an outLogits shorter than num_rows x vocab", (b) => (b.outLogits = new Float32Array(config.vocabSize - 1)), /StepBatch\.outLogits has \d+ elements/],
+    [
+      "an outLogits shorter than num_rows x vocab",
+      (b) => (b.outLogits = new Float32Array(config.vocabSize - 1)),
+      /StepBatch\.outLogits has \d+ elements/,
+    ],
     ["a negative count", (b) => (b.numRows = -1), /StepBatch\.numRows must be an int32 >= 0, got -1/],
   ];
   for (const [what, spoil, message] of shortArrays) {
@@ -90,7 +108,9 @@ describe(`bad inputs (${native().backend} backend)`, () => {
     expect(nativeError(() => model.setWeight(5, "q", "f32", w, 10)).message).toMatch(/layer 5 out of range/);
     expect(nativeError(() => model.setWeight(0, "embed", "f32", w, 10)).message).toMatch(/layer must be -1, got 0/);
     const llama = native().createModel(tinyConfig({ arch: "llama", tie: true, seed }));
-    expect(nativeError(() => llama.setWeight(0, "qNorm", "f32", new Float32Array(16), 16)).message).toMatch(/q_norm exists only for Qwen3/);
+    expect(nativeError(() => llama.setWeight(0, "qNorm", "f32", new Float32Array(16), 16)).message).toMatch(
+      /q_norm exists only for Qwen3/,
+    );
     llama.dispose();
   });
 

@@ -20,7 +20,13 @@ const BAD_ROWS: [string, Partial<SampleRow>][] = [
 describe(`bad sampling rows (${native().backend} backend)`, () => {
   const seed = testSeed();
   const ctx = `seed ${seed} (replay: LP_TEST_SEED=${seed})`;
-  const { config, model } = createRandomModel(native(), { arch: "qwen3", tie: false, seed, maxNumTokens: 64, maxNumSeqs: 16 });
+  const { config, model } = createRandomModel(native(), {
+    arch: "qwen3",
+    tie: false,
+    seed,
+    maxNumTokens: 64,
+    maxNumSeqs: 16,
+  });
   const V = config.vocabSize;
   const kv = model.createKvCache(8, 16);
   const prompts = [[3, 14, 15, 92, 65], [35, 89, 79, 32, 38, 46], [26, 43, 38, 32]].map((p) => p.map((t) => t % V));
@@ -55,7 +61,9 @@ describe(`bad sampling rows (${native().backend} backend)`, () => {
 
   function expectSkipped(b: StepBatch, badAt: number[], what: string[]): void {
     badAt.forEach((r, k) => {
-      if (b.outTokens[r] !== -1) throw new Error(`${ctx}: bad row ${r} (${what[k]}) sampled token ${b.outTokens[r]}, expected -1`);
+      if (b.outTokens[r] !== -1) {
+        throw new Error(`${ctx}: bad row ${r} (${what[k]}) sampled token ${b.outTokens[r]}, expected -1`);
+      }
       expect(Number.isNaN(b.outLogprobs[r]!)).toBe(true);
     });
   }
@@ -112,7 +120,9 @@ describe(`bad sampling rows (${native().backend} backend)`, () => {
   });
 
   test("the step still fails as a whole on a structural fault", () => {
-    const b = buildStep([{ tokens: prompts[0]!, cached: 0, blockTable: [1] }], 16, { rows: [{ token: 4, temperature: Infinity }] });
+    const b = buildStep([{ tokens: prompts[0]!, cached: 0, blockTable: [1] }], 16, {
+      rows: [{ token: 4, temperature: Infinity }],
+    });
     b.blockTables[0] = 77;
     expect(() => model.step(kv, b)).toThrow(/block id 77\b/);
   });

@@ -13,8 +13,17 @@ describe(`decode speed, vocab 151936 hidden 64 (${native().backend} backend)`, (
   const seed = testSeed();
   const rand = rng(seed);
   const { config, model } = createRandomModel(native(), {
-    arch: "qwen3", tie: true, seed, vocabSize: 151936, hiddenSize: 64, intermediateSize: 192,
-    numHeads: 4, numKvHeads: 2, headDim: 16, maxNumTokens: 512, maxNumSeqs: 16,
+    arch: "qwen3",
+    tie: true,
+    seed,
+    vocabSize: 151936,
+    hiddenSize: 64,
+    intermediateSize: 192,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    maxNumTokens: 512,
+    maxNumSeqs: 16,
   });
   const bs = 16, batch = 16, promptLen = 24;
   const kv = model.createKvCache(batch * 4, bs);
@@ -22,18 +31,24 @@ describe(`decode speed, vocab 151936 hidden 64 (${native().backend} backend)`, (
   const prompts = tables.map(() => Array.from({ length: promptLen }, () => Math.floor(rand() * config.vocabSize)));
   model.step(kv, buildStep(prompts.map((p, s) => ({ tokens: p, cached: 0, blockTable: tables[s]! })), bs));
 
-  for (const [label, row] of [
-    ["greedy", {}],
-    ["temperature 1", { temperature: 1 }],
-    ["temperature 0.8, top_p 0.9", { temperature: 0.8, topP: 0.9 }],
-    ["temperature 0.7, top_k 50", { temperature: 0.7, topK: 50 }],
-  ] as [string, Partial<SampleRow>][]) {
+  for (
+    const [label, row] of [
+      ["greedy", {}],
+      ["temperature 1", { temperature: 1 }],
+      ["temperature 0.8, top_p 0.9", { temperature: 0.8, topP: 0.9 }],
+      ["temperature 0.7, top_k 50", { temperature: 0.7, topK: 50 }],
+    ] as [string, Partial<SampleRow>][]
+  ) {
     test(`batch ${batch} decode, ${label}`, () => {
       const times: number[] = [];
       for (let step = 0; step < 6; step++) {
         const rows = prompts.map((_, s) => ({ token: s, seed: BigInt(s), ...row }));
         const b = buildStep(
-          prompts.map((p, s) => ({ tokens: [(step * 7 + s) % config.vocabSize], cached: p.length + step, blockTable: tables[s]! })),
+          prompts.map((p, s) => ({
+            tokens: [(step * 7 + s) % config.vocabSize],
+            cached: p.length + step,
+            blockTable: tables[s]!,
+          })),
           bs,
           { rows },
         );
@@ -42,7 +57,11 @@ describe(`decode speed, vocab 151936 hidden 64 (${native().backend} backend)`, (
         times.push(performance.now() - t0);
       }
       const best = Math.min(...times);
-      console.log(`decode batch ${batch} (${label}): best ${best.toFixed(2)} ms, all ${times.map((t) => t.toFixed(1)).join(" ")} ms`);
+      console.log(
+        `decode batch ${batch} (${label}): best ${best.toFixed(2)} ms, all ${
+          times.map((t) => t.toFixed(1)).join(" ")
+        } ms`,
+      );
       expect(best).toBeLessThan(BOUND_MS);
     });
   }

@@ -33,7 +33,9 @@ describe(`KV gather/scatter (${native().backend} backend)`, () => {
         for (let lw = 0; lw < 2 * L; lw++) {
           const got = pair.subarray((lw * 2 + i) * chunk, (lw * 2 + i + 1) * chunk);
           if (!bytesEqual(got, one.subarray(lw * chunk, (lw + 1) * chunk))) {
-            throw new Error(`${ctx}: block ${id} layer ${lw >> 1} ${lw & 1 ? "V" : "K"} misplaced in the packed buffer`);
+            throw new Error(
+              `${ctx}: block ${id} layer ${lw >> 1} ${lw & 1 ? "V" : "K"} misplaced in the packed buffer`,
+            );
           }
         }
       });

@@ -12,7 +12,9 @@ import { testSeed, tinyConfig } from "../helpers/random_model.ts";
 const lib = native();
 const xfer = new KvTransferEngine(lib);
 // KV tensors need only the model's shape: no weights are set.
-const model = lib.createModel(tinyConfig({ arch: "qwen3", tie: true, seed: 1, numLayers: 3, numKvHeads: 2, headDim: 16 }));
+const model = lib.createModel(
+  tinyConfig({ arch: "qwen3", tie: true, seed: 1, numLayers: 3, numKvHeads: 2, headDim: 16 }),
+);
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.from(a).equals(Buffer.from(b));
@@ -55,7 +57,9 @@ describe(`KV pack/unpack and transfer primitives (${lib.backend} backend)`, () =
     expect(unpackJob.waitSync(10_000)).toBe(true);
     if (!equalBytes(kv.gather(targets), payload)) throw new Error(`${ctx}: unpack wrote wrong bytes`);
     keep.forEach((id, i) => {
-      if (!equalBytes(kv.gather(Int32Array.of(id)), before[i]!)) throw new Error(`${ctx}: block ${id} changed though not unpacked into`);
+      if (!equalBytes(kv.gather(Int32Array.of(id)), before[i]!)) {
+        throw new Error(`${ctx}: block ${id} changed though not unpacked into`);
+      }
     });
   });
 

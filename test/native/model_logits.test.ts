@@ -91,7 +91,9 @@ describe(`model logits vs float64 reference (${native().backend} backend)`, () =
           // backend also of the float64 reference; bf16 logits are held to the rel. L2 bound above.
           const own = logSoftmaxAt(got, argmax);
           if (!(Math.abs(logprobs[s]![p]! - own) <= 1e-3)) {
-            throw new Error(`${ctx}: sequence ${s} position ${p}: logprob ${logprobs[s]![p]} vs log_softmax of its logits ${own}`);
+            throw new Error(
+              `${ctx}: sequence ${s} position ${p}: logprob ${logprobs[s]![p]} vs log_softmax of its logits ${own}`,
+            );
           }
           const lp = logSoftmaxAt(ref, argmax);
           if (native().backend === "cpu" && !(Math.abs(logprobs[s]![p]! - lp) <= 1e-3 + TOL * Math.abs(lp))) {

@@ -21,8 +21,7 @@ describe(`model weights (${native().backend} backend)`, () => {
     const logitsWith = (dtype: "bf16" | "f16" | "f32") => {
       const m = native().createModel(c);
       setWeights(m, w);
-      const data = dtype === "f32" ? w.embed
-        : Uint16Array.from(w.embed, dtype === "f16" ? f32ToF16 : f32ToBf16);
+      const data = dtype === "f32" ? w.embed : Uint16Array.from(w.embed, dtype === "f16" ? f32ToF16 : f32ToBf16);
       m.setWeight(-1, "embed", dtype, data, w.embed.length);
       m.finalize(16, 2);
       using kv = m.createKvCache(2, 16);

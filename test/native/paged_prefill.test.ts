@@ -54,7 +54,11 @@ describe(`paged attention and prefill shapes (${native().backend} backend)`, () 
         const out = stepAllRows(model, kv, seqs, V);
         // Decode a few tokens (fixed ids) through the same tables.
         for (let step = 0; step < 4; step++) {
-          const dec = prompts.map((p, s) => ({ tokens: [(step * 31 + s) % V], cached: p.length + step, blockTable: tables[s]! }));
+          const dec = prompts.map((p, s) => ({
+            tokens: [(step * 31 + s) % V],
+            cached: p.length + step,
+            blockTable: tables[s]!,
+          }));
           out.push(...stepAllRows(model, kv, dec, V));
         }
         kv.dispose();

@@ -82,7 +82,10 @@ describe(`sampling (${native().backend} backend)`, () => {
 
   /** One prefill of the given sequences (indices into prompts) with the given rows. */
   function run(seqIdx: number[], rows: SampleRow[]): StepBatch {
-    const b = buildStep(seqIdx.map((s) => ({ tokens: prompts[s]!, cached: 0, blockTable: tables[s]! })), 16, { rows, vocab: V });
+    const b = buildStep(seqIdx.map((s) => ({ tokens: prompts[s]!, cached: 0, blockTable: tables[s]! })), 16, {
+      rows,
+      vocab: V,
+    });
     model.step(kv, b);
     return b;
   }
@@ -101,7 +104,11 @@ describe(`sampling (${native().backend} backend)`, () => {
       const logits = rowLogits(b, i, V);
       const want = specSample(logits, full(r), b.positions[r.token]!);
       if (b.outTokens[i] !== want) {
-        throw new Error(`${ctx}: row ${i} ${JSON.stringify({ ...r, seed: String(r.seed) })}: got ${b.outTokens[i]}, spec says ${want}`);
+        throw new Error(
+          `${ctx}: row ${i} ${JSON.stringify({ ...r, seed: String(r.seed) })}: got ${
+            b.outTokens[i]
+          }, spec says ${want}`,
+        );
       }
       const lp = logSoftmaxAt(logits, want);
       if (!(Math.abs(b.outLogprobs[i]! - lp) <= 1e-5 * (1 + Math.abs(lp)))) {
@@ -112,7 +119,14 @@ describe(`sampling (${native().backend} backend)`, () => {
   });
 
   test("a larger vocabulary (top_k above 1024 selects differently) follows the specification", () => {
-    const big = createRandomModel(native(), { arch: "llama", tie: true, seed, vocabSize: 3000, logitScale: 6, maxNumSeqs: 128 });
+    const big = createRandomModel(native(), {
+      arch: "llama",
+      tie: true,
+      seed,
+      vocabSize: 3000,
+      logitScale: 6,
+      maxNumSeqs: 128,
+    });
     using bigKv = big.model.createKvCache(2, 16);
     // A high temperature flattens the distribution, so the kept set decides the winner.
     const configs = [[0, 1, 0.9], [7, 0.95, 0.9], [1500, 1, 20], [2999, 1, 20], [0, 0.6, 20], [2000, 0.8, 20]] as const;
@@ -123,7 +137,11 @@ describe(`sampling (${native().backend} backend)`, () => {
     big.model.step(bigKv, b);
     rows.forEach((r, i) => {
       const want = specSample(rowLogits(b, i, 3000), full(r), 8);
-      if (b.outTokens[i] !== want) throw new Error(`${ctx}: vocab 3000 row ${i} (top_k ${r.topK}, top_p ${r.topP}): got ${b.outTokens[i]}, spec says ${want}`);
+      if (b.outTokens[i] !== want) {
+        throw new Error(
+          `${ctx}: vocab 3000 row ${i} (top_k ${r.topK}, top_p ${r.topP}): got ${b.outTokens[i]}, spec says ${want}`,
+        );
+      }
     });
     big.model.dispose();
   });
@@ -132,7 +150,9 @@ describe(`sampling (${native().backend} backend)`, () => {
     const rows: SampleRow[] = [];
     for (let s = 0; s < 3; s++) {
       rows.push({ token: 8 + 9 * s });
-      for (const temperature of [0.3, 1, 2]) rows.push({ token: 8 + 9 * s, temperature, topK: 1, seed: randomSeed(rand) });
+      for (const temperature of [0.3, 1, 2]) {
+        rows.push({ token: 8 + 9 * s, temperature, topK: 1, seed: randomSeed(rand) });
+      }
     }
     const b = run([0, 1, 2], rows);
     for (let s = 0; s < 3; s++) {
@@ -158,7 +178,10 @@ describe(`sampling (${native().backend} backend)`, () => {
     test(`frequencies follow the softmax (top_k ${topK}, top_p ${topP})`, () => {
       const n = 4000, temperature = 1.3;
       const base = randomSeed(rand);
-      const rows = Array.from({ length: n }, (_, i) => ({ token: 8, temperature, topK, topP, seed: (base + BigInt(i)) & M64 }));
+      const rows = Array.from(
+        { length: n },
+        (_, i) => ({ token: 8, temperature, topK, topP, seed: (base + BigInt(i)) & M64 }),
+      );
       const b = run([0], rows);
       const z = Float64Array.from(rowLogits(b, 0, V), (l) => Math.fround(l / Math.fround(temperature)));
       const kept = keptSet(z, topK, topP);
@@ -184,7 +207,9 @@ describe(`sampling (${native().backend} backend)`, () => {
       if (poolExp > 0) chi2 += (poolObs - poolExp) ** 2 / Math.max(poolExp, 1), bins++;
       const df = Math.max(1, bins - 1);
       const bound = df + 6 * Math.sqrt(2 * df) + 10;
-      if (!(chi2 <= bound)) throw new Error(`${ctx}: chi-square ${chi2.toFixed(1)} over ${bins} bins exceeds ${bound.toFixed(1)}`);
+      if (!(chi2 <= bound)) {
+        throw new Error(`${ctx}: chi-square ${chi2.toFixed(1)} over ${bins} bins exceeds ${bound.toFixed(1)}`);
+      }
     });
   }
 });

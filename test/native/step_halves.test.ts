@@ -9,13 +9,26 @@ import { buildStep } from "../helpers/step_builder.ts";
 
 test(`a step in two halves equals lp_step (${native().backend} backend)`, () => {
   const { model } = createRandomModel(native(), {
-    arch: "qwen3", tie: true, seed: testSeed(), vocabSize: 512, hiddenSize: 64, intermediateSize: 192,
-    numHeads: 4, numKvHeads: 2, headDim: 16, maxNumTokens: 256, maxNumSeqs: 4,
+    arch: "qwen3",
+    tie: true,
+    seed: testSeed(),
+    vocabSize: 512,
+    hiddenSize: 64,
+    intermediateSize: 192,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    maxNumTokens: 256,
+    maxNumSeqs: 4,
   });
   const kv = model.createKvCache(32, 16);
   try {
     const seqs = (base: number) => [
-      { tokens: Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % 512), cached: 0, blockTable: [base, base + 1, base + 2] },
+      {
+        tokens: Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % 512),
+        cached: 0,
+        blockTable: [base, base + 1, base + 2],
+      },
       { tokens: Array.from({ length: 17 }, (_, i) => (i * 11 + 3) % 512), cached: 0, blockTable: [base + 3, base + 4] },
     ];
     const whole = buildStep(seqs(0), 16);

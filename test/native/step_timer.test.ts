@@ -7,8 +7,17 @@ import { buildStep } from "../helpers/step_builder.ts";
 
 test(`the last step's execution time (${native().backend} backend)`, () => {
   const { model } = createRandomModel(native(), {
-    arch: "qwen3", tie: true, seed: testSeed(), vocabSize: 512, hiddenSize: 64, intermediateSize: 192,
-    numHeads: 4, numKvHeads: 2, headDim: 16, maxNumTokens: 256, maxNumSeqs: 4,
+    arch: "qwen3",
+    tie: true,
+    seed: testSeed(),
+    vocabSize: 512,
+    hiddenSize: 64,
+    intermediateSize: 192,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    maxNumTokens: 256,
+    maxNumSeqs: 4,
   });
   const kv = model.createKvCache(16, 16);
   try {

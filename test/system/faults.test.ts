@@ -11,14 +11,30 @@ import { caseRow } from "../../bench/faults/report.ts";
 import { runCase } from "../../bench/faults/run_case.ts";
 
 /** The cases CI runs, in the suite's order. */
-const CI_CASES = ["f1-large-body", "f2-bad-floats", "f3-long-prompt", "kill-worker-decode", "stop-worker", "kill-control-plane", "launcher-sigterm", "launcher-sigkill"];
+const CI_CASES = [
+  "f1-large-body",
+  "f2-bad-floats",
+  "f3-long-prompt",
+  "kill-worker-decode",
+  "stop-worker",
+  "kill-control-plane",
+  "launcher-sigterm",
+  "launcher-sigkill",
+];
 
-const options = parseFaultsArgs(["--quick", "--backend", "cpu", "--gpus", "2", "--cases", CI_CASES.join(",")], FAULT_CASES.map((c) => c.name), [], () => {})!;
+const options = parseFaultsArgs(
+  ["--quick", "--backend", "cpu", "--gpus", "2", "--cases", CI_CASES.join(",")],
+  FAULT_CASES.map((c) => c.name),
+  [],
+  () => {},
+)!;
 const results: CaseResult[] = [];
 
 function explain(r: CaseResult): string {
   const failed = r.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-  return `${r.name}: ${r.status}\n${failed.join("\n")}\n${r.notes.join("\n")}\n--- server output ---\n${r.serverOutputTail ?? ""}`;
+  return `${r.name}: ${r.status}\n${failed.join("\n")}\n${r.notes.join("\n")}\n--- server output ---\n${
+    r.serverOutputTail ?? ""
+  }`;
 }
 
 for (const name of CI_CASES) {
@@ -30,7 +46,9 @@ for (const name of CI_CASES) {
     results.push(r);
     expect({ name, lost: r.lost, examples: r.lostExamples }).toEqual({ name, lost: 0, examples: [] });
     // The launcher cases end the server: there is nothing left to read leaks from.
-    if (!r.leakNote.startsWith("n/a")) expect({ name, leaked: r.leakedBlocks, note: r.leakNote }).toEqual({ name, leaked: 0, note: "" });
+    if (!r.leakNote.startsWith("n/a")) {
+      expect({ name, leaked: r.leakedBlocks, note: r.leakNote }).toEqual({ name, leaked: 0, note: "" });
+    }
     if (r.status !== "pass") throw new Error(explain(r));
   }, timeout);
 }

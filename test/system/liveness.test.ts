@@ -10,7 +10,14 @@ import { removeStaleRunDirs } from "../../lib/engine/process_launch.ts";
 import { spawnChild } from "../../lib/runtime/subprocess.ts";
 import { engineTestModelDir, randomTokens, rng } from "./llm_fixtures.ts";
 
-const base = { numBlocks: 320, maxModelLen: 4096, maxNumBatchedTokens: 4096, topology: "none", log: null, backend: "cpu" } satisfies Partial<LLMEngineOptions>;
+const base = {
+  numBlocks: 320,
+  maxModelLen: 4096,
+  maxNumBatchedTokens: 4096,
+  topology: "none",
+  log: null,
+  backend: "cpu",
+} satisfies Partial<LLMEngineOptions>;
 /** Silence limit 0.3 s: below the steps of a 4,000-token prefill on the CPU. */
 const heartbeat = { intervalMs: 100, missLimit: 3 };
 
@@ -19,7 +26,9 @@ test("a step far longer than the heartbeat limit is announced, not taken for a d
   const next = rng(4);
   const t0 = Date.now();
   const [out] = await engine.generate({ promptTokenIds: randomTokens(next, 4000) }, { maxTokens: 2, temperature: 0 });
-  const ttftMs = out!.metrics.firstTokenTime !== undefined ? out!.metrics.firstTokenTime - out!.metrics.arrivalTime : Date.now() - t0;
+  const ttftMs = out!.metrics.firstTokenTime !== undefined
+    ? out!.metrics.firstTokenTime - out!.metrics.arrivalTime
+    : Date.now() - t0;
   // The prefill steps held the worker's thread several heartbeat limits long...
   expect(ttftMs).toBeGreaterThan(3 * heartbeat.intervalMs * heartbeat.missLimit);
   // ...and every rank still serves, never restarted.
@@ -43,5 +52,10 @@ test("run directories of launchers that no longer run are removed; others are ke
   const foreign = mk("lmpool-foreign");
   const other = mk("other-dir", dead.pid);
   expect(removeStaleRunDirs(root)).toEqual([stale]);
-  expect([existsSync(stale), existsSync(live), existsSync(foreign), existsSync(other)]).toEqual([false, true, true, true]);
+  expect([existsSync(stale), existsSync(live), existsSync(foreign), existsSync(other)]).toEqual([
+    false,
+    true,
+    true,
+    true,
+  ]);
 });

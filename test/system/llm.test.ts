@@ -58,22 +58,32 @@ describe("generate", () => {
     const [viaString] = await llm.generate(text, { maxTokens: 3, temperature: 0 });
     expect(viaString!.tokenIds).toEqual(outs[0]!.tokenIds);
     // A prompt whose ids the model cannot embed is refused, not sent to the kernel.
-    await expect(llm.generate("Hello world")).rejects.toThrow(/the encoded prompt\[0\] = 9707 is not a token id in 0..4095/);
+    await expect(llm.generate("Hello world")).rejects.toThrow(
+      /the encoded prompt\[0\] = 9707 is not a token id in 0..4095/,
+    );
     expectDrained();
   });
 
   test("a request that can never fit is rejected with the numbers; the others are unaffected", async () => {
-    const err = await llm.generate([{ promptTokenIds: prompts[0]! }, { promptTokenIds: randomTokens(next, 150) }], { maxTokens: 20 }).catch((e) => e);
+    const err = await llm.generate([{ promptTokenIds: prompts[0]! }, { promptTokenIds: randomTokens(next, 150) }], {
+      maxTokens: 20,
+    }).catch((e) => e);
     expect(err).toBeInstanceOf(CapacityError);
-    expect((err as Error).message).toMatch(/prompt \(150\) \+ max_tokens \(20\) = 170 tokens exceeds max_model_len \(160\)/);
+    expect((err as Error).message).toMatch(
+      /prompt \(150\) \+ max_tokens \(20\) = 170 tokens exceeds max_model_len \(160\)/,
+    );
     expectDrained();
     const [ok] = await llm.generate({ promptTokenIds: prompts[0]! }, greedy);
     expect(ok!.tokenIds).toHaveLength(8);
   });
 
   test("bad inputs are TypeError/RangeError naming the value", async () => {
-    await expect(llm.generate({ promptTokenIds: [1, ENGINE_TEST_VOCAB] })).rejects.toThrow(`promptTokenIds[1] = ${ENGINE_TEST_VOCAB} is not a token id`);
-    await expect(llm.generate({ promptTokenIds: [1] }, { maxTokens: 0 })).rejects.toThrow(/maxTokens must be an integer >= 1, got 0/);
+    await expect(llm.generate({ promptTokenIds: [1, ENGINE_TEST_VOCAB] })).rejects.toThrow(
+      `promptTokenIds[1] = ${ENGINE_TEST_VOCAB} is not a token id`,
+    );
+    await expect(llm.generate({ promptTokenIds: [1] }, { maxTokens: 0 })).rejects.toThrow(
+      /maxTokens must be an integer >= 1, got 0/,
+    );
     await expect(llm.generate({ promptTokenIds: [] })).rejects.toThrow(/empty prompt/);
   });
 });
@@ -94,7 +104,11 @@ describe("stream and abort", () => {
 
   test("abort(id) ends the stream with finishReason abort and frees its blocks at once", async () => {
     const deltas: StreamDelta[] = [];
-    for await (const d of llm.stream({ promptTokenIds: prompts[1]! }, { maxTokens: 100, temperature: 0 }, { requestId: "to-abort" })) {
+    for await (
+      const d of llm.stream({ promptTokenIds: prompts[1]! }, { maxTokens: 100, temperature: 0 }, {
+        requestId: "to-abort",
+      })
+    ) {
       deltas.push(d);
       if (deltas.length === 3) {
         llm.abort("to-abort");
@@ -109,7 +123,10 @@ describe("stream and abort", () => {
 
   test("an AbortSignal aborts; an already aborted signal throws AbortedError", async () => {
     const ctl = new AbortController();
-    const outs = llm.generate([{ promptTokenIds: prompts[0]! }, { promptTokenIds: prompts[2]! }], { maxTokens: 100, temperature: 0 }, { signal: ctl.signal, requestId: "sig" });
+    const outs = llm.generate([{ promptTokenIds: prompts[0]! }, { promptTokenIds: prompts[2]! }], {
+      maxTokens: 100,
+      temperature: 0,
+    }, { signal: ctl.signal, requestId: "sig" });
     setTimeout(() => ctl.abort(), 5);
     const done = await outs;
     expect(done.map((o) => o.requestId)).toEqual(["sig-0", "sig-1"]);
@@ -120,7 +137,9 @@ describe("stream and abort", () => {
 
   test("breaking out of a stream early aborts the request", async () => {
     let n = 0;
-    for await (const _ of llm.stream({ promptTokenIds: prompts[0]! }, { maxTokens: 100, temperature: 0 })) if (++n === 2) break;
+    for await (const _ of llm.stream({ promptTokenIds: prompts[0]! }, { maxTokens: 100, temperature: 0 })) {
+      if (++n === 2) break;
+    }
     expectDrained();
     expect(llm.stats().ranks[0]!.numFinished).toBeGreaterThan(0);
   });
@@ -154,7 +173,13 @@ describe("engine behaviour", () => {
     expect(r.ranks[0]!.numGeneratedTokens).toBeGreaterThan(100);
     expect(r.ranks[0]!.prefixHitTokens).toBeGreaterThan(0);
     expect(r.ranks[0]!.prefixQueryTokens).toBeGreaterThan(r.ranks[0]!.prefixHitTokens);
-    expect(llm.model).toMatchObject({ vocabSize: ENGINE_TEST_VOCAB, blockSize: 16, backend: "cpu", numRanks: 1, maxModelLen: 160 });
+    expect(llm.model).toMatchObject({
+      vocabSize: ENGINE_TEST_VOCAB,
+      blockSize: 16,
+      backend: "cpu",
+      numRanks: 1,
+      maxModelLen: 160,
+    });
   });
 
   test("shutdown aborts running requests, is idempotent, and later use throws DisposedError", async () => {
@@ -171,7 +196,12 @@ describe("engine behaviour", () => {
   test("await using disposes", async () => {
     let ref: LLM | undefined;
     {
-      await using scoped = await LLM.create({ model: engineTestModelDir(), backend: "cpu", numBlocks: 8, maxModelLen: 64 });
+      await using scoped = await LLM.create({
+        model: engineTestModelDir(),
+        backend: "cpu",
+        numBlocks: 8,
+        maxModelLen: 64,
+      });
       ref = scoped;
       expect(scoped.healthy).toBe(true);
     }

@@ -37,22 +37,40 @@ function runEngine(seqs: Sequence[]): StreamDelta[] {
   return deltas;
 }
 
-function seqOf(id: string, prompt: number[], salt: string, override: Partial<{ temperature: number; topP: number }> = {}): Sequence {
+function seqOf(
+  id: string,
+  prompt: number[],
+  salt: string,
+  override: Partial<{ temperature: number; topP: number }> = {},
+): Sequence {
   // Sequence takes its params as given: this is how a value resolveSamplingParams would refuse
   // still reaches the step.
   const params = { ...resolveSamplingParams(sampled), ...override };
-  return new Sequence({ requestId: id, promptTokenIds: prompt, params, blockSize: llm.config.blockSize, cacheSalt: salt });
+  return new Sequence({
+    requestId: id,
+    promptTokenIds: prompt,
+    params,
+    blockSize: llm.config.blockSize,
+    cacheSalt: salt,
+  });
 }
 
-const tokensOf = (deltas: StreamDelta[], id: string) => deltas.filter((d) => d.requestId === id).flatMap((d) => d.tokenIds);
+const tokensOf = (deltas: StreamDelta[], id: string) =>
+  deltas.filter((d) => d.requestId === id).flatMap((d) => d.tokenIds);
 
 describe("a bad sampling value fails one sequence, not the batch", () => {
-  for (const [what, override, message] of [
-    ["temperature Infinity", { temperature: Infinity }, /request bad: not sampled: temperature Infinity \(as float32\) must be finite and >= 0/],
-    ["temperature 1e308 (Infinity as float32)", { temperature: 1e308 }, /temperature Infinity \(as float32\)/],
-    ["temperature NaN", { temperature: NaN }, /temperature NaN/],
-    ["top_p 0", { topP: 0 }, /top_p 0 \(as float32\) must be in \(0, 1\]/],
-  ] as const) {
+  for (
+    const [what, override, message] of [
+      [
+        "temperature Infinity",
+        { temperature: Infinity },
+        /request bad: not sampled: temperature Infinity \(as float32\) must be finite and >= 0/,
+      ],
+      ["temperature 1e308 (Infinity as float32)", { temperature: 1e308 }, /temperature Infinity \(as float32\)/],
+      ["temperature NaN", { temperature: NaN }, /temperature NaN/],
+      ["top_p 0", { topP: 0 }, /top_p 0 \(as float32\) must be in \(0, 1\]/],
+    ] as const
+  ) {
     test(`${what} in the first step: that request ends with "error", the others as without it`, () => {
       const alone = runEngine([seqOf("a0", prompts[0]!, `alone ${what}`), seqOf("a2", prompts[2]!, `alone ${what}`)]);
       const mixed = runEngine([
@@ -68,13 +86,19 @@ describe("a bad sampling value fails one sequence, not the batch", () => {
       expect(tokensOf(mixed, "m0")).toEqual(tokensOf(alone, "a0"));
       expect(tokensOf(mixed, "m2")).toEqual(tokensOf(alone, "a2"));
       expect(tokensOf(mixed, "m0")).toHaveLength(6);
-      for (const id of ["m0", "m2"]) expect(mixed.find((d) => d.requestId === id && d.finished)!.finishReason).toBe("length");
+      for (const id of ["m0", "m2"]) {
+        expect(mixed.find((d) => d.requestId === id && d.finished)!.finishReason).toBe("length");
+      }
       expectDrained();
     });
   }
 
   test("a value gone bad mid-generation ends that request after the tokens it had", () => {
-    const seqs = [seqOf("d0", prompts[0]!, "decode"), seqOf("d1", prompts[1]!, "decode"), seqOf("d2", prompts[2]!, "decode")];
+    const seqs = [
+      seqOf("d0", prompts[0]!, "decode"),
+      seqOf("d1", prompts[1]!, "decode"),
+      seqOf("d2", prompts[2]!, "decode"),
+    ];
     for (const s of seqs) llm.engine.add(s, { stream: true });
     const deltas: StreamDelta[] = [];
     for (let i = 0; i < 100 && seqs[1]!.numOutputTokens < 2; i++) deltas.push(...llm.engine.step().deltas);
@@ -83,7 +107,9 @@ describe("a bad sampling value fails one sequence, not the batch", () => {
     for (let i = 0; llm.engine.hasWork && i < 100; i++) deltas.push(...llm.engine.step().deltas);
     const end = deltas.find((d) => d.requestId === "d1" && d.finished)!;
     expect(end.finishReason).toBe("error");
-    expect(end.error!.message).toMatch(/request d1: not sampled: temperature -3 \(as float32\) must be finite and >= 0/);
+    expect(end.error!.message).toMatch(
+      /request d1: not sampled: temperature -3 \(as float32\) must be finite and >= 0/,
+    );
     expect(tokensOf(deltas, "d1")).toHaveLength(2);
     for (const id of ["d0", "d2"]) expect(tokensOf(deltas, id)).toHaveLength(6);
     expectDrained();
@@ -91,12 +117,19 @@ describe("a bad sampling value fails one sequence, not the batch", () => {
 
   test("the LLM keeps serving: a generate() batch with one bad request, then a normal one", async () => {
     const params = { ...sampled };
-    const pending = llm.generate(prompts.map((p) => ({ promptTokenIds: p })), params, { requestId: "gen", cacheSalt: "gen" });
+    const pending = llm.generate(prompts.map((p) => ({ promptTokenIds: p })), params, {
+      requestId: "gen",
+      cacheSalt: "gen",
+    });
     // Submission is synchronous: the sequences wait for the first step.
     llm.engine.scheduler.waiting.find((s) => s.requestId === "gen-1")!.params.temperature = NaN;
     const outs = await pending;
     expect(outs.map((o) => o.finishReason)).toEqual(["length", "error", "length"]);
-    const [again0, again2] = await llm.generate([{ promptTokenIds: prompts[0]! }, { promptTokenIds: prompts[2]! }], params, { cacheSalt: "gen again" });
+    const [again0, again2] = await llm.generate(
+      [{ promptTokenIds: prompts[0]! }, { promptTokenIds: prompts[2]! }],
+      params,
+      { cacheSalt: "gen again" },
+    );
     expect(outs[0]!.tokenIds).toEqual(again0!.tokenIds);
     expect(outs[2]!.tokenIds).toEqual(again2!.tokenIds);
     expect(llm.healthy).toBe(true);

@@ -13,7 +13,10 @@ const shared = randomTokens(next, 40);
 // original is still writing them.
 const wave1 = [0, 1, 2].map((i) => [...shared.slice(0, 20 + i * 9), ...randomTokens(next, 5 + i)]);
 wave1.splice(1, 0, wave1[2]!);
-const wave2 = [...[0, 1, 2].map((i) => [...shared.slice(0, 33 - i * 8), ...randomTokens(next, 3 + i)]), randomTokens(next, 70)];
+const wave2 = [
+  ...[0, 1, 2].map((i) => [...shared.slice(0, 33 - i * 8), ...randomTokens(next, 3 + i)]),
+  randomTokens(next, 70),
+];
 const params = { maxTokens: 10, temperature: 0, logprobs: true };
 const sampled = { maxTokens: 10, temperature: 0.8, topK: 50, topP: 0.9, seed: 5, logprobs: true };
 
@@ -64,7 +67,13 @@ describe("greedy and seeded outputs are independent of engine features", () => {
   });
 
   test("a request run alone equals the same request in a batch", async () => {
-    await using llm = await LLM.create({ model, backend: "cpu", numBlocks: 64, maxModelLen: 128, enablePrefixCaching: false });
+    await using llm = await LLM.create({
+      model,
+      backend: "cpu",
+      numBlocks: 64,
+      maxModelLen: 128,
+      enablePrefixCaching: false,
+    });
     const batch = await llm.generate(wave2.map((p) => ({ promptTokenIds: p })), params);
     for (let i = 0; i < wave2.length; i++) {
       const [alone] = await llm.generate({ promptTokenIds: wave2[i]! }, params);

@@ -16,7 +16,11 @@ export const ENGINE_TEST_VOCAB = 4096;
 
 /** Directory of the context-sensitive tiny Qwen3 model (generated once, cached under build/). */
 export function engineTestModelDir(): string {
-  return cachedSyntheticModelDir("engine", { ...presetConfig("tiny"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 }, 7);
+  return cachedSyntheticModelDir("engine", {
+    ...presetConfig("tiny"),
+    vocab_size: ENGINE_TEST_VOCAB,
+    initializer_range: 0.2,
+  }, 7);
 }
 
 /**

@@ -17,7 +17,10 @@ const MAX_MODEL_LEN = 96;
 let model: NativeModel;
 
 beforeAll(async () => {
-  ({ model } = await loadModel(engineTestModelDir(), new Native({ backend: "cpu" }), { maxNumTokens: 64, maxNumSeqs: 8 }));
+  ({ model } = await loadModel(engineTestModelDir(), new Native({ backend: "cpu" }), {
+    maxNumTokens: 64,
+    maxNumSeqs: 8,
+  }));
 });
 
 function engine(numBlocks: number, o: { prefix: boolean; chunked: boolean; maxNumBatchedTokens: number }): LocalEngine {
@@ -93,7 +96,16 @@ describe("random arrivals, aborts and preemptions", () => {
     test(`seed ${seed}: drains cleanly and every finished request equals running it alone`, () => {
       const reqs = plan(seed, 36);
       // A request that can never fit: longer than max_model_len.
-      reqs.push({ init: { requestId: `big-${seed}`, promptTokenIds: Array(90).fill(3), params: resolveSamplingParams({ maxTokens: 10 }), blockSize: BS }, arriveAt: 5, abortAt: null });
+      reqs.push({
+        init: {
+          requestId: `big-${seed}`,
+          promptTokenIds: Array(90).fill(3),
+          params: resolveSamplingParams({ maxTokens: 10 }),
+          blockSize: BS,
+        },
+        arriveAt: 5,
+        abortAt: null,
+      });
       const e = engine(16, { prefix: true, chunked: true, maxNumBatchedTokens: 24 });
       const { outputs, rejected } = drive(e, reqs);
       expect(rejected).toBe(1);
@@ -122,6 +134,8 @@ describe("random arrivals, aborts and preemptions", () => {
 test("an engine without a tokenizer refuses stop strings instead of ignoring them", () => {
   const e = engine(4, { prefix: true, chunked: true, maxNumBatchedTokens: 24 });
   const params = resolveSamplingParams({ stop: ["x"] });
-  expect(() => e.add(new Sequence({ requestId: "s", promptTokenIds: [1, 2], params, blockSize: BS }))).toThrow(/has stop strings, but this engine does not detokenize/);
+  expect(() => e.add(new Sequence({ requestId: "s", promptTokenIds: [1, 2], params, blockSize: BS }))).toThrow(
+    /has stop strings, but this engine does not detokenize/,
+  );
   expect(e.hasWork).toBe(false);
 });

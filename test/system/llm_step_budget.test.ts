@@ -12,7 +12,11 @@ const PROMPT_TOKENS = 4096;
 const STEP_LIMIT_MS = 1500;
 
 function demoEngineModelDir(): string {
-  return cachedSyntheticModelDir("demo-engine", { ...presetConfig("demo"), vocab_size: ENGINE_TEST_VOCAB, initializer_range: 0.2 }, 3);
+  return cachedSyntheticModelDir("demo-engine", {
+    ...presetConfig("demo"),
+    vocab_size: ENGINE_TEST_VOCAB,
+    initializer_range: 0.2,
+  }, 3);
 }
 
 let model: string;
@@ -22,7 +26,12 @@ async function run(o: Partial<LLMOptions>) {
   await using llm = await LLM.create({ model, backend: "cpu", numBlocks: 300, maxModelLen: PROMPT_TOKENS + 64, ...o });
   const [out] = await llm.generate({ promptTokenIds: prompt }, { maxTokens: 8, temperature: 0 });
   const t = llm.engine.timings;
-  return { tokenIds: out!.tokenIds, prefill: { ...t.byKind.prefill }, maxStepMs: t.total().maxTotalMs, config: llm.config };
+  return {
+    tokenIds: out!.tokenIds,
+    prefill: { ...t.byKind.prefill },
+    maxStepMs: t.total().maxTotalMs,
+    config: llm.config,
+  };
 }
 
 beforeAll(() => {
@@ -30,22 +39,26 @@ beforeAll(() => {
 });
 
 describe("step time cap on the CPU backend", () => {
-  test("a prompt that takes seconds in one step runs in steps each under 1.5 s, with the unchunked run's greedy output", async () => {
-    const whole = await run({ enableChunkedPrefill: false });
-    expect(whole.config.stepTargetMs).toBe(0);
-    expect(whole.prefill.steps).toBe(1);
-    // The test means something only if one step of this prompt is too long.
-    expect(whole.prefill.maxTotalMs).toBeGreaterThan(STEP_LIMIT_MS);
+  test(
+    "a prompt that takes seconds in one step runs in steps each under 1.5 s, with the unchunked run's greedy output",
+    async () => {
+      const whole = await run({ enableChunkedPrefill: false });
+      expect(whole.config.stepTargetMs).toBe(0);
+      expect(whole.prefill.steps).toBe(1);
+      // The test means something only if one step of this prompt is too long.
+      expect(whole.prefill.maxTotalMs).toBeGreaterThan(STEP_LIMIT_MS);
 
-    const chunked = await run({});
-    expect(chunked.config.enableChunkedPrefill).toBe(true);
-    expect(chunked.config.stepTargetMs).toBe(500);
-    expect(chunked.config.maxNumBatchedTokens).toBeGreaterThanOrEqual(PROMPT_TOKENS); // not what splits it
-    expect(chunked.prefill.steps).toBeGreaterThan(3);
-    expect(chunked.maxStepMs).toBeLessThan(STEP_LIMIT_MS);
-    expect(chunked.tokenIds).toEqual(whole.tokenIds);
-    expect(new Set(chunked.tokenIds).size).toBeGreaterThan(1);
-  }, 180_000);
+      const chunked = await run({});
+      expect(chunked.config.enableChunkedPrefill).toBe(true);
+      expect(chunked.config.stepTargetMs).toBe(500);
+      expect(chunked.config.maxNumBatchedTokens).toBeGreaterThanOrEqual(PROMPT_TOKENS); // not what splits it
+      expect(chunked.prefill.steps).toBeGreaterThan(3);
+      expect(chunked.maxStepMs).toBeLessThan(STEP_LIMIT_MS);
+      expect(chunked.tokenIds).toEqual(whole.tokenIds);
+      expect(new Set(chunked.tokenIds).size).toBeGreaterThan(1);
+    },
+    180_000,
+  );
 
   test("stepTargetMs needs chunked prefill: asking for both off and a target is refused naming it", async () => {
     await expect(run({ enableChunkedPrefill: false, stepTargetMs: 500 })).rejects.toThrow(/stepTargetMs \(500\)/);

@@ -81,7 +81,14 @@ describe("EOS", () => {
       eosTokenIds: [eos],
     });
     const run = (id: string, p: Partial<SamplingParams>): RequestOutput => {
-      e.add(new Sequence({ requestId: id, promptTokenIds: prompt, params: resolveSamplingParams(greedy(p)), blockSize: 16 }));
+      e.add(
+        new Sequence({
+          requestId: id,
+          promptTokenIds: prompt,
+          params: resolveSamplingParams(greedy(p)),
+          blockSize: 16,
+        }),
+      );
       for (;;) {
         const d = e.step().deltas.find((x) => x.requestId === id && x.finished);
         if (d) return d.output!;

@@ -13,7 +13,9 @@ import { spawnChild } from "../../lib/runtime/subprocess.ts";
 import { engineTestModelDir, randomTokens, rng } from "./llm_fixtures.ts";
 
 let model: string;
-const base = { numBlocks: 256, maxModelLen: 1024, topology: "none", log: null, backend: "cpu" } satisfies Partial<LLMEngineOptions>;
+const base = { numBlocks: 256, maxModelLen: 1024, topology: "none", log: null, backend: "cpu" } satisfies Partial<
+  LLMEngineOptions
+>;
 const greedy = { maxTokens: 12, temperature: 0 };
 
 beforeAll(() => {
@@ -59,7 +61,11 @@ test("shared-prefix workload: prefix hits reach >= 90% of the trace's potential,
   const realized = outs.reduce((n, o) => n + o.metrics.numCachedTokens, 0);
   const potential = potentialCachedTokens(order, engine.model.blockSize);
   expect(potential).toBe(6 * 4 * 480);
-  console.log(`realized prefix reuse ${realized}/${potential} tokens (${((100 * realized) / potential).toFixed(1)}% of the potential)`);
+  console.log(
+    `realized prefix reuse ${realized}/${potential} tokens (${
+      ((100 * realized) / potential).toFixed(1)
+    }% of the potential)`,
+  );
   expect(realized).toBeGreaterThanOrEqual(0.9 * potential);
   expect(new Set(outs.map((o) => o.metrics.rank)).size).toBe(2); // both ranks served
   await using llm = await LLM.create({ model, backend: "cpu", numBlocks: 256, maxModelLen: 1024 });
@@ -74,7 +80,7 @@ test("kill -9 of the control plane mid-run: every request completes and the rebu
   const long = { maxTokens: 40, temperature: 0 };
   const first = engine.generate(trace.slice(0, 12).map((p) => ({ promptTokenIds: p })), long);
   let streamed = 0;
-  for await (const d of engine.stream({ promptTokenIds: trace[12]! }, long)) if (++streamed === 2) break;
+  for await (const _ of engine.stream({ promptTokenIds: trace[12]! }, long)) if (++streamed === 2) break;
   const oldPid = engine.processes.controlPid!;
   engine.processes.killControl("SIGKILL");
   // Submitted while the control plane is down or restarting: routed locally.
@@ -102,11 +108,13 @@ test("kill -9 of a worker: requests that streamed fail with WorkerDiedError, the
     engine.generate({ promptTokenIds: p }, { maxTokens: 400, temperature: 0 }).then(
       (o) => o[0]!,
       (e: unknown) => ((lastErrorAt = Date.now()), e as Error),
-    ),
+    )
   );
   // Wait until both workers run something.
   const deadline = Date.now() + 10_000;
-  while (engine.stats().ranks.filter((r) => r.numRunning > 0).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while (engine.stats().ranks.filter((r) => r.numRunning > 0).length < 2 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
   const killedAt = Date.now();
   engine.processes.killWorker(1, "SIGKILL");
   const settled = await Promise.all(results);
@@ -126,7 +134,10 @@ test("kill -9 of a worker: requests that streamed fail with WorkerDiedError, the
     { rank: 1, up: true, restarts: 1 },
   ]);
   // Fresh prompts (the old ones are cached on rank 0 now, and KV-aware routing keeps them there).
-  const again = await engine.generate(Array.from({ length: 8 }, () => ({ promptTokenIds: randomTokens(next, 40) })), greedy);
+  const again = await engine.generate(
+    Array.from({ length: 8 }, () => ({ promptTokenIds: randomTokens(next, 40) })),
+    greedy,
+  );
   expect(new Set(again.map((o) => o.metrics.rank))).toEqual(new Set([0, 1]));
   await new Promise((r) => setTimeout(r, 100));
   for (const s of engine.stats().ranks) {
@@ -139,19 +150,34 @@ test("kill -9 of a worker: requests that streamed fail with WorkerDiedError, the
 
 test("a stopped (hung) worker is declared dead within the heartbeat bound, restarted, and its queued requests run elsewhere", async () => {
   const heartbeat = { intervalMs: 200, missLimit: 5 };
-  await using engine = await LLMEngine.create({ model, worldSize: 2, ...base, heartbeat, restartPolicy: { initialDelayMs: 100 } });
+  await using engine = await LLMEngine.create({
+    model,
+    worldSize: 2,
+    ...base,
+    heartbeat,
+    restartPolicy: { initialDelayMs: 100 },
+  });
   const next = rng(8);
   // Warm both ranks so their step times are known (the busy grace follows them).
-  await engine.generate([0, 1, 2, 3].map(() => ({ promptTokenIds: randomTokens(next, 20) })), { maxTokens: 4, temperature: 0 });
+  await engine.generate([0, 1, 2, 3].map(() => ({ promptTokenIds: randomTokens(next, 20) })), {
+    maxTokens: 4,
+    temperature: 0,
+  });
   const pid = engine.processes.workerPid(1)!;
   process.kill(pid, "SIGSTOP");
   const stoppedAt = Date.now();
   try {
     const outs = await Promise.all(
-      Array.from({ length: 4 }, () => engine.generate({ promptTokenIds: randomTokens(next, 30) }, greedy).then((o) => o[0]!)),
+      Array.from(
+        { length: 4 },
+        () => engine.generate({ promptTokenIds: randomTokens(next, 30) }, greedy).then((o) => o[0]!),
+      ),
     );
     for (const o of outs) expect(o.tokenIds.length).toBe(greedy.maxTokens);
-    while (engine.processes.liveRanks().includes(1) && engine.processes.workerPid(1) === pid && Date.now() - stoppedAt < 20_000) await new Promise((r) => setTimeout(r, 20));
+    while (
+      engine.processes.liveRanks().includes(1) && engine.processes.workerPid(1) === pid &&
+      Date.now() - stoppedAt < 20_000
+    ) await new Promise((r) => setTimeout(r, 20));
     const detectMs = Date.now() - stoppedAt;
     // 1 s of silence plus at most 4 x a busy step's announced length (short steps: 250 ms floor).
     expect(detectMs).toBeLessThan(1000 + 4 * 500 + 1500);
@@ -203,7 +229,11 @@ function alive(pid: number): boolean {
 }
 
 test("a killed launcher leaves no orphan processes", async () => {
-  const child = spawnChild({ cmd: [process.execPath, "run", new URL("./lmpool_launcher_fixture.ts", import.meta.url).pathname, model], stdout: "pipe", stderr: "inherit" });
+  const child = spawnChild({
+    cmd: [process.execPath, "run", new URL("./lmpool_launcher_fixture.ts", import.meta.url).pathname, model],
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = child.stdout!.getReader();
   let text = "";
   while (!text.includes("\n")) {

@@ -18,7 +18,15 @@ import { engineTestModelDir } from "./llm_fixtures.ts";
 // the prefix costs more than the owner's whole queue), short enough for a CPU test.
 const BLOCK = 64;
 const PREFIX_BLOCKS = 40;
-const trace = loadSkewWorkload({ seed: 3, revisits: 180, prefixTokens: PREFIX_BLOCKS * BLOCK + 5, questionTokens: [2, 6], outputTokens: 4, blockSize: BLOCK, maxTokenId: 4000 });
+const trace = loadSkewWorkload({
+  seed: 3,
+  revisits: 180,
+  prefixTokens: PREFIX_BLOCKS * BLOCK + 5,
+  questionTokens: [2, 6],
+  outputTokens: 4,
+  blockSize: BLOCK,
+  maxTokenId: 4000,
+});
 const greedy = { temperature: 0, ignoreEos: true };
 let model: string;
 beforeAll(() => {
@@ -27,7 +35,8 @@ beforeAll(() => {
 
 /** Runs the trace: the warm-ups together, then the revisits with at most `inFlight` at once. */
 async function replay(engine: LLMEngine, inFlight = 16): Promise<RequestOutput[]> {
-  const run = (r: WorkloadRequest) => engine.generate({ promptTokenIds: r.promptTokenIds! }, { ...greedy, maxTokens: r.maxTokens }).then((o) => o[0]!);
+  const run = (r: WorkloadRequest) =>
+    engine.generate({ promptTokenIds: r.promptTokenIds! }, { ...greedy, maxTokens: r.maxTokens }).then((o) => o[0]!);
   const warm = trace.requests.filter((r) => r.phase === "warmup");
   const out = await Promise.all(warm.map(run));
   await engine.processes.checkPageTable(); // the control plane holds the warm-ups' blocks
@@ -53,36 +62,54 @@ async function settledControlStats(engine: LLMEngine): Promise<Record<string, nu
   }
 }
 
-const opts = { worldSize: 2, numBlocks: 256, blockSize: BLOCK, maxModelLen: 4096, topology: "0-1", log: null, backend: "cpu" } satisfies Partial<LLMEngineOptions>;
+const opts = {
+  worldSize: 2,
+  numBlocks: 256,
+  blockSize: BLOCK,
+  maxModelLen: 4096,
+  topology: "0-1",
+  log: null,
+  backend: "cpu",
+} satisfies Partial<LLMEngineOptions>;
 
-test("load skew: placements copy hot prefixes to the idle partner; leases route requests there and they hit the copies", async () => {
-  await using engine = await LLMEngine.create({ model, ...opts, transfers: { mode: "auto", foreground: false }, transferTuning: { placementIntervalMs: 20 } });
-  const outs = await replay(engine);
-  const c = await settledControlStats(engine);
-  expect(c.transfer_background_completed).toBeGreaterThanOrEqual(1);
-  expect(c.transfer_blocks).toBeGreaterThanOrEqual(1);
-  expect(c.transfer_aborted ?? 0).toBe(0);
-  // Routes to a lease's rank (moved there by the lease, or already the policy's pick) find the
-  // copied blocks there: a lease exists only once they are published.
-  expect((c.lease_routes ?? 0) + (c.lease_hits ?? 0)).toBeGreaterThanOrEqual(1);
-  expect(c.reason_lease ?? 0).toBe(c.lease_routes ?? 0);
+test(
+  "load skew: placements copy hot prefixes to the idle partner; leases route requests there and they hit the copies",
+  async () => {
+    await using engine = await LLMEngine.create({
+      model,
+      ...opts,
+      transfers: { mode: "auto", foreground: false },
+      transferTuning: { placementIntervalMs: 20 },
+    });
+    const outs = await replay(engine);
+    const c = await settledControlStats(engine);
+    expect(c.transfer_background_completed).toBeGreaterThanOrEqual(1);
+    expect(c.transfer_blocks).toBeGreaterThanOrEqual(1);
+    expect(c.transfer_aborted ?? 0).toBe(0);
+    // Routes to a lease's rank (moved there by the lease, or already the policy's pick) find the
+    // copied blocks there: a lease exists only once they are published.
+    expect((c.lease_routes ?? 0) + (c.lease_hits ?? 0)).toBeGreaterThanOrEqual(1);
+    expect(c.reason_lease ?? 0).toBe(c.lease_routes ?? 0);
 
-  // The group of each request (by its prefix) and the rank its warm-up made the owner.
-  const groups = trace.requests.slice(0, 3).map((r) => r.promptTokenIds!.slice(0, PREFIX_BLOCKS * BLOCK).join(","));
-  const groupOf = (i: number) => groups.indexOf(trace.requests[i]!.promptTokenIds!.slice(0, PREFIX_BLOCKS * BLOCK).join(","));
-  const owner = outs.slice(0, 3).map((o) => o.metrics.rank);
-  expect(new Set(owner).size).toBe(2); // both ranks own a hot prefix, one of them two
-  // Hot prefixes served away from their owner, reusing copied (then self-warmed) blocks there.
-  const away = outs.filter((o, i) => i >= 3 && o.metrics.rank !== owner[groupOf(i)]);
-  expect(away.filter((o) => o.metrics.numCachedTokens >= 8 * BLOCK).length).toBeGreaterThanOrEqual(1);
+    // The group of each request (by its prefix) and the rank its warm-up made the owner.
+    const groups = trace.requests.slice(0, 3).map((r) => r.promptTokenIds!.slice(0, PREFIX_BLOCKS * BLOCK).join(","));
+    const groupOf = (i: number) =>
+      groups.indexOf(trace.requests[i]!.promptTokenIds!.slice(0, PREFIX_BLOCKS * BLOCK).join(","));
+    const owner = outs.slice(0, 3).map((o) => o.metrics.rank);
+    expect(new Set(owner).size).toBe(2); // both ranks own a hot prefix, one of them two
+    // Hot prefixes served away from their owner, reusing copied (then self-warmed) blocks there.
+    const away = outs.filter((o, i) => i >= 3 && o.metrics.rank !== owner[groupOf(i)]);
+    expect(away.filter((o) => o.metrics.numCachedTokens >= 8 * BLOCK).length).toBeGreaterThanOrEqual(1);
 
-  await using off = await LLMEngine.create({ model, ...opts, transfers: "off" });
-  const ref = await replay(off);
-  expect(outs.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
+    await using off = await LLMEngine.create({ model, ...opts, transfers: "off" });
+    const ref = await replay(off);
+    expect(outs.map((o) => o.tokenIds)).toEqual(ref.map((o) => o.tokenIds));
 
-  expect((await engine.processes.checkPageTable()).equal).toBe(true);
-  const deadline = Date.now() + 5000;
-  const drained = () => engine.stats().ranks.every((r) => r.numFreeBlocks + r.numReclaimableBlocks === r.numBlocks);
-  while (!drained() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  for (const r of engine.stats().ranks) expect(r.numFreeBlocks + r.numReclaimableBlocks).toBe(r.numBlocks);
-}, 60_000);
+    expect((await engine.processes.checkPageTable()).equal).toBe(true);
+    const deadline = Date.now() + 5000;
+    const drained = () => engine.stats().ranks.every((r) => r.numFreeBlocks + r.numReclaimableBlocks === r.numBlocks);
+    while (!drained() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const r of engine.stats().ranks) expect(r.numFreeBlocks + r.numReclaimableBlocks).toBe(r.numBlocks);
+  },
+  60_000,
+);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, startServerProcess, type ServerProcess } from "./server_process.ts";
+import { metricValue, type ServerProcess, startServerProcess } from "./server_process.ts";
 
 const KEY = "test-key";
 const MODEL = "tiny-test";
@@ -22,13 +22,25 @@ function api(path: string, init: RequestInit & { auth?: boolean } = {}): Promise
   return fetch(`${server.url}${path}`, { ...init, headers });
 }
 
-const postJson = (path: string, body: unknown) => api(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) });
+const postJson = (path: string, body: unknown) =>
+  api(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) });
 const scrape = async () => (await api("/metrics")).text();
 
 beforeAll(async () => {
   const dir = await tinyModelDir();
   server = await startServerProcess([
-    "--model", dir, "--port", "0", "--backend", "cpu", "--api-key", KEY, "--served-model-name", MODEL, "--max-model-len", String(MAX_MODEL_LEN),
+    "--model",
+    dir,
+    "--port",
+    "0",
+    "--backend",
+    "cpu",
+    "--api-key",
+    KEY,
+    "--served-model-name",
+    MODEL,
+    "--max-model-len",
+    String(MAX_MODEL_LEN),
   ]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
 });
@@ -51,11 +63,25 @@ describe("server process", () => {
   test("completions: plain and streamed, with usage that matches /tokenize", async () => {
     const prompt = "The quick brown fox";
     const tok: Json = await (await postJson("/tokenize", { prompt })).json();
-    const c = await client.completions.create({ model: MODEL, prompt, max_tokens: 6, temperature: 0, ignore_eos: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    const c = await client.completions.create(
+      {
+        model: MODEL,
+        prompt,
+        max_tokens: 6,
+        temperature: 0,
+        ignore_eos: true,
+      } as OpenAI.CompletionCreateParamsNonStreaming,
+    );
     expect(c.choices[0]!.finish_reason).toBe("length");
     expect(c.usage).toEqual({ prompt_tokens: tok.count, completion_tokens: 6, total_tokens: tok.count + 6 });
     const stream = await client.completions.create({
-      model: MODEL, prompt, max_tokens: 6, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true },
+      model: MODEL,
+      prompt,
+      max_tokens: 6,
+      temperature: 0,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
     } as OpenAI.CompletionCreateParamsStreaming);
     let text = "";
     let usage: OpenAI.CompletionUsage | undefined;
@@ -69,14 +95,33 @@ describe("server process", () => {
   });
 
   test("chat: plain and streamed with usage; seeded n choices differ and reproduce", async () => {
-    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello!" }];
-    const chat = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 5, seed: 5, n: 2, ignore_eos: true } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "system", content: "Be brief." }, {
+      role: "user",
+      content: "Hello!",
+    }];
+    const chat = await client.chat.completions.create(
+      {
+        model: MODEL,
+        messages,
+        max_tokens: 5,
+        seed: 5,
+        n: 2,
+        ignore_eos: true,
+      } as OpenAI.ChatCompletionCreateParamsNonStreaming,
+    );
     expect(chat.choices.map((c) => c.index)).toEqual([0, 1]);
     expect(chat.choices[0]!.message.role).toBe("assistant");
     expect(chat.choices[0]!.message.content).not.toBe(chat.choices[1]!.message.content);
     expect(chat.usage?.completion_tokens).toBe(10);
     const stream = await client.chat.completions.create({
-      model: MODEL, messages, max_tokens: 5, seed: 5, n: 2, ignore_eos: true, stream: true, stream_options: { include_usage: true },
+      model: MODEL,
+      messages,
+      max_tokens: 5,
+      seed: 5,
+      n: 2,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
     } as OpenAI.ChatCompletionCreateParamsStreaming);
     const texts = ["", ""];
     let usage: OpenAI.CompletionUsage | undefined;
@@ -90,22 +135,45 @@ describe("server process", () => {
 
   test("metrics: vLLM and lmpool series present, request series move", async () => {
     const before = await scrape();
-    for (const name of [
-      "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-      "vllm:cache_config_info", "lmpool_transfers_total", "lmpool_transfer_blocks_total", "lmpool_transfer_bytes_total", "lmpool_kv_blocks",
-    ]) {
+    for (
+      const name of [
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_hits_total",
+        "vllm:cache_config_info",
+        "lmpool_transfers_total",
+        "lmpool_transfer_blocks_total",
+        "lmpool_transfer_bytes_total",
+        "lmpool_kv_blocks",
+      ]
+    ) {
       expect(before).toContain(`${name}{`);
     }
     expect(before).toContain("# TYPE lmpool_route_decisions counter");
     const labels = { model_name: MODEL, engine: "0" };
     const count = (text: string, name: string) => metricValue(text, name, labels) ?? 0;
-    await client.completions.create({ model: MODEL, prompt: "metrics please", max_tokens: 3, ignore_eos: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    await client.completions.create(
+      {
+        model: MODEL,
+        prompt: "metrics please",
+        max_tokens: 3,
+        ignore_eos: true,
+      } as OpenAI.CompletionCreateParamsNonStreaming,
+    );
     const after = await scrape();
-    expect(count(after, "vllm:time_to_first_token_seconds_count")).toBe(count(before, "vllm:time_to_first_token_seconds_count") + 1);
-    expect(count(after, "vllm:e2e_request_latency_seconds_count")).toBe(count(before, "vllm:e2e_request_latency_seconds_count") + 1);
+    expect(count(after, "vllm:time_to_first_token_seconds_count")).toBe(
+      count(before, "vllm:time_to_first_token_seconds_count") + 1,
+    );
+    expect(count(after, "vllm:e2e_request_latency_seconds_count")).toBe(
+      count(before, "vllm:e2e_request_latency_seconds_count") + 1,
+    );
     expect(count(after, "vllm:generation_tokens_total")).toBe(count(before, "vllm:generation_tokens_total") + 3);
     expect(count(after, "vllm:prompt_tokens_total")).toBeGreaterThan(count(before, "vllm:prompt_tokens_total"));
-    expect(count(after, "vllm:prefix_cache_queries_total")).toBeGreaterThan(count(before, "vllm:prefix_cache_queries_total"));
+    expect(count(after, "vllm:prefix_cache_queries_total")).toBeGreaterThan(
+      count(before, "vllm:prefix_cache_queries_total"),
+    );
     expect(metricValue(after, "vllm:cache_config_info", labels)).toBe(1);
   });
 
@@ -133,7 +201,9 @@ describe("server process", () => {
     const over: Json = await (await postJson("/v1/completions", { prompt: "a", max_tokens: MAX_MODEL_LEN })).json();
     expect(over.error.message).toContain(String(MAX_MODEL_LEN));
     const wrongKey = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "wrong", maxRetries: 0 });
-    expect(await wrongKey.completions.create({ model: MODEL, prompt: "a" }).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(await wrongKey.completions.create({ model: MODEL, prompt: "a" }).catch((e: unknown) => e)).toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
     expect((await api("/v1/completions", { method: "POST", body: "{}", auth: false })).status).toBe(401);
     expect((await api("/v1/nothing")).status).toBe(404);
     expect((await api("/v1/completions")).status).toBe(405);
@@ -144,7 +214,13 @@ describe("server process", () => {
   test("a streaming client that disconnects leaves no live blocks", async () => {
     const abort = new AbortController();
     const stream = await client.chat.completions.create(
-      { model: MODEL, messages: [{ role: "user", content: "go on forever" }], max_tokens: 200, ignore_eos: true, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming,
+      {
+        model: MODEL,
+        messages: [{ role: "user", content: "go on forever" }],
+        max_tokens: 200,
+        ignore_eos: true,
+        stream: true,
+      } as OpenAI.ChatCompletionCreateParamsStreaming,
       { signal: abort.signal },
     );
     let chunks = 0;
@@ -163,7 +239,10 @@ describe("server process", () => {
     let text = "";
     for (let i = 0; i < 200; i++) {
       text = await scrape();
-      if (metricValue(text, "lmpool_kv_blocks", { engine: "0", state: "live" }) === 0 && metricValue(text, "vllm:num_requests_running", { engine: "0" }) === 0) break;
+      if (
+        metricValue(text, "lmpool_kv_blocks", { engine: "0", state: "live" }) === 0 &&
+        metricValue(text, "vllm:num_requests_running", { engine: "0" }) === 0
+      ) break;
       await Bun.sleep(10);
     }
     expect(metricValue(text, "lmpool_kv_blocks", { engine: "0", state: "live" })).toBe(0);
@@ -173,7 +252,14 @@ describe("server process", () => {
 
   // Last: it stops the server. The open stream keeps the request in flight while we probe.
   test("SIGTERM: new requests get 503, the in-flight stream finishes, exit code 0", async () => {
-    const res = await postJson("/v1/completions", { model: MODEL, prompt: "long one", max_tokens: 40, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+    const res = await postJson("/v1/completions", {
+      model: MODEL,
+      prompt: "long one",
+      max_tokens: 40,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     const dec = new TextDecoder();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, startServerProcess, type ServerProcess } from "./server_process.ts";
+import { metricValue, type ServerProcess, startServerProcess } from "./server_process.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -14,11 +14,23 @@ const REPO = fileURLToPath(new URL("../../", import.meta.url));
 type Json = any;
 
 /** Runs serve.ts to its exit; its exit code, stdout and stderr. */
-async function runToExit(args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
+async function runToExit(
+  args: string[],
+  timeoutMs = 60_000,
+): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, "run", "examples/serve.ts", ...args], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, "run", "examples/serve.ts", ...args], {
+    cwd: REPO,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code, stdout, stderr, ms: performance.now() - started };
 }
@@ -55,14 +67,27 @@ describe("start-up failures: one line naming the flag, non-zero exit", () => {
     expect(r.stderr).not.toContain("maxModelLen");
   });
 
-  test.skipIf(existsSync(`${REPO}build/liblmpool_cuda.so`))("--backend cuda without the CUDA library says how to fix it", async () => {
-    const r = await runToExit(["--model", dir, "--backend", "cuda", "--port", "0"]);
-    expect(r.code).toBe(1);
-    expectOneLine(r.stderr, "--backend cuda", "make native", "--backend cpu");
-  });
+  test.skipIf(existsSync(`${REPO}build/liblmpool_cuda.so`))(
+    "--backend cuda without the CUDA library says how to fix it",
+    async () => {
+      const r = await runToExit(["--model", dir, "--backend", "cuda", "--port", "0"]);
+      expect(r.code).toBe(1);
+      expectOneLine(r.stderr, "--backend cuda", "make native", "--backend cpu");
+    },
+  );
 
   test("while the model loads the port already answers: /health and the API are 503 loading", async () => {
-    const proc = Bun.spawn([process.execPath, "run", "examples/serve.ts", "--model", dir, "--backend", "cpu", "--port", "0"], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([
+      process.execPath,
+      "run",
+      "examples/serve.ts",
+      "--model",
+      dir,
+      "--backend",
+      "cpu",
+      "--port",
+      "0",
+    ], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     try {
       let out = "";
       const reader = proc.stdout.getReader();
@@ -97,15 +122,39 @@ describe("two CPU ranks on one device behind the bounded ingress", () => {
   const KEY = "k";
   let server: ServerProcess;
   const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${server.url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", ...(init.headers as Record<string, string>) } });
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) => api(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers });
+    fetch(`${server.url}${path}`, {
+      ...init,
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        "content-type": "application/json",
+        ...(init.headers as Record<string, string>),
+      },
+    });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    api(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers });
   const scrape = async () => (await api("/metrics")).text();
 
   beforeAll(async () => {
     const dir = await tinyModelDir();
     server = await startServerProcess([
-      "--model", dir, "--port", "0", "--backend", "cpu", "--gpus", "0,0", "--api-key", KEY, "--max-model-len", "256",
-      "--max-request-bytes", "200000", "--request-timeout", "60", "--drain-timeout", "0.2",
+      "--model",
+      dir,
+      "--port",
+      "0",
+      "--backend",
+      "cpu",
+      "--gpus",
+      "0,0",
+      "--api-key",
+      KEY,
+      "--max-model-len",
+      "256",
+      "--max-request-bytes",
+      "200000",
+      "--request-timeout",
+      "60",
+      "--drain-timeout",
+      "0.2",
     ], 120_000);
   }, 150_000);
 
@@ -143,7 +192,12 @@ describe("two CPU ranks on one device behind the bounded ingress", () => {
   });
 
   test("floats out of float32 range are 400s and no rank dies of them", async () => {
-    for (const [field, value] of [["temperature", 1e308], ["top_p", 1e-50], ["max_tokens", 2 ** 31], ["top_k", 2 ** 40]] as const) {
+    for (
+      const [field, value] of [["temperature", 1e308], ["top_p", 1e-50], ["max_tokens", 2 ** 31], [
+        "top_k",
+        2 ** 40,
+      ]] as const
+    ) {
       const res = await post("/v1/completions", { prompt: "a", [field]: value });
       expect({ field, status: res.status }).toEqual({ field, status: 400 });
       expect(((await res.json()) as Json).error.param).toBe(field);
@@ -169,7 +223,9 @@ describe("two CPU ranks on one device behind the bounded ingress", () => {
     expect(plain.status).toBe(504);
     expect(((await plain.json()) as Json).error.code).toBe("request_timeout");
     expect((await post("/v1/completions", body, { "x-request-timeout": "soon" })).status).toBe(400);
-    const stream = await post("/v1/completions", { ...body, stream: true, stream_options: { include_usage: true } }, { "x-request-timeout": "0.1" });
+    const stream = await post("/v1/completions", { ...body, stream: true, stream_options: { include_usage: true } }, {
+      "x-request-timeout": "0.1",
+    });
     const sse = await stream.text();
     expect(sse.endsWith("data: [DONE]\n\n")).toBe(true);
     const events = sse.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
@@ -187,7 +243,13 @@ describe("two CPU ranks on one device behind the bounded ingress", () => {
 
   // Last: it stops the server.
   test("SIGTERM with --drain-timeout 0.2: the open stream ends with a shutdown error and [DONE], exit 0", async () => {
-    const res = await post("/v1/completions", { prompt: "long", max_tokens: 240, ignore_eos: true, n: 4, stream: true });
+    const res = await post("/v1/completions", {
+      prompt: "long",
+      max_tokens: 240,
+      ignore_eos: true,
+      n: 4,
+      stream: true,
+    });
     expect(res.status).toBe(200);
     const reading = res.text();
     await Bun.sleep(50);

@@ -3,7 +3,7 @@
 // added then runs in a later step); an abort then waits for the step's end and its final delta comes
 // with that step's report; outputs equal the synchronous engine's; block invariants hold throughout.
 import { beforeAll, expect, test } from "bun:test";
-import { Native, type KvCache, type NativeModel, type StepBatch } from "../../ffi/native.ts";
+import { type KvCache, Native, type NativeModel, type StepBatch } from "../../ffi/native.ts";
 import type { StreamDelta } from "../../lib/core/outputs.ts";
 import { resolveSamplingParams } from "../../lib/core/sampling_params.ts";
 import { Sequence } from "../../lib/core/sequence.ts";
@@ -16,7 +16,10 @@ const BS = 8;
 let model: NativeModel;
 
 beforeAll(async () => {
-  ({ model } = await loadModel(engineTestModelDir(), new Native({ backend: "cpu" }), { maxNumTokens: 64, maxNumSeqs: 8 }));
+  ({ model } = await loadModel(engineTestModelDir(), new Native({ backend: "cpu" }), {
+    maxNumTokens: 64,
+    maxNumSeqs: 8,
+  }));
 });
 
 /** The CPU model, but a launched step is computed only at its third poll (and never at launch). */
@@ -45,11 +48,26 @@ class DeferredStepModel implements StepModel {
 
 function engine(m: StepModel & { inner?: NativeModel }): LocalEngine {
   const kv = (m.inner ?? (m as unknown as NativeModel)).createKvCache(48, BS);
-  return new LocalEngine({ model: m as NativeModel, kv, maxNumSeqs: 8, maxNumBatchedTokens: 32, maxModelLen: 96, enableChunkedPrefill: true, enablePrefixCaching: true, tokenizer: null, eosTokenIds: [] });
+  return new LocalEngine({
+    model: m as NativeModel,
+    kv,
+    maxNumSeqs: 8,
+    maxNumBatchedTokens: 32,
+    maxModelLen: 96,
+    enableChunkedPrefill: true,
+    enablePrefixCaching: true,
+    tokenizer: null,
+    eosTokenIds: [],
+  });
 }
 
 const seq = (id: string, tokens: number[], maxTokens: number) =>
-  new Sequence({ requestId: id, promptTokenIds: tokens, params: resolveSamplingParams({ maxTokens, temperature: 0, ignoreEos: true }), blockSize: BS });
+  new Sequence({
+    requestId: id,
+    promptTokenIds: tokens,
+    params: resolveSamplingParams({ maxTokens, temperature: 0, ignoreEos: true }),
+    blockSize: BS,
+  });
 
 test("steps on the device leave the event loop turning; aborts wait for the step's end", async () => {
   const next = rng(7);

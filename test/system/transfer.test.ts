@@ -13,7 +13,15 @@ import { engineTestModelDir, randomTokens, rng } from "./llm_fixtures.ts";
 
 const FAULTY_WORKER_MAIN = fileURLToPath(new URL("../helpers/faulty_worker_main.ts", import.meta.url));
 
-const base = { worldSize: 2, numBlocks: 128, maxModelLen: 512, topology: "0-1", log: null, backend: "cpu", routing: { policy: "round-robin" } } satisfies Partial<LLMEngineOptions>;
+const base = {
+  worldSize: 2,
+  numBlocks: 128,
+  maxModelLen: 512,
+  topology: "0-1",
+  log: null,
+  backend: "cpu",
+  routing: { policy: "round-robin" },
+} satisfies Partial<LLMEngineOptions>;
 const greedy = { maxTokens: 6, temperature: 0 };
 
 /** Four prefix groups (10 blocks of 16 tokens each), a warm-up and a follower per group. */
@@ -54,7 +62,9 @@ const sum = (rs: Counters[], k: string) => rs.reduce((t, r) => t + (r[k] ?? 0), 
 /** Both ranks' pushed stats counters, once `ready` holds (or after 5 s). */
 async function rankCounters(engine: LLMEngine, ready: (rs: Counters[]) => boolean): Promise<Counters[]> {
   const read = () => engine.stats().ranks as unknown as Counters[];
-  for (const end = Date.now() + 5000; Date.now() < end && !(read().length === 2 && ready(read())); ) await new Promise((r) => setTimeout(r, 50));
+  for (const end = Date.now() + 5000; Date.now() < end && !(read().length === 2 && ready(read()));) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
   return read();
 }
 
@@ -63,7 +73,11 @@ async function drainedEverywhere(engine: LLMEngine): Promise<void> {
   expect(diff.equal).toBe(true);
   const deadline = Date.now() + 5000;
   let ranks = engine.stats().ranks;
-  while (Date.now() < deadline && !(ranks.length === 2 && ranks.every((r) => r.numFreeBlocks + r.numReclaimableBlocks === r.numBlocks && r.numRunning === 0))) {
+  while (
+    Date.now() < deadline &&
+    !(ranks.length === 2 &&
+      ranks.every((r) => r.numFreeBlocks + r.numReclaimableBlocks === r.numBlocks && r.numRunning === 0))
+  ) {
     await new Promise((r) => setTimeout(r, 50));
     ranks = engine.stats().ranks;
   }
@@ -82,7 +96,8 @@ describe("transfers forced on", () => {
   test("followers are served from blocks copied to their rank over the host path; outputs equal transfers off", async () => {
     await using engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", dataPath: "auto" } });
     const got = await run(engine);
-    const tokens = (o: { warm: RequestOutput[]; follow: RequestOutput[] }) => [...o.warm, ...o.follow].map((x) => x.tokenIds);
+    const tokens = (o: { warm: RequestOutput[]; follow: RequestOutput[] }) =>
+      [...o.warm, ...o.follow].map((x) => x.tokenIds);
     expect(tokens(got)).toEqual(tokens(reference));
     for (let g = 0; g < 4; g++) {
       // Off: the follower lands on the other rank and recomputes its prefix.
@@ -105,7 +120,11 @@ describe("transfers forced on", () => {
     expect(sum(counters, "data_path_host_sent_bytes")).toBe(c.transfer_bytes!);
     expect(sum(counters, "data_path_host_received_bytes")).toBe(c.transfer_bytes!);
     for (const path of ["ipc", "nccl"]) {
-      expect(counters.map((r) => [r[`data_path_${path}_peers`], r[`data_path_${path}_sent_bytes`], r[`data_path_${path}_received_bytes`]])).toEqual([[0, 0, 0], [0, 0, 0]]);
+      expect(
+        counters.map((
+          r,
+        ) => [r[`data_path_${path}_peers`], r[`data_path_${path}_sent_bytes`], r[`data_path_${path}_received_bytes`]]),
+      ).toEqual([[0, 0, 0], [0, 0, 0]]);
     }
     await drainedEverywhere(engine);
   });
@@ -118,17 +137,24 @@ describe("a fault injected in every plan", () => {
       process.env.LMPOOL_TEST_TRANSFER_FAULTS = fault;
       let engine: LLMEngine;
       try {
-        engine = await LLMEngine.create({ model, ...base, transfers: { mode: "force", foregroundDeadlineMs: 300 }, workerMain: FAULTY_WORKER_MAIN });
+        engine = await LLMEngine.create({
+          model,
+          ...base,
+          transfers: { mode: "force", foregroundDeadlineMs: 300 },
+          workerMain: FAULTY_WORKER_MAIN,
+        });
       } finally {
         delete process.env.LMPOOL_TEST_TRANSFER_FAULTS;
       }
       await using _ = engine;
       const got = await run(engine);
-      expect([...got.warm, ...got.follow].map((x) => x.tokenIds)).toEqual([...reference.warm, ...reference.follow].map((x) => x.tokenIds));
+      expect([...got.warm, ...got.follow].map((x) => x.tokenIds)).toEqual(
+        [...reference.warm, ...reference.follow].map((x) => x.tokenIds),
+      );
       for (const f of got.follow) expect(f.metrics.numCachedTokens).toBe(0);
       // A hung plan may still be aborting when its request (no longer waiting for it) finishes.
       let c = await engine.processes.controlStats();
-      for (const end = Date.now() + 5000; (c.transfer_active ?? 0) > 0 && Date.now() < end; ) {
+      for (const end = Date.now() + 5000; (c.transfer_active ?? 0) > 0 && Date.now() < end;) {
         await new Promise((r) => setTimeout(r, 20));
         c = await engine.processes.controlStats();
       }

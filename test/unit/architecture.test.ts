@@ -7,7 +7,14 @@
 // commit in a git worktree), so the test can be shown to fail on a tree that breaks the rules.
 import { expect, test } from "bun:test";
 import { fileURLToPath } from "node:url";
-import { fileCycles, folderCycles, importsOf, listSources, type ImportCycle, type ImportEdge } from "../helpers/import_graph.ts";
+import {
+  fileCycles,
+  folderCycles,
+  type ImportCycle,
+  type ImportEdge,
+  importsOf,
+  listSources,
+} from "../helpers/import_graph.ts";
 
 /**
  * Layers from the bottom up; folders on one line are peers and import neither each other nor
@@ -43,7 +50,9 @@ const RANK = new Map(LAYER_ORDER.flatMap((peers, rank) => peers.map((layer) => [
 function layerOf(file: string): string | undefined {
   let best: string | undefined;
   for (const layer of RANK.keys()) {
-    if ((file === layer || file.startsWith(`${layer}/`)) && (best === undefined || layer.length > best.length)) best = layer;
+    if ((file === layer || file.startsWith(`${layer}/`)) && (best === undefined || layer.length > best.length)) {
+      best = layer;
+    }
   }
   return best;
 }
@@ -58,7 +67,9 @@ function where(e: ImportEdge): string {
 test("every file that imports or is imported has a layer", () => {
   const unplaced = new Set<string>();
   for (const s of sources) if (layerOf(s.file) === undefined) unplaced.add(`${s.file} is in no layer of LAYER_ORDER`);
-  for (const e of imports) if (layerOf(e.to!) === undefined) unplaced.add(`${where(e)}: ${e.to} is in no layer of LAYER_ORDER`);
+  for (const e of imports) {
+    if (layerOf(e.to!) === undefined) unplaced.add(`${where(e)}: ${e.to} is in no layer of LAYER_ORDER`);
+  }
   expect([...unplaced]).toEqual([]);
 });
 
@@ -87,12 +98,16 @@ test("files import each other without cycles", () => {
 });
 
 test(`no source file is over ${MAX_LINES} lines`, () => {
-  const long = listSources(ROOT, LENGTH_ROOTS, SOURCE_EXTENSIONS).filter((s) => s.lines > MAX_LINES).map((s) => `${s.file}: ${s.lines} lines`);
+  const long = listSources(ROOT, LENGTH_ROOTS, SOURCE_EXTENSIONS).filter((s) => s.lines > MAX_LINES).map((s) =>
+    `${s.file}: ${s.lines} lines`
+  );
   expect(long).toEqual([]);
 });
 
 test("the checks see the tree: the layers exist and imports were read", () => {
   expect(sources.length).toBeGreaterThan(100);
   expect(imports.length).toBeGreaterThan(500);
-  for (const layer of ["lib/core", "lib/protocol", "lib/engine", "ffi", "mod.ts"]) expect(sources.some((s) => layerOf(s.file) === layer)).toBe(true);
+  for (const layer of ["lib/core", "lib/protocol", "lib/engine", "ffi", "mod.ts"]) {
+    expect(sources.some((s) => layerOf(s.file) === layer)).toBe(true);
+  }
 });

@@ -10,7 +10,9 @@ test("mod.ts exports at most 20 values, LLM, LLMEngine and serve among them", as
   const mod = await import("../../mod.ts");
   const names = Object.keys(mod);
   expect(names.length).toBeLessThanOrEqual(20);
-  for (const name of ["LLM", "LLMEngine", "serve", "listen", "ensureModel", "NativeError", "WorkerDiedError"]) expect(names).toContain(name);
+  for (const name of ["LLM", "LLMEngine", "serve", "listen", "ensureModel", "NativeError", "WorkerDiedError"]) {
+    expect(names).toContain(name);
+  }
 });
 
 test("package.json and deno.json declare the same subpath exports, each an existing module", () => {
@@ -18,5 +20,7 @@ test("package.json and deno.json declare the same subpath exports, each an exist
   const deno = JSON.parse(readFileSync(`${ROOT}deno.json`, "utf8")).exports as Record<string, string>;
   expect(deno).toEqual(pkg);
   expect(pkg["."]).toBe("./mod.ts");
-  for (const [subpath, file] of Object.entries(pkg)) expect({ subpath, exists: existsSync(`${ROOT}${file}`) }).toEqual({ subpath, exists: true });
+  for (const [subpath, file] of Object.entries(pkg)) {
+    expect({ subpath, exists: existsSync(`${ROOT}${file}`) }).toEqual({ subpath, exists: true });
+  }
 });

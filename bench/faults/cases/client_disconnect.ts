@@ -17,17 +17,27 @@ function disconnects(ctx: CaseContext): number {
 }
 
 /** Sends in waves of `ctx.options.ranks * 2`, so the disconnects overlap the load without swamping it. */
-async function inWaves(ctx: CaseContext, total: number, one: (i: number) => Promise<RequestOutcome>): Promise<RequestOutcome[]> {
+async function inWaves(
+  ctx: CaseContext,
+  total: number,
+  one: (i: number) => Promise<RequestOutcome>,
+): Promise<RequestOutcome[]> {
   const out: RequestOutcome[] = [];
   const wave = ctx.options.ranks * 2;
-  for (let i = 0; i < total && !ctx.expired; i += wave) out.push(...(await Promise.all(Array.from({ length: Math.min(wave, total - i) }, (_, k) => one(i + k)))));
+  for (let i = 0; i < total && !ctx.expired; i += wave) {
+    out.push(...(await Promise.all(Array.from({ length: Math.min(wave, total - i) }, (_, k) => one(i + k)))));
+  }
   return out;
 }
 
 function noteCancelled(ctx: CaseContext, what: string, outcomes: RequestOutcome[]): void {
   const cancelled = outcomes.filter((o) => o.kind === "cancelled").length;
   ctx.note(`${cancelled} of ${outcomes.length} ${what} requests disconnected (the rest finished before the hang-up)`);
-  ctx.check(`${what}: some requests were disconnected`, cancelled > 0, `none of ${outcomes.length} was still running at its hang-up`);
+  ctx.check(
+    `${what}: some requests were disconnected`,
+    cancelled > 0,
+    `none of ${outcomes.length} was still running at its hang-up`,
+  );
 }
 
 /** Disconnects before the first token of long prompts. */
@@ -57,7 +67,12 @@ export const disconnectStreamCase: FaultCase = {
     const outcomes = await inWaves(ctx, disconnects(ctx), () => {
       const cancel = new AbortController();
       const delay = 20 + rng.int(0, 200);
-      return ctx.send(streamRequest(ctx, "disconnect-stream", promptText(rng, 40), 400, { cancel: cancel.signal, onFirstToken: () => void setTimeout(() => cancel.abort(), delay) }));
+      return ctx.send(
+        streamRequest(ctx, "disconnect-stream", promptText(rng, 40), 400, {
+          cancel: cancel.signal,
+          onFirstToken: () => void setTimeout(() => cancel.abort(), delay),
+        }),
+      );
     });
     noteCancelled(ctx, "streaming", outcomes);
   },
@@ -75,11 +90,15 @@ export const disconnectTransferCase: FaultCase = {
     const outcomes: RequestOutcome[] = [];
     const waves = Math.ceil(disconnects(ctx) / (ctx.options.ranks * 2));
     for (let w = 0; w < waves && !ctx.expired; w++) {
-      outcomes.push(...(await Promise.all(await transferWave(ctx, ctx.options.ranks * 2, 200 + w, () => {
-        const cancel = new AbortController();
-        setTimeout(() => cancel.abort(), 30 + rng.int(0, 300));
-        return { cancel: cancel.signal };
-      }))));
+      outcomes.push(
+        ...(await Promise.all(
+          await transferWave(ctx, ctx.options.ranks * 2, 200 + w, () => {
+            const cancel = new AbortController();
+            setTimeout(() => cancel.abort(), 30 + rng.int(0, 300));
+            return { cancel: cancel.signal };
+          }),
+        )),
+      );
     }
     const moved = ((await ctx.watch.scrape())?.value(METRIC.transfers) ?? 0) - before;
     if (moved <= 0) ctx.notRun("no KV transfer ran during the disconnects (transfers between these ranks may be off)");

@@ -25,13 +25,22 @@ export const killControlPlaneCase: FaultCase = {
       const now = findControlPlane(ctx.server.pid);
       return now !== null && now !== pid;
     };
-    const r = await measureRecovery(ctx.watch, at, (_s, health) => (health !== null && health !== 200) || replaced(), ctx.options.recoveryTimeoutMs);
+    const r = await measureRecovery(
+      ctx.watch,
+      at,
+      (_s, health) => (health !== null && health !== 200) || replaced(),
+      ctx.options.recoveryTimeoutMs,
+    );
     ctx.recovery(r);
     ctx.log(`detected ${fmtMs(r.detectMs)}, serving again ${fmtMs(r.serveAgainMs)}${r.note ? ` (${r.note})` : ""}`);
     ctx.check("a new control plane runs", replaced(), r.note);
     ctx.check("serves again on every rank", r.serveAgainMs !== null, r.note);
     await ctx.sleep(ctx.options.quick ? 2000 : 5000);
     const failed = ctx.load.outcomes.filter((o) => o.kind === "clear_error");
-    ctx.check("no request failed", failed.length === 0, failed.slice(0, 3).map((o) => `${o.label}: ${o.detail}`).join("; "));
+    ctx.check(
+      "no request failed",
+      failed.length === 0,
+      failed.slice(0, 3).map((o) => `${o.label}: ${o.detail}`).join("; "),
+    );
   },
 };

@@ -19,7 +19,8 @@ function textOfBytes(bytes: number): string {
 /** The F1 case. */
 export const largeBodyCase: FaultCase = {
   name: "f1-large-body",
-  description: "3 MB prompt and 10 MB body on /v1/completions and /tokenize under load: 4xx each, others complete, no worker dies",
+  description:
+    "3 MB prompt and 10 MB body on /v1/completions and /tokenize under load: 4xx each, others complete, no worker dies",
   timeoutMs: (o) => (o.quick ? 90_000 : 180_000),
   async run(ctx) {
     const before = await workerBaseline(ctx);
@@ -27,9 +28,24 @@ export const largeBodyCase: FaultCase = {
     const three = textOfBytes(3 * MB);
     const ten = textOfBytes(10 * MB);
     const sends = [
-      { label: "f1:completions-3MB", path: "/v1/completions", body: { model, prompt: three, max_tokens: 4 }, stream: false },
-      { label: "f1:completions-3MB-stream", path: "/v1/completions", body: { model, prompt: three, max_tokens: 4, stream: true }, stream: true },
-      { label: "f1:completions-10MB", path: "/v1/completions", body: { model, prompt: ten, max_tokens: 4 }, stream: false },
+      {
+        label: "f1:completions-3MB",
+        path: "/v1/completions",
+        body: { model, prompt: three, max_tokens: 4 },
+        stream: false,
+      },
+      {
+        label: "f1:completions-3MB-stream",
+        path: "/v1/completions",
+        body: { model, prompt: three, max_tokens: 4, stream: true },
+        stream: true,
+      },
+      {
+        label: "f1:completions-10MB",
+        path: "/v1/completions",
+        body: { model, prompt: ten, max_tokens: 4 },
+        stream: false,
+      },
       { label: "f1:tokenize-3MB", path: "/tokenize", body: { model, prompt: three }, stream: false },
       { label: "f1:tokenize-10MB", path: "/tokenize", body: { model, prompt: ten }, stream: false },
     ];
@@ -37,7 +53,11 @@ export const largeBodyCase: FaultCase = {
     for (const o of outcomes) {
       if (o.label === "f1:tokenize-3MB") {
         const answered = o.kind === "completed" || (o.kind === "clear_error" && (o.status === 413 || o.status === 400));
-        ctx.check(`${o.label} answered (tokens) or refused with 413/400`, answered, `${o.kind}, HTTP ${o.status}: ${o.detail.slice(0, 160)}`);
+        ctx.check(
+          `${o.label} answered (tokens) or refused with 413/400`,
+          answered,
+          `${o.kind}, HTTP ${o.status}: ${o.detail.slice(0, 160)}`,
+        );
         continue;
       }
       const refused = o.kind === "clear_error" && (o.status === 413 || o.status === 400);

@@ -45,7 +45,8 @@ const describe = (ps: ProcessInfo[]) => ps.map((p) => `${p.pid} ${p.cmdline.slic
 /** SIGTERM under load. */
 export const launcherSigtermCase: FaultCase = {
   name: "launcher-sigterm",
-  description: "SIGTERM the launcher under load: exits 0 within --drain-timeout + margin, streams end with [DONE], socket dir removed",
+  description:
+    "SIGTERM the launcher under load: exits 0 within --drain-timeout + margin, streams end with [DONE], socket dir removed",
   serverArgs: (o) => ["--drain-timeout", String(drainSeconds(o))],
   timeoutMs: (o) => drainSeconds(o) * 1000 + EXIT_MARGIN_MS + 60_000,
   async run(ctx) {
@@ -53,7 +54,10 @@ export const launcherSigtermCase: FaultCase = {
     const tree = ctx.server.rememberTree();
     // Streams long enough to outlast the drain, so its bound is what ends them.
     const rng = new SeededRandom(23);
-    const long = Array.from({ length: ctx.options.ranks * 2 }, () => ctx.send(streamRequest(ctx, "outlasts-drain", promptText(rng, 30), 4000)));
+    const long = Array.from(
+      { length: ctx.options.ranks * 2 },
+      () => ctx.send(streamRequest(ctx, "outlasts-drain", promptText(rng, 30), 4000)),
+    );
     await ctx.sleep(1000);
     const loadStopped = ctx.load.stop();
     const at = performance.now();
@@ -63,18 +67,27 @@ export const launcherSigtermCase: FaultCase = {
     const code = await ctx.server.waitExit(bound);
     const took = performance.now() - at;
     ctx.note(`exited with ${code} after ${(took / 1000).toFixed(1)} s`);
-    ctx.check(`exits 0 within --drain-timeout + ${EXIT_MARGIN_MS / 1000} s`, code === 0, code === null ? `still running after ${bound} ms` : `exit code ${code} after ${Math.round(took)} ms`);
+    ctx.check(
+      `exits 0 within --drain-timeout + ${EXIT_MARGIN_MS / 1000} s`,
+      code === 0,
+      code === null ? `still running after ${bound} ms` : `exit code ${code} after ${Math.round(took)} ms`,
+    );
     await Promise.all([loadStopped, ...long]);
     const left = await waitNoSurvivors(tree, 5000);
     ctx.check("no child process left", left.length === 0, describe(left));
-    ctx.check("socket directory removed", dir !== null && !existsSync(dir), dir === null ? "no socket directory found in the worker command lines" : `${dir} still exists`);
+    ctx.check(
+      "socket directory removed",
+      dir !== null && !existsSync(dir),
+      dir === null ? "no socket directory found in the worker command lines" : `${dir} still exists`,
+    );
   },
 };
 
 /** SIGKILL under load. */
 export const launcherSigkillCase: FaultCase = {
   name: "launcher-sigkill",
-  description: "SIGKILL the launcher under load: no orphan processes remain; the next start removes the stale socket directory",
+  description:
+    "SIGKILL the launcher under load: no orphan processes remain; the next start removes the stale socket directory",
   timeoutMs: (o) => ORPHAN_GRACE_MS + o.startTimeoutMs + 30_000,
   async run(ctx) {
     const dir = socketDirOf(ctx);
@@ -88,12 +101,20 @@ export const launcherSigkillCase: FaultCase = {
     ctx.check(`no orphan process within ${ORPHAN_GRACE_MS / 1000} s`, left.length === 0, describe(left));
     if (left.length === 0) ctx.note(`children gone ${((performance.now() - at) / 1000).toFixed(1)} s after the kill`);
     if (dir === null) {
-      ctx.check("stale socket directory removed by the next start", false, "no socket directory found in the worker command lines");
+      ctx.check(
+        "stale socket directory removed by the next start",
+        false,
+        "no socket directory found in the worker command lines",
+      );
       return;
     }
     const next = await LaunchedServer.start(baseServerArgs(ctx.options), ctx.options.startTimeoutMs);
     try {
-      ctx.check("stale socket directory removed by the next start", !existsSync(dir), `${dir} still exists after a new server started`);
+      ctx.check(
+        "stale socket directory removed by the next start",
+        !existsSync(dir),
+        `${dir} still exists after a new server started`,
+      );
     } finally {
       await next.stop();
     }

@@ -39,7 +39,8 @@ function checkFlat(ctx: CaseContext, what: string, start: number | null, end: nu
 /** The soak case. */
 export const soakCase: FaultCase = {
   name: "soak",
-  description: "load for --soak-minutes with kill -9 of a random worker every minute: all recovered, memory flat, no leaks",
+  description:
+    "load for --soak-minutes with kill -9 of a random worker every minute: all recovered, memory flat, no leaks",
   timeoutMs: (o) => o.soakMinutes * 60_000 + o.recoveryTimeoutMs + 60_000,
   async run(ctx) {
     const o = ctx.options;
@@ -57,7 +58,13 @@ export const soakCase: FaultCase = {
     }
     await ctx.sleep(end - performance.now());
     const finish = sampleRss(ctx);
-    ctx.note(`${kills} kills over ${o.soakMinutes} min; RSS launcher ${mib(start.launcher)} -> ${mib(finish.launcher)}, control plane ${mib(start.controlPlane)} -> ${mib(finish.controlPlane)}, workers ${mib(start.workers)} -> ${mib(finish.workers)}`);
+    ctx.note(
+      `${kills} kills over ${o.soakMinutes} min; RSS launcher ${mib(start.launcher)} -> ${
+        mib(finish.launcher)
+      }, control plane ${mib(start.controlPlane)} -> ${mib(finish.controlPlane)}, workers ${mib(start.workers)} -> ${
+        mib(finish.workers)
+      }`,
+    );
     ctx.check("at least one kill", kills > 0, `soak of ${o.soakMinutes} min with a kill every ${o.soakKillEverySec} s`);
     checkFlat(ctx, "launcher", start.launcher, finish.launcher);
     checkFlat(ctx, "control plane", start.controlPlane, finish.controlPlane);

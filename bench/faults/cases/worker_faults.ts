@@ -40,7 +40,11 @@ export interface WorkerFault {
 }
 
 /** Sends `signal` (default SIGKILL) to `rank`'s worker. */
-export async function signalWorker(ctx: CaseContext, rank: number, signal: NodeJS.Signals = "SIGKILL"): Promise<WorkerFault> {
+export async function signalWorker(
+  ctx: CaseContext,
+  rank: number,
+  signal: NodeJS.Signals = "SIGKILL",
+): Promise<WorkerFault> {
   const restartsBefore = restartsOf(await ctx.watch.scrape(), rank);
   const w = workerOf(ctx, rank);
   ctx.server.rememberTree();
@@ -57,7 +61,9 @@ export async function recoverFromWorkerFault(ctx: CaseContext, f: WorkerFault, w
   ctx.recovery(r);
   ctx.check(`${what}: rank ${f.rank} detected down`, r.detectMs !== null, r.note);
   ctx.check(`${what}: serves again on ${ctx.options.ranks} ranks`, r.serveAgainMs !== null, r.note);
-  ctx.log(`${what}: detected ${fmtMs(r.detectMs)}, serving again ${fmtMs(r.serveAgainMs)}${r.note ? ` (${r.note})` : ""}`);
+  ctx.log(
+    `${what}: detected ${fmtMs(r.detectMs)}, serving again ${fmtMs(r.serveAgainMs)}${r.note ? ` (${r.note})` : ""}`,
+  );
   return r;
 }
 
@@ -76,28 +82,51 @@ export async function workerBaseline(ctx: CaseContext): Promise<{ pids: string; 
 /** Checks that no worker died or restarted since `before`, and that every rank reports up. */
 export async function checkNoWorkerDied(ctx: CaseContext, before: { pids: string; restarts: number[] }): Promise<void> {
   const after = await workerBaseline(ctx);
-  ctx.check("no worker died (same worker processes)", after.pids === before.pids, `before ${before.pids}, after ${after.pids}`);
-  ctx.check("no worker restarted", after.restarts.every((n, r) => n === before.restarts[r]), `restarts before ${before.restarts}, after ${after.restarts}`);
+  ctx.check(
+    "no worker died (same worker processes)",
+    after.pids === before.pids,
+    `before ${before.pids}, after ${after.pids}`,
+  );
+  ctx.check(
+    "no worker restarted",
+    after.restarts.every((n, r) => n === before.restarts[r]),
+    `restarts before ${before.restarts}, after ${after.restarts}`,
+  );
   const s = await ctx.watch.scrape();
   const up = s?.value(METRIC.healthyRanks);
-  ctx.check("every rank reports up", up === ctx.options.ranks, up === undefined ? `/metrics has no ${METRIC.healthyRanks}` : `${METRIC.healthyRanks} = ${up}`);
+  ctx.check(
+    "every rank reports up",
+    up === ctx.options.ranks,
+    up === undefined ? `/metrics has no ${METRIC.healthyRanks}` : `${METRIC.healthyRanks} = ${up}`,
+  );
 }
 
 /** Checks that every load request of the case completed (none failed, not even clearly). */
 export function checkLoadUnharmed(ctx: CaseContext): void {
   const failed = ctx.load.outcomes.filter((o) => o.kind !== "completed");
-  ctx.check("every other request completes", failed.length === 0, failed.slice(0, 3).map((o) => `${o.label}: ${o.kind} ${o.detail}`).join("; "));
+  ctx.check(
+    "every other request completes",
+    failed.length === 0,
+    failed.slice(0, 3).map((o) => `${o.label}: ${o.kind} ${o.detail}`).join("; "),
+  );
 }
 
 /** Plain text of about `tokens` tokens by the server's tokenizer (measured with /tokenize), and its count. */
-export async function promptOfTokens(ctx: CaseContext, tokens: number, seed = 7): Promise<{ prompt: string; count: number; maxModelLen: number }> {
+export async function promptOfTokens(
+  ctx: CaseContext,
+  tokens: number,
+  seed = 7,
+): Promise<{ prompt: string; count: number; maxModelLen: number }> {
   const rng = new SeededRandom(seed);
   let words = tokens;
   let last = { prompt: "", count: 0, maxModelLen: 0 };
   for (let i = 0; i < 4; i++) {
     const prompt = promptText(rng, words);
     const res = await fetch(`${ctx.server.url}/tokenize`, {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: ctx.server.modelName, prompt }), signal: AbortSignal.timeout(30_000),
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: ctx.server.modelName, prompt }),
+      signal: AbortSignal.timeout(30_000),
     });
     if (res.status !== 200) throw new Error(`/tokenize answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
     const j = (await res.json()) as { count: number; max_model_len: number };
@@ -109,6 +138,19 @@ export async function promptOfTokens(ctx: CaseContext, tokens: number, seed = 7)
 }
 
 /** A streamed /v1/completions request of the case (label, prompt, output length, extra fields). */
-export function streamRequest(ctx: CaseContext, label: string, prompt: string, maxTokens: number, more: Partial<OutgoingRequest> = {}): OutgoingRequest {
-  return { label, path: "/v1/completions", body: completionBody(ctx.server.modelName, prompt, maxTokens, true), stream: true, deadlineMs: ctx.options.deadlineMs, ...more };
+export function streamRequest(
+  ctx: CaseContext,
+  label: string,
+  prompt: string,
+  maxTokens: number,
+  more: Partial<OutgoingRequest> = {},
+): OutgoingRequest {
+  return {
+    label,
+    path: "/v1/completions",
+    body: completionBody(ctx.server.modelName, prompt, maxTokens, true),
+    stream: true,
+    deadlineMs: ctx.options.deadlineMs,
+    ...more,
+  };
 }

@@ -19,7 +19,13 @@ import { busiestRank, promptOfTokens, recoverFromWorkerFault, signalWorker, stre
  * where --gpus is a count (ranks of one device copy locally).
  */
 export function forcedTransferArgs(o: FaultsOptions): string[] {
-  return ["--kv-transfers", "force", "--routing-policy", "round-robin", ...(/^\d+$/.test(o.gpus) ? ["--nvlink-pairs", "0-1"] : [])];
+  return [
+    "--kv-transfers",
+    "force",
+    "--routing-policy",
+    "round-robin",
+    ...(/^\d+$/.test(o.gpus) ? ["--nvlink-pairs", "0-1"] : []),
+  ];
 }
 
 /** Streams that outlive the fault: two per rank, so every rank holds some. */
@@ -40,8 +46,13 @@ export const killWorkerPrefillCase: FaultCase = {
   async run(ctx) {
     const { prompt } = await promptOfTokens(ctx, ctx.options.quick ? 3000 : 5000, 11);
     const firsts: boolean[] = [];
-    const streams = Array.from({ length: victimsCount(ctx) }, (_, i) =>
-      ctx.send(streamRequest(ctx, "prefill-victim", `${i} ${prompt}`, 8, { onFirstToken: () => void (firsts[i] = true) })));
+    const streams = Array.from(
+      { length: victimsCount(ctx) },
+      (_, i) =>
+        ctx.send(
+          streamRequest(ctx, "prefill-victim", `${i} ${prompt}`, 8, { onFirstToken: () => void (firsts[i] = true) }),
+        ),
+    );
     // Kill once a rank is running one of them and none has produced its first token.
     const s = await ctx.watch.waitFor((m) => (m.sum(METRIC.running) ?? 0) > 0, 20_000);
     const inPrefill = streams.length - firsts.filter(Boolean).length;
@@ -62,8 +73,15 @@ export const killWorkerDecodeCase: FaultCase = {
     const rng = new SeededRandom(13);
     const n = victimsCount(ctx);
     let started = 0;
-    const streams = Array.from({ length: n }, () =>
-      ctx.send(streamRequest(ctx, "decode-victim", promptText(rng, 40), ctx.options.quick ? 160 : 400, { onFirstToken: () => void started++ })));
+    const streams = Array.from(
+      { length: n },
+      () =>
+        ctx.send(
+          streamRequest(ctx, "decode-victim", promptText(rng, 40), ctx.options.quick ? 160 : 400, {
+            onFirstToken: () => void started++,
+          }),
+        ),
+    );
     const until = performance.now() + 30_000;
     while (started < n && performance.now() < until && !ctx.expired) await Bun.sleep(20);
     if (started < n) ctx.note(`only ${started} of ${n} streams had started decoding at the kill`);
@@ -83,18 +101,27 @@ const PUBLISH_WAIT_MS = 500;
  * plane knows its blocks) `count` streams revisiting it, which round-robin routing spreads to the
  * ranks that lack it, so they pull it. Resolves with the wave's streams once they are sent.
  */
-export async function transferWave(ctx: CaseContext, count: number, seed: number, more: (i: number) => Partial<OutgoingRequest> = () => ({})): Promise<Promise<RequestOutcome>[]> {
+export async function transferWave(
+  ctx: CaseContext,
+  count: number,
+  seed: number,
+  more: (i: number) => Partial<OutgoingRequest> = () => ({}),
+): Promise<Promise<RequestOutcome>[]> {
   const rng = new SeededRandom(seed);
   const prefix = promptText(rng, PREFIX_WORDS);
   await ctx.send(streamRequest(ctx, "prefix-seed", `${prefix} seed`, 2));
   await ctx.sleep(PUBLISH_WAIT_MS);
-  return Array.from({ length: count }, (_, i) => ctx.send(streamRequest(ctx, "shared-prefix", `${prefix} ${promptText(rng, 6)}`, 24, more(i))));
+  return Array.from(
+    { length: count },
+    (_, i) => ctx.send(streamRequest(ctx, "shared-prefix", `${prefix} ${promptText(rng, 6)}`, 24, more(i))),
+  );
 }
 
 /** kill -9 while KV transfers run. */
 export const killWorkerTransferCase: FaultCase = {
   name: "kill-worker-transfer",
-  description: "kill -9 a worker during KV transfers (--kv-transfers force): transfers abort, nothing lost, rank restarts",
+  description:
+    "kill -9 a worker during KV transfers (--kv-transfers force): transfers abort, nothing lost, rank restarts",
   serverArgs: forcedTransferArgs,
   timeoutMs: (o) => (o.quick ? 120_000 : 240_000),
   async run(ctx) {

@@ -26,6 +26,10 @@ export const stopWorkerCase: FaultCase = {
       ctx.log(`SIGCONT pid ${fault.victimPid}`);
     } else ctx.note(`the stopped worker (pid ${fault.victimPid}) was gone before SIGCONT`);
     const r = await recovered;
-    ctx.check("hang detected while the worker was stopped", r.detectMs !== null && r.detectMs <= stopMs, `detected after ${r.detectMs === null ? "never" : `${Math.round(r.detectMs)} ms`}, stopped ${stopMs} ms`);
+    ctx.check(
+      "hang detected while the worker was stopped",
+      r.detectMs !== null && r.detectMs <= stopMs,
+      `detected after ${r.detectMs === null ? "never" : `${Math.round(r.detectMs)} ms`}, stopped ${stopMs} ms`,
+    );
   },
 };

@@ -20,7 +20,10 @@ export class LeastLoadedPolicy implements RoutingPolicy {
     const ranks = ctx.healthyRanks();
     const span = Math.max(...ranks) + 1;
     const turn = (r: number) => (r - this.#next + span) % span;
-    const rank = best(ranks, byKeys((r) => ctx.outstandingRequests(r), (r) => projectRouteCost(ctx, r).queueWork, turn));
+    const rank = best(
+      ranks,
+      byKeys((r) => ctx.outstandingRequests(r), (r) => projectRouteCost(ctx, r).queueWork, turn),
+    );
     this.#next = rank + 1;
     return { rank, reason: "least-loaded" };
   }

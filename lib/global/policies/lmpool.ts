@@ -21,7 +21,10 @@ export class LmpoolPolicy implements RoutingPolicy {
       // Nobody has room now: queue where the shortage is smallest (it will wait for blocks there).
       const fits = costs.filter((c) => !c.neverFits);
       const pool = fits.length > 0 ? fits : costs;
-      const pick = pool.reduce((a, b) => (b.headroom > a.headroom || (b.headroom === a.headroom && lessCost(ctx, b, a)) ? b : a));
+      const pick = pool.reduce((
+        a,
+        b,
+      ) => (b.headroom > a.headroom || (b.headroom === a.headroom && lessCost(ctx, b, a)) ? b : a));
       return { rank: pick.rank, reason: "infeasible" };
     }
     let chosen = feasible[0]!;

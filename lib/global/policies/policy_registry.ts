@@ -36,6 +36,8 @@ export const POLICY_NAMES = Object.freeze(Object.keys(POLICIES)) as readonly Pol
 
 /** A new policy instance; an unknown name is a RangeError listing the valid ones. */
 export function createPolicy(name: string, config: PolicySettings): RoutingPolicy {
-  if (!Object.hasOwn(POLICIES, name)) throw new RangeError(`unknown routing policy ${JSON.stringify(name)}; valid: ${POLICY_NAMES.join(", ")}`);
+  if (!Object.hasOwn(POLICIES, name)) {
+    throw new RangeError(`unknown routing policy ${JSON.stringify(name)}; valid: ${POLICY_NAMES.join(", ")}`);
+  }
   return POLICIES[name as PolicyName](config);
 }

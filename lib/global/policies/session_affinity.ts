@@ -16,7 +16,9 @@ export class SessionAffinityPolicy implements RoutingPolicy {
   readonly #sessions = new Map<string, number>();
 
   constructor(readonly maxSessions: number) {
-    if (!Number.isInteger(maxSessions) || maxSessions < 1) throw new RangeError(`maxSessions must be an integer >= 1, got ${maxSessions}`);
+    if (!Number.isInteger(maxSessions) || maxSessions < 1) {
+      throw new RangeError(`maxSessions must be an integer >= 1, got ${maxSessions}`);
+    }
   }
 
   /** Sessions currently remembered. */

@@ -101,7 +101,9 @@ export class HotnessTracker {
 
   /** Forgets the coldest tenth. */
   #forgetColdest(now: number): void {
-    const ranked = [...this.#chains].map(([leaf, t]) => [leaf, this.#decayed(t, now)] as const).sort((a, b) => a[1] - b[1]);
+    const ranked = [...this.#chains].map(([leaf, t]) => [leaf, this.#decayed(t, now)] as const).sort((a, b) =>
+      a[1] - b[1]
+    );
     for (const [leaf] of ranked.slice(0, Math.max(1, Math.floor(ranked.length / 10)))) this.#chains.delete(leaf);
   }
 }
@@ -136,7 +138,17 @@ export interface PlacementCandidate {
 /** Candidate placements of `hot` chains, at most one plan per directed pair. */
 export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): PlacementCandidate[] {
   const { blocks, config } = env;
-  const batches = new Map<string, { src: number; dst: number; blocks: PlannedBlock[]; hashes: Set<BlockHash>; savedMs: number; leases: PlacementCandidate["leases"] }>();
+  const batches = new Map<
+    string,
+    {
+      src: number;
+      dst: number;
+      blocks: PlannedBlock[];
+      hashes: Set<BlockHash>;
+      savedMs: number;
+      leases: PlacementCandidate["leases"];
+    }
+  >();
   for (const { chain } of hot) {
     let depth = 0;
     const owners: number[] = [];
@@ -158,7 +170,8 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
         const qd = env.queueWork(dst);
         if (qs - qd < config.minLoadSkewTokens || qs < config.minLoadSkewRatio * qd) continue;
         const key = `${src}->${dst}`;
-        const batch = batches.get(key) ?? { src, dst, blocks: [], hashes: new Set<BlockHash>(), savedMs: 0, leases: [] };
+        const batch = batches.get(key) ??
+          { src, dst, blocks: [], hashes: new Set<BlockHash>(), savedMs: 0, leases: [] };
         const table = blocks.table(src)!;
         const add: PlannedBlock[] = [];
         let valid = true;
@@ -190,7 +203,17 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
     // deadline covers that) and use no GPU or link time, so the gate prices the transfer alone.
     if (!env.cost.admits(b.savedMs, est.ms - est.waitMs)) continue;
     out.push({
-      plan: { kind: "background", mode: "copy", src: b.src, dst: b.dst, blocks: b.blocks, savedMs: b.savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs },
+      plan: {
+        kind: "background",
+        mode: "copy",
+        src: b.src,
+        dst: b.dst,
+        blocks: b.blocks,
+        savedMs: b.savedMs,
+        estimatedMs: est.ms,
+        estimateSource: est.source,
+        waitMs: est.waitMs,
+      },
       leases: b.leases,
     });
   }

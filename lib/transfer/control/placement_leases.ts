@@ -12,7 +12,7 @@
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
-import { realClock, type Clock } from "../../core/clock.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 import { projectRouteCost } from "../../global/route_cost.ts";
 import type { RouteAdvisor } from "../../global/route_advisor.ts";
 import type { RouteChoice, RoutingContext } from "../../global/routing_context.ts";
@@ -87,7 +87,8 @@ export class PlacementLeases implements RouteAdvisor {
       for (const l of live) {
         if (!candidates.includes(l.rank) || ctx.match(l.rank).blocks < l.depth) continue;
         const c = projectRouteCost(ctx, l.rank);
-        const skewed = base.queueWork - c.queueWork >= this.#skewTokens && base.queueWork >= this.#skewRatio * c.queueWork;
+        const skewed = base.queueWork - c.queueWork >= this.#skewTokens &&
+          base.queueWork >= this.#skewRatio * c.queueWork;
         if (c.feasible && (c.total <= base.total + this.#bonusTokens || skewed)) {
           this.routed++;
           return { rank: l.rank, reason: "lease" };

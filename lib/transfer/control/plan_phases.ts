@@ -97,22 +97,84 @@ export interface PhaseStep {
 export const PLAN_PHASES: readonly PhaseStep[] = [
   // The destination's prepare goes first: its answer (and, on CUDA IPC, its go-ahead to the source)
   // starts the plan's critical path.
-  { phase: "prepare", to: (p) => [p.dst, p.src], message: prepareMessage, sendsAhead: false, hooked: true, traced: true, check: checkReserved, undo: "abort-both" },
-  { phase: "execute", to: (p) => [p.src, p.dst], message: executeMessage, sendsAhead: true, hooked: true, traced: true, check: checkExecuted, undo: "abort-both" },
-  { phase: "publish", to: (p) => [p.dst], message: (r) => ({ type: "transfer_publish", planId: r.plan.planId }), sendsAhead: true, hooked: true, traced: true, check: checkPublished, undo: "abort-both" },
-  { phase: "finalize", to: (p) => [p.src], message: finalizeMessage, sendsAhead: false, hooked: true, traced: false, check: checkReleased, undo: "abort-both" },
+  {
+    phase: "prepare",
+    to: (p) => [p.dst, p.src],
+    message: prepareMessage,
+    sendsAhead: false,
+    hooked: true,
+    traced: true,
+    check: checkReserved,
+    undo: "abort-both",
+  },
+  {
+    phase: "execute",
+    to: (p) => [p.src, p.dst],
+    message: executeMessage,
+    sendsAhead: true,
+    hooked: true,
+    traced: true,
+    check: checkExecuted,
+    undo: "abort-both",
+  },
+  {
+    phase: "publish",
+    to: (p) => [p.dst],
+    message: (r) => ({ type: "transfer_publish", planId: r.plan.planId }),
+    sendsAhead: true,
+    hooked: true,
+    traced: true,
+    check: checkPublished,
+    undo: "abort-both",
+  },
+  {
+    phase: "finalize",
+    to: (p) => [p.src],
+    message: finalizeMessage,
+    sendsAhead: false,
+    hooked: true,
+    traced: false,
+    check: checkReleased,
+    undo: "abort-both",
+  },
   // Committed: the destination's finalize is bookkeeping; its failure undoes nothing.
-  { phase: "finalize", to: (p) => [p.dst], message: finalizeMessage, sendsAhead: false, hooked: false, traced: false, check: () => {}, undo: "log" },
+  {
+    phase: "finalize",
+    to: (p) => [p.dst],
+    message: finalizeMessage,
+    sendsAhead: false,
+    hooked: false,
+    traced: false,
+    check: () => {},
+    undo: "log",
+  },
 ];
 
 function prepareMessage({ plan, srcEpoch, dstEpoch }: PlanRun): PhaseMessage {
-  return { type: "transfer_prepare", planId: plan.planId, mode: plan.mode, srcRank: plan.src, dstRank: plan.dst, srcEpoch, dstEpoch, blocks: plan.blocks, deadline: plan.deadline };
+  return {
+    type: "transfer_prepare",
+    planId: plan.planId,
+    mode: plan.mode,
+    srcRank: plan.src,
+    dstRank: plan.dst,
+    srcEpoch,
+    dstEpoch,
+    blocks: plan.blocks,
+    deadline: plan.deadline,
+  };
 }
 
 /** Names the destination's blocks once its prepare reserved them (sent ahead: not yet). */
 function executeMessage({ plan, dstBlocks }: PlanRun): PhaseMessage {
   const srcBlocks = plan.blocks.map((b) => b.srcBlock);
-  return { type: "transfer_execute", planId: plan.planId, srcRank: plan.src, dstRank: plan.dst, srcBlocks, ...(dstBlocks ? { dstBlocks } : {}) };
+  return {
+    type: "transfer_execute",
+    planId: plan.planId,
+    srcRank: plan.src,
+    dstRank: plan.dst,
+    srcBlocks,
+    ...(dstBlocks ? { dstBlocks } : {}),
+  };
 }
 
 function finalizeMessage({ plan }: PlanRun): PhaseMessage {
@@ -121,7 +183,11 @@ function finalizeMessage({ plan }: PlanRun): PhaseMessage {
 
 function checkReserved(acks: readonly TransferAck[], run: PlanRun): void {
   const dstBlocks = acks[0]!.dstBlocks ?? [];
-  if (dstBlocks.length !== run.plan.blocks.length) throw new PhaseFailure(`destination reserved ${dstBlocks.length} blocks for a ${run.plan.blocks.length}-block plan`);
+  if (dstBlocks.length !== run.plan.blocks.length) {
+    throw new PhaseFailure(
+      `destination reserved ${dstBlocks.length} blocks for a ${run.plan.blocks.length}-block plan`,
+    );
+  }
   run.dstBlocks = dstBlocks;
   run.onPrepared();
   run.preparedAt = run.now();

@@ -107,7 +107,7 @@ export class RunningPlan {
     const inbound = indexes.inbound.get(plan.dst) ?? new Map<BlockHash, InboundPlan>();
     indexes.inbound.set(plan.dst, inbound);
     for (const b of plan.blocks) inbound.set(b.hash, record);
-    if (plan.mode === "move") for (const b of plan.blocks) indexes.movingOut.add(movingKey(plan.src, b.hash));
+    if (plan.mode === "move") { for (const b of plan.blocks) indexes.movingOut.add(movingKey(plan.src, b.hash)); }
     const pair = pairName(plan.src, plan.dst);
     indexes.pairs.set(pair, (indexes.pairs.get(pair) ?? 0) + 1);
     indexes.blocks.lockInFlight(plan.planId, plan.src, plan.blocks.map((b) => b.hash));
@@ -128,8 +128,8 @@ export class RunningPlan {
     if (x.byId.get(plan.planId) === this) x.byId.delete(plan.planId);
     x.blocks.unlockInFlight(plan.planId);
     const inbound = x.inbound.get(plan.dst);
-    if (inbound) for (const b of plan.blocks) if (inbound.get(b.hash) === this.record) inbound.delete(b.hash);
-    if (plan.mode === "move") for (const b of plan.blocks) x.movingOut.delete(movingKey(plan.src, b.hash));
+    if (inbound) { for (const b of plan.blocks) if (inbound.get(b.hash) === this.record) inbound.delete(b.hash); }
+    if (plan.mode === "move") { for (const b of plan.blocks) x.movingOut.delete(movingKey(plan.src, b.hash)); }
     const pair = pairName(plan.src, plan.dst);
     const n = (x.pairs.get(pair) ?? 1) - 1;
     if (n <= 0) x.pairs.delete(pair);

@@ -6,7 +6,13 @@
  * Times are ms; sizes are blocks unless named otherwise.
  * @module
  */
-import { DEFAULT_TRANSFER_TUNING, INTEGER_TUNING, POSITIVE_TUNING, TRANSFER_TUNING_KEYS, type TransferTuning } from "./transfer_tuning.ts";
+import {
+  DEFAULT_TRANSFER_TUNING,
+  INTEGER_TUNING,
+  POSITIVE_TUNING,
+  TRANSFER_TUNING_KEYS,
+  type TransferTuning,
+} from "./transfer_tuning.ts";
 
 /** off: never transfer. auto: cost-gated. force: admit every valid candidate, ignoring the cost ratio. */
 export const TRANSFER_MODES = ["off", "auto", "force"] as const;
@@ -77,7 +83,14 @@ export type TransferConfig = TransferOptions & TransferTuning;
 /** A partial set of options; a bare mode string means `{ mode }`. */
 export type TransferConfigInput = TransferModeSetting | Partial<TransferOptions>;
 
-const POSITIVE = ["ncclTimeoutMs", "ipcTimeoutMs", "safetyRatio", "foregroundDeadlineMs", "backgroundDeadlineMs", ...POSITIVE_TUNING] as const;
+const POSITIVE = [
+  "ncclTimeoutMs",
+  "ipcTimeoutMs",
+  "safetyRatio",
+  "foregroundDeadlineMs",
+  "backgroundDeadlineMs",
+  ...POSITIVE_TUNING,
+] as const;
 const DEFAULTS: Readonly<TransferConfig> = Object.freeze({ ...DEFAULT_TRANSFER_OPTIONS, ...DEFAULT_TRANSFER_TUNING });
 
 /**
@@ -85,13 +98,24 @@ const DEFAULTS: Readonly<TransferConfig> = Object.freeze({ ...DEFAULT_TRANSFER_O
  * tests and benchmarks); throws RangeError naming a bad field and value, and one that names an
  * internal constant given as an option.
  */
-export function resolveTransferOptions(input: TransferConfigInput = {}, tuning: Partial<TransferTuning> = {}): TransferConfig {
+export function resolveTransferOptions(
+  input: TransferConfigInput = {},
+  tuning: Partial<TransferTuning> = {},
+): TransferConfig {
   if (typeof input === "object" && input !== null) {
     for (const k of Object.keys(input)) {
-      if ((TRANSFER_TUNING_KEYS as readonly string[]).includes(k)) throw new RangeError(`transfers.${k} is not a transfer option: it is an internal constant of the cost model (lib/transfer/control/transfer_tuning.ts)`);
+      if ((TRANSFER_TUNING_KEYS as readonly string[]).includes(k)) {
+        throw new RangeError(
+          `transfers.${k} is not a transfer option: it is an internal constant of the cost model (lib/transfer/control/transfer_tuning.ts)`,
+        );
+      }
     }
   }
-  for (const k of Object.keys(tuning)) if (!(TRANSFER_TUNING_KEYS as readonly string[]).includes(k)) throw new RangeError(`unknown transfer constant ${JSON.stringify(k)}`);
+  for (const k of Object.keys(tuning)) {
+    if (!(TRANSFER_TUNING_KEYS as readonly string[]).includes(k)) {
+      throw new RangeError(`unknown transfer constant ${JSON.stringify(k)}`);
+    }
+  }
   return resolveTransferConfig({ ...(typeof input === "string" ? { mode: input } : input), ...tuning });
 }
 
@@ -103,8 +127,14 @@ export function resolveTransferOptions(input: TransferConfigInput = {}, tuning: 
 export function resolveTransferConfig(input: TransferConfigInput | Partial<TransferConfig> = {}): TransferConfig {
   const partial = typeof input === "string" ? { mode: input } : input;
   const c: TransferConfig = { ...DEFAULTS, ...partial };
-  if (!(TRANSFER_MODES as readonly string[]).includes(c.mode)) throw new RangeError(`transfers mode must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(c.mode)}`);
-  if (!(DATA_PATHS as readonly string[]).includes(c.dataPath)) throw new RangeError(`transfers.dataPath must be one of ${DATA_PATHS.join(", ")}, got ${JSON.stringify(c.dataPath)}`);
+  if (!(TRANSFER_MODES as readonly string[]).includes(c.mode)) {
+    throw new RangeError(`transfers mode must be one of ${TRANSFER_MODES.join(", ")}, got ${JSON.stringify(c.mode)}`);
+  }
+  if (!(DATA_PATHS as readonly string[]).includes(c.dataPath)) {
+    throw new RangeError(
+      `transfers.dataPath must be one of ${DATA_PATHS.join(", ")}, got ${JSON.stringify(c.dataPath)}`,
+    );
+  }
   for (const [k, v] of Object.entries(c)) {
     if (k === "mode" || k === "dataPath" || k === "profile" || k === "residuals") continue;
     if (typeof DEFAULTS[k as keyof TransferConfig] === "boolean") {
@@ -112,10 +142,18 @@ export function resolveTransferConfig(input: TransferConfigInput | Partial<Trans
       continue;
     }
     if (!(k in DEFAULTS)) throw new RangeError(`unknown transfers setting ${JSON.stringify(k)}`);
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`transfers.${k} must be a finite number >= 0, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw new RangeError(`transfers.${k} must be a finite number >= 0, got ${String(v)}`);
+    }
   }
   for (const k of POSITIVE) if (!(c[k] > 0)) throw new RangeError(`transfers.${k} must be > 0, got ${c[k]}`);
-  for (const k of INTEGER_TUNING) if (!Number.isInteger(c[k]) || c[k] < 1) throw new RangeError(`transfers.${k} must be an integer >= 1, got ${c[k]}`);
-  if (c.ewmaAlpha <= 0 || c.ewmaAlpha > 1) throw new RangeError(`transfers.ewmaAlpha must be in (0, 1], got ${c.ewmaAlpha}`);
+  for (const k of INTEGER_TUNING) {
+    if (!Number.isInteger(c[k]) || c[k] < 1) {
+      throw new RangeError(`transfers.${k} must be an integer >= 1, got ${c[k]}`);
+    }
+  }
+  if (c.ewmaAlpha <= 0 || c.ewmaAlpha > 1) {
+    throw new RangeError(`transfers.ewmaAlpha must be in (0, 1], got ${c.ewmaAlpha}`);
+  }
   return c;
 }

@@ -14,11 +14,20 @@
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
-import { realClock, settleOrReject, type Clock } from "../../core/clock.ts";
+import { type Clock, realClock, settleOrReject } from "../../core/clock.ts";
 import { keepAwakeWhile } from "../../runtime/keep_awake.ts";
 import type { GlobalBlockManager } from "../../global/global_block_manager.ts";
-import { DeadlineFailure, PhaseFailure, PLAN_PHASES, type CoordinatorPhase, type PhaseMessage, type PlanOutcome, type PlanRun, type TransferAck } from "./plan_phases.ts";
-import { RunningPlans, type InboundPlan, type RunningPlan } from "./running_plans.ts";
+import {
+  type CoordinatorPhase,
+  DeadlineFailure,
+  PhaseFailure,
+  type PhaseMessage,
+  PLAN_PHASES,
+  type PlanOutcome,
+  type PlanRun,
+  type TransferAck,
+} from "./plan_phases.ts";
+import { type InboundPlan, type RunningPlan, RunningPlans } from "./running_plans.ts";
 import { TransferLatencyLog } from "./transfer_latency_log.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
 import type { PlanCandidate, TransferPlan } from "./transfer_plan.ts";
@@ -147,7 +156,11 @@ export class TransferCoordinator {
 
   /** Gives `candidate` an id and a deadline `deadlineMs` from now, and runs it. */
   start(candidate: PlanCandidate, deadlineMs: number): { plan: TransferPlan; done: Promise<PlanOutcome> } {
-    const plan: TransferPlan = { ...candidate, planId: `${this.#o.idPrefix ?? "p"}-${++this.#nextId}`, deadline: this.#clock.wallNow() + deadlineMs };
+    const plan: TransferPlan = {
+      ...candidate,
+      planId: `${this.#o.idPrefix ?? "p"}-${++this.#nextId}`,
+      deadline: this.#clock.wallNow() + deadlineMs,
+    };
     return { plan, done: this.run(plan) };
   }
 
@@ -162,12 +175,21 @@ export class TransferCoordinator {
     if (this.#outcomes.size > KNOWN_OUTCOMES) this.#outcomes.delete(this.#outcomes.keys().next().value!);
     const entry = this.#running.enter(plan, done, this.#clock.now());
     // Acks then get read as they land, not after a wake-up of this process (lib/runtime/keep_awake.ts).
-    this.#keepAwake(() => this.#running.size > 0, Math.min(Math.max(1, plan.deadline - this.#clock.wallNow()), PLAN_AWAKE_MAX_MS));
+    this.#keepAwake(
+      () => this.#running.size > 0,
+      Math.min(Math.max(1, plan.deadline - this.#clock.wallNow()), PLAN_AWAKE_MAX_MS),
+    );
     this.count("transfer_started");
     // The plan starts after run() returned; it leaves the indexes before anyone sees its outcome.
     void Promise.resolve()
       .then(() => this.#drive(entry))
-      .catch((e: Error): PlanOutcome => ({ plan, status: "aborted", reason: `the coordinator failed: ${e.message}`, bytes: 0, released: 0 }))
+      .catch((e: Error): PlanOutcome => ({
+        plan,
+        status: "aborted",
+        reason: `the coordinator failed: ${e.message}`,
+        bytes: 0,
+        released: 0,
+      }))
       .then((outcome) => {
         entry.leave();
         resolve(outcome);
@@ -180,32 +202,67 @@ export class TransferCoordinator {
     const { src, dst } = plan;
     const srcEpoch = this.#o.blocks.table(src)?.epoch;
     const dstEpoch = this.#o.blocks.table(dst)?.epoch;
-    const run: PlanRun = { plan, srcEpoch: srcEpoch ?? -1, dstEpoch: dstEpoch ?? -1, now: () => this.#clock.now(), t0: this.#clock.now(), onPrepared: () => entry.markPrepared(), phase: "prepare", bytes: 0, released: 0 };
+    const run: PlanRun = {
+      plan,
+      srcEpoch: srcEpoch ?? -1,
+      dstEpoch: dstEpoch ?? -1,
+      now: () => this.#clock.now(),
+      t0: this.#clock.now(),
+      onPrepared: () => entry.markPrepared(),
+      phase: "prepare",
+      bytes: 0,
+      released: 0,
+    };
     const trace: PlanTrace | undefined = this.#o.trace ? { t0: run.t0, lines: [] } : undefined;
     try {
-      if (srcEpoch === undefined || dstEpoch === undefined) throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
+      if (srcEpoch === undefined || dstEpoch === undefined) {
+        throw new PhaseFailure(`rank ${srcEpoch === undefined ? src : dst} is not healthy`);
+      }
       await this.#walk(run, trace);
       const publishMs = run.publishMs!;
-      this.#o.cost.observe(src, dst, plan.blocks.length, { sourceMs: run.sourceMs, publishMs, waitMs: this.#waitedMs(plan) });
+      this.#o.cost.observe(src, dst, plan.blocks.length, {
+        sourceMs: run.sourceMs,
+        publishMs,
+        waitMs: this.#waitedMs(plan),
+      });
       this.count("transfer_completed");
       this.count(`transfer_${plan.kind}_completed`);
       this.count("transfer_blocks", plan.blocks.length);
       this.count("transfer_bytes", run.bytes);
       this.count("transfer_released_blocks", run.released);
-      this.latency.record(plan.blocks.length, publishMs, { prepareMs: run.preparedAt! - run.t0, executeMs: run.executedAt! - run.preparedAt! });
-      if (trace) this.#o.trace!(`[transfer-trace] ${plan.planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${publishMs.toFixed(3)} ms; ${trace.lines.join("; ")}`);
+      this.latency.record(plan.blocks.length, publishMs, {
+        prepareMs: run.preparedAt! - run.t0,
+        executeMs: run.executedAt! - run.preparedAt!,
+      });
+      if (trace) {
+        this.#o.trace!(
+          `[transfer-trace] ${plan.planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${
+            publishMs.toFixed(3)
+          } ms; ${trace.lines.join("; ")}`,
+        );
+      }
       return { plan, status: "completed", bytes: run.bytes, publishMs, released: run.released };
     } catch (e) {
       const reason = (e as Error).message;
       const { phase } = run;
       const timedOut = e instanceof DeadlineFailure;
       // Ran out of time: it costs at least this much, so the cost gate stops admitting its like.
-      if (timedOut) this.#o.cost.observeTimeout(src, dst, plan.blocks.length, this.#clock.now() - run.t0, this.#waitedMs(plan));
+      if (timedOut) {
+        this.#o.cost.observeTimeout(src, dst, plan.blocks.length, this.#clock.now() - run.t0, this.#waitedMs(plan));
+      }
       await this.#abortBoth(plan, `${phase} failed: ${reason}`);
       this.count("transfer_aborted");
       this.count(`transfer_abort_${phase}`);
       if (timedOut) this.count("transfer_deadline_aborts");
-      return { plan, status: "aborted", failedPhase: phase, reason, bytes: run.bytes, publishMs: run.publishMs, released: run.released };
+      return {
+        plan,
+        status: "aborted",
+        failedPhase: phase,
+        reason,
+        bytes: run.bytes,
+        publishMs: run.publishMs,
+        released: run.released,
+      };
     }
   }
 
@@ -230,12 +287,18 @@ export class TransferCoordinator {
     for (const [i, step] of PLAN_PHASES.entries()) {
       try {
         if (!sent[i]) await send(i);
-        for (let j = i + 1; pipelined && j < PLAN_PHASES.length && PLAN_PHASES[j]!.sendsAhead && !sent[j]; j++) await send(j);
+        for (let j = i + 1; pipelined && j < PLAN_PHASES.length && PLAN_PHASES[j]!.sendsAhead && !sent[j]; j++) {
+          await send(j);
+        }
         run.phase = step.phase;
         step.check(await sent[i]!, run);
       } catch (e) {
         if (step.undo === "abort-both") throw e;
-        this.#log(`[transfer] plan ${plan.planId}: ${step.phase} on rank ${step.to(plan).join(", ")} failed (plan stays committed): ${(e as Error).message}`);
+        this.#log(
+          `[transfer] plan ${plan.planId}: ${step.phase} on rank ${
+            step.to(plan).join(", ")
+          } failed (plan stays committed): ${(e as Error).message}`,
+        );
       }
     }
   }
@@ -250,7 +313,12 @@ export class TransferCoordinator {
   }
 
   /** Sends one phase to `ranks` at once; every ack must be ok, before the plan's deadline. */
-  async #all(plan: TransferPlan, ranks: readonly number[], message: PhaseMessage, trace?: PlanTrace): Promise<TransferAck[]> {
+  async #all(
+    plan: TransferPlan,
+    ranks: readonly number[],
+    message: PhaseMessage,
+    trace?: PlanTrace,
+  ): Promise<TransferAck[]> {
     const clock = this.#clock;
     const left = plan.deadline - clock.wallNow();
     if (left <= 0) throw new DeadlineFailure(`plan ${plan.planId} passed its deadline before ${message.type}`);
@@ -260,24 +328,51 @@ export class TransferCoordinator {
     const checked = ranks.map((r) =>
       // The link may outlive the deadline race, so a late ack still finds its request.
       this.#o.link(r, message, left + (this.#o.abortTimeoutMs ?? 2000)).then((ack) => {
-        if (trace) acked.push(`r${r} ${(clock.now() - sentAt).toFixed(3)} (${ackTiming(ack, clock.timeOrigin + sentAt, clock)})`);
-        if (!ack.ok) throw new PhaseFailure(`rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`);
+        if (trace) {
+          acked.push(
+            `r${r} ${(clock.now() - sentAt).toFixed(3)} (${ackTiming(ack, clock.timeOrigin + sentAt, clock)})`,
+          );
+        }
+        if (!ack.ok) {
+          throw new PhaseFailure(
+            `rank ${ack.rank} refused ${message.type}: ${ack.error ?? "no reason given"}`,
+          );
+        }
         return ack;
-      }),
+      })
     );
-    const acks = await settleOrReject(Promise.all(checked), left, () => new DeadlineFailure(`plan ${plan.planId} passed its deadline during ${message.type}`), clock);
-    trace?.lines.push(`${message.type.slice("transfer_".length)} sent +${(sentAt - trace.t0).toFixed(3)}: ${acked.join(", ")}`);
+    const acks = await settleOrReject(
+      Promise.all(checked),
+      left,
+      () => new DeadlineFailure(`plan ${plan.planId} passed its deadline during ${message.type}`),
+      clock,
+    );
+    trace?.lines.push(
+      `${message.type.slice("transfer_".length)} sent +${(sentAt - trace.t0).toFixed(3)}: ${acked.join(", ")}`,
+    );
     return acks;
   }
 
   async #abortBoth(plan: TransferPlan, reason: string): Promise<void> {
     const timeout = this.#o.abortTimeoutMs ?? 2000;
     const msg = { type: "transfer_abort", planId: plan.planId, reason } as const;
-    const bounded = (r: number) => settleOrReject(this.#o.link(r, msg, timeout), timeout, () => new Error(`no abort ack within ${timeout} ms`), this.#clock);
+    const bounded = (r: number) =>
+      settleOrReject(
+        this.#o.link(r, msg, timeout),
+        timeout,
+        () => new Error(`no abort ack within ${timeout} ms`),
+        this.#clock,
+      );
     const results = await Promise.allSettled([plan.src, plan.dst].map(bounded));
     // A worker that does not answer aborts the plan itself at its deadline.
     results.forEach((r, i) => {
-      if (r.status === "rejected") this.#log(`[transfer] plan ${plan.planId}: abort on rank ${[plan.src, plan.dst][i]} got no answer (${(r.reason as Error).message}); its deadline frees the blocks`);
+      if (r.status === "rejected") {
+        this.#log(
+          `[transfer] plan ${plan.planId}: abort on rank ${[plan.src, plan.dst][i]} got no answer (${
+            (r.reason as Error).message
+          }); its deadline frees the blocks`,
+        );
+      }
     });
   }
 

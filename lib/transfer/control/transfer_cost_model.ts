@@ -60,7 +60,9 @@ export function pairKey(src: number, dst: number): string {
 
 /** Size bucket of a plan: the largest power of two <= blocks (1, 2, 4, ...). */
 export function sizeBucket(blocks: number): number {
-  if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError(`plan size must be an integer >= 1 block, got ${blocks}`);
+  if (!Number.isInteger(blocks) || blocks < 1) {
+    throw new RangeError(`plan size must be an integer >= 1 block, got ${blocks}`);
+  }
   return 2 ** Math.floor(Math.log2(blocks));
 }
 
@@ -75,11 +77,17 @@ function directedKeys(key: string): string[] {
 
 /** Reads `{ "<blocks or bucket>": ms }` into ascending [key, ms] rows. */
 function readSizeTable(where: string, table: unknown): [number, number][] {
-  if (typeof table !== "object" || table === null) throw new RangeError(`${where} must be an object of blocks -> ms, got ${JSON.stringify(table)}`);
+  if (typeof table !== "object" || table === null) {
+    throw new RangeError(`${where} must be an object of blocks -> ms, got ${JSON.stringify(table)}`);
+  }
   const rows = Object.entries(table as Record<string, unknown>).map(([k, v]): [number, number] => {
     const n = Number(k);
-    if (!Number.isInteger(n) || n < 1) throw new RangeError(`${where}: size ${JSON.stringify(k)} is not a block count >= 1`);
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`${where}[${k}] must be a finite ms >= 0, got ${JSON.stringify(v)}`);
+    if (!Number.isInteger(n) || n < 1) {
+      throw new RangeError(`${where}: size ${JSON.stringify(k)} is not a block count >= 1`);
+    }
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw new RangeError(`${where}[${k}] must be a finite ms >= 0, got ${JSON.stringify(v)}`);
+    }
     return [n, v];
   });
   if (rows.length === 0) throw new RangeError(`${where} has no sizes`);
@@ -91,7 +99,11 @@ const BENCH_SCHEMA = "lmpool.transfer-profile/v1";
 interface BenchProfile {
   bytesPerBlock: number;
   defaultPath: string;
-  pairs: { srcDevice: number; dstDevice: number; paths: { path: string; points: { blocks: number; p95Ms: number }[] }[] }[];
+  pairs: {
+    srcDevice: number;
+    dstDevice: number;
+    paths: { path: string; points: { blocks: number; p95Ms: number }[] }[];
+  }[];
 }
 
 /** The compact form of a benchmark profile: its default path's P95 curve per directed pair. */
@@ -100,8 +112,12 @@ function fromBenchProfile(p: BenchProfile): { blockBytes: number; pairs: Record<
   const pairs: Record<string, Record<string, number>> = {};
   for (const pair of p.pairs) {
     const curve = pair.paths?.find((c) => c.path === p.defaultPath);
-    if (!curve) throw new RangeError(`transfer profile has no ${p.defaultPath} curve for ${pair.srcDevice} -> ${pair.dstDevice}`);
-    pairs[pairKey(pair.srcDevice, pair.dstDevice)] = Object.fromEntries(curve.points.map((pt) => [String(pt.blocks), pt.p95Ms]));
+    if (!curve) {
+      throw new RangeError(`transfer profile has no ${p.defaultPath} curve for ${pair.srcDevice} -> ${pair.dstDevice}`);
+    }
+    pairs[pairKey(pair.srcDevice, pair.dstDevice)] = Object.fromEntries(
+      curve.points.map((pt) => [String(pt.blocks), pt.p95Ms]),
+    );
   }
   return { blockBytes: p.bytesPerBlock, pairs };
 }
@@ -110,8 +126,12 @@ function fromBenchProfile(p: BenchProfile): { blockBytes: number; pairs: Record<
 export function parseTransferProfile(json: unknown): TransferProfile {
   if ((json as { schema?: unknown })?.schema === BENCH_SCHEMA) json = fromBenchProfile(json as BenchProfile);
   const o = json as { blockBytes?: unknown; pairs?: unknown };
-  if (typeof o !== "object" || o === null) throw new RangeError(`transfer profile must be an object, got ${JSON.stringify(json)}`);
-  if (typeof o.blockBytes !== "number" || !(o.blockBytes > 0)) throw new RangeError(`transfer profile blockBytes must be > 0, got ${JSON.stringify(o.blockBytes)}`);
+  if (typeof o !== "object" || o === null) {
+    throw new RangeError(`transfer profile must be an object, got ${JSON.stringify(json)}`);
+  }
+  if (typeof o.blockBytes !== "number" || !(o.blockBytes > 0)) {
+    throw new RangeError(`transfer profile blockBytes must be > 0, got ${JSON.stringify(o.blockBytes)}`);
+  }
   if (typeof o.pairs !== "object" || o.pairs === null) throw new RangeError("transfer profile needs a pairs object");
   const pairs = new Map<string, LatencyCurve>();
   for (const [key, table] of Object.entries(o.pairs as Record<string, unknown>)) {
@@ -125,7 +145,9 @@ export function parseTransferProfile(json: unknown): TransferProfile {
 /** Parses calibration residuals: directed pair -> size bucket -> P95 residual ms. */
 export function parseResiduals(json: unknown): Map<string, Map<number, number>> {
   const pairs = (json as { pairs?: unknown })?.pairs;
-  if (typeof pairs !== "object" || pairs === null) throw new RangeError(`transfer residuals need a pairs object, got ${JSON.stringify(json)}`);
+  if (typeof pairs !== "object" || pairs === null) {
+    throw new RangeError(`transfer residuals need a pairs object, got ${JSON.stringify(json)}`);
+  }
   const out = new Map<string, Map<number, number>>();
   for (const [key, table] of Object.entries(pairs as Record<string, unknown>)) {
     const rows = new Map(readSizeTable(`transfer residuals pair ${key}`, table).map(([n, ms]) => [sizeBucket(n), ms]));
@@ -140,7 +162,9 @@ function loadJson(v: unknown, what: string): unknown {
   try {
     return JSON.parse(readText(v));
   } catch (e) {
-    throw new RangeError(`cannot read the transfer ${what} ${JSON.stringify(v)}: ${(e as Error).message}`, { cause: e });
+    throw new RangeError(`cannot read the transfer ${what} ${JSON.stringify(v)}: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
 }
 
@@ -196,7 +220,9 @@ export class TransferCostModel {
   constructor(config: TransferConfig) {
     this.#config = config;
     this.profile = config.profile === undefined ? undefined : parseTransferProfile(loadJson(config.profile, "profile"));
-    this.#residuals = config.residuals === undefined ? new Map() : parseResiduals(loadJson(config.residuals, "residuals"));
+    this.#residuals = config.residuals === undefined
+      ? new Map()
+      : parseResiduals(loadJson(config.residuals, "residuals"));
   }
 
   /** True when the profile was measured with `blockBytes` per block (else it is rescaled on bytes). */
@@ -208,7 +234,13 @@ export class TransferCostModel {
    * Estimated dispatch-to-publish ms of moving `blocks` blocks of `blockBytes` from src to dst:
    * the base (observed excess, profile or fallback) plus the phase wait (see the module doc).
    */
-  estimate(src: number, dst: number, blocks: number, blockBytes: number, queuedTokens?: (rank: number) => number): TransferEstimate {
+  estimate(
+    src: number,
+    dst: number,
+    blocks: number,
+    blockBytes: number,
+    queuedTokens?: (rank: number) => number,
+  ): TransferEstimate {
     const bytes = blocks * blockBytes;
     const waitMs = this.phaseWaitMs(src, dst, queuedTokens);
     const base = this.#baseEstimate(src, dst, blocks, bytes);
@@ -220,7 +252,11 @@ export class TransferCostModel {
    * (the later ack decides), publish for the destination: 2 x max(w(src), w(dst)) + w(dst).
    */
   phaseWaitMs(src: number, dst: number, queuedTokens?: (rank: number) => number): number {
-    const w = (r: number) => (this.#readsDuringSteps.has(r) ? 0 : Math.max(this.stepWaitMs(r), queuedTokens ? this.queueWaitMs(r, queuedTokens(r)) : 0));
+    const w = (
+      r: number,
+    ) => (this.#readsDuringSteps.has(r)
+      ? 0
+      : Math.max(this.stepWaitMs(r), queuedTokens ? this.queueWaitMs(r, queuedTokens(r)) : 0));
     const dstWait = w(dst);
     return 2 * Math.max(w(src), dstWait) + dstWait;
   }
@@ -266,7 +302,9 @@ export class TransferCostModel {
     const observed = this.#publishEwma.get(`${pairKey(src, dst)}#${sizeBucket(blocks)}`);
     if (observed !== undefined) return { ms: observed, source: "observed" };
     // A profile measures the direct path; it says nothing about a pair that moves through host memory.
-    if (this.paths.pathOf(src, dst).kind === "host") return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback" };
+    if (this.paths.pathOf(src, dst).kind === "host") {
+      return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback" };
+    }
     const curve = this.profile?.pairs.get(pairKey(src, dst));
     if (curve) {
       const residual = this.#residuals.get(pairKey(src, dst))?.get(sizeBucket(blocks)) ?? 0;
@@ -280,7 +318,12 @@ export class TransferCostModel {
    * wait its estimate predicted (`waitMs`, the plan's; 0 if none), since estimate() adds the
    * current wait on top of what is learned here.
    */
-  observe(src: number, dst: number, blocks: number, times: { sourceMs?: number; publishMs: number; waitMs?: number }): void {
+  observe(
+    src: number,
+    dst: number,
+    blocks: number,
+    times: { sourceMs?: number; publishMs: number; waitMs?: number },
+  ): void {
     const key = `${pairKey(src, dst)}#${sizeBucket(blocks)}`;
     const excess = Math.max(0, times.publishMs - (times.waitMs ?? 0));
     this.#publishEwma.set(key, this.#ewma(this.#publishEwma.get(key), excess));

@@ -47,7 +47,9 @@ export class TransferLatencyLog {
   #total = 0;
 
   constructor(capacity = DEFAULT_LATENCY_LOG_CAPACITY) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`latency log capacity must be an integer >= 1, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1) {
+      throw new RangeError(`latency log capacity must be an integer >= 1, got ${capacity}`);
+    }
     this.capacity = capacity;
   }
 
@@ -58,8 +60,12 @@ export class TransferLatencyLog {
 
   /** Records a completed plan of `blocks` blocks that published `publishMs` after dispatch. */
   record(blocks: number, publishMs: number, phases?: PhaseTimes): void {
-    if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError(`plan block count must be an integer >= 1, got ${blocks}`);
-    if (!Number.isFinite(publishMs) || publishMs < 0) throw new RangeError(`publishMs must be a finite number >= 0, got ${publishMs}`);
+    if (!Number.isInteger(blocks) || blocks < 1) {
+      throw new RangeError(`plan block count must be an integer >= 1, got ${blocks}`);
+    }
+    if (!Number.isFinite(publishMs) || publishMs < 0) {
+      throw new RangeError(`publishMs must be a finite number >= 0, got ${publishMs}`);
+    }
     const s: PublishSample = phases ? { blocks, publishMs, phases } : { blocks, publishMs };
     if (this.#ring.length < this.capacity) this.#ring.push(s);
     else this.#ring[this.#next] = s;
@@ -69,7 +75,9 @@ export class TransferLatencyLog {
 
   /** The window, oldest first. */
   recent(): PublishSample[] {
-    return this.#ring.length < this.capacity ? [...this.#ring] : [...this.#ring.slice(this.#next), ...this.#ring.slice(0, this.#next)];
+    return this.#ring.length < this.capacity
+      ? [...this.#ring]
+      : [...this.#ring.slice(this.#next), ...this.#ring.slice(0, this.#next)];
   }
 
   /** Summary of the window's plans that `keep` selects (all by default); undefined when none. */
@@ -79,7 +87,10 @@ export class TransferLatencyLog {
 
   /** transfer_publish_* stats (see the module doc). */
   counters(): Record<string, number> {
-    const out: Record<string, number> = { transfer_publish_samples: this.#ring.length, transfer_publish_1block_samples: 0 };
+    const out: Record<string, number> = {
+      transfer_publish_samples: this.#ring.length,
+      transfer_publish_1block_samples: 0,
+    };
     const put = (prefix: string, s: LatencySummary | undefined) => {
       if (!s) return;
       out[`${prefix}_samples`] = s.samples;
@@ -90,7 +101,8 @@ export class TransferLatencyLog {
     put("transfer_publish", this.summary());
     put("transfer_publish_1block", this.summary((b) => b === 1));
     const one = this.#ring.filter((s) => s.blocks === 1 && s.phases);
-    const prepare = summarize(one.map((s) => s.phases!.prepareMs)), execute = summarize(one.map((s) => s.phases!.executeMs));
+    const prepare = summarize(one.map((s) => s.phases!.prepareMs)),
+      execute = summarize(one.map((s) => s.phases!.executeMs));
     if (prepare && execute) {
       out.transfer_publish_1block_prepare_ms_p50 = prepare.p50;
       out.transfer_publish_1block_execute_ms_p50 = execute.p50;
@@ -108,5 +120,10 @@ export class TransferLatencyLog {
 export function summarize(values: readonly number[]): LatencySummary | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
-  return { samples: sorted.length, p50: percentileOfSorted(sorted, 50), p95: percentileOfSorted(sorted, 95), max: sorted[sorted.length - 1]! };
+  return {
+    samples: sorted.length,
+    p50: percentileOfSorted(sorted, 50),
+    p95: percentileOfSorted(sorted, 95),
+    max: sorted[sorted.length - 1]!,
+  };
 }

@@ -21,7 +21,7 @@ import { ReclaimForecast } from "./reclaim_forecast.ts";
 import type { RoutingContext } from "../../global/routing_context.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 import type { TransferCostModel } from "./transfer_cost_model.ts";
-import { skip, type PlanVerdict, type PlannedBlock } from "./transfer_plan.ts";
+import { type PlannedBlock, type PlanVerdict, skip } from "./transfer_plan.ts";
 
 /** What the foreground planners read besides the routing context. */
 export interface PlannerEnv {
@@ -76,7 +76,9 @@ export function planPrefixCopy(env: PlannerEnv, rank: number, feasible: boolean)
   // The last prompt token is always computed: a block holding it is never a hit.
   const usable = Math.min(q.blockHashes.length, Math.floor(Math.max(0, q.promptTokens - 1) / bs));
   const have = Math.min(ctx.match(rank).blocks, usable);
-  if (have >= usable) return skip("no_shortage", `rank ${rank} already holds ${have} of ${usable} usable prefix blocks`);
+  if (have >= usable) {
+    return skip("no_shortage", `rank ${rank} already holds ${have} of ${usable} usable prefix blocks`);
+  }
   let src = -1;
   let best = have;
   for (const p of partnersOf(env, rank)) {
@@ -96,12 +98,35 @@ export function planPrefixCopy(env: PlannerEnv, rank: number, feasible: boolean)
     blocks.push(planned(e));
   }
   if (blocks.length === 0) return skip("source_invalid", `block ${start} of the prefix is leaving rank ${src}`);
-  if (blocks.length < config.minBatchBlocks) return skip("min_batch", `${blocks.length} blocks < minBatchBlocks ${config.minBatchBlocks}`);
+  if (blocks.length < config.minBatchBlocks) {
+    return skip("min_batch", `${blocks.length} blocks < minBatchBlocks ${config.minBatchBlocks}`);
+  }
   if (!feasible) return skip("target_capacity", `rank ${rank} has no room for the request`);
   const est = env.cost.estimate(src, rank, blocks.length, env.blockBytes(src), env.queuedPrefillTokens);
   const savedMs = env.cost.savedPrefillMs(rank, blocks.length * bs);
-  if (!env.cost.admits(savedMs, est.ms)) return skip("cost", `saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
-  return { ok: true, plan: { kind: "prefix-copy", mode: "copy", src, dst: rank, blocks, savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs, requestId: q.requestId } };
+  if (!env.cost.admits(savedMs, est.ms)) {
+    return skip(
+      "cost",
+      `saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${
+        est.waitMs.toFixed(3)
+      } ms of it phase waits)`,
+    );
+  }
+  return {
+    ok: true,
+    plan: {
+      kind: "prefix-copy",
+      mode: "copy",
+      src,
+      dst: rank,
+      blocks,
+      savedMs,
+      estimatedMs: est.ms,
+      estimateSource: est.source,
+      waitMs: est.waitMs,
+      requestId: q.requestId,
+    },
+  };
 }
 
 interface Segment {
@@ -116,16 +141,23 @@ function coldSegments(env: PlannerEnv, rank: number): Segment[] {
   const { ctx } = env;
   const table = ctx.blocks.table(rank)!;
   const wanted = new Set(ctx.query.blockHashes);
-  const movable = (e: BlockEntry) => e.refCount === 0 && !wanted.has(e.hash) && !ctx.blocks.isInFlight(rank, e.hash) && !env.movingOut(rank, e.hash);
+  const movable = (e: BlockEntry) =>
+    e.refCount === 0 && !wanted.has(e.hash) && !ctx.blocks.isInFlight(rank, e.hash) && !env.movingOut(rank, e.hash);
   const out: Segment[] = [];
   for (const leaf of table.entries.values()) {
     if (!table.isLeaf(leaf.hash) || !movable(leaf)) continue;
     const entries = [leaf];
-    for (let p = table.entries.get(leaf.parent); p && movable(p) && table.childCount.get(p.hash) === 1; p = table.entries.get(p.parent)) entries.unshift(p);
+    for (
+      let p = table.entries.get(leaf.parent);
+      p && movable(p) && table.childCount.get(p.hash) === 1;
+      p = table.entries.get(p.parent)
+    ) entries.unshift(p);
     out.push({ entries, needsParent: table.entries.has(entries[0]!.parent) });
   }
   const leafOf = (s: Segment) => s.entries[s.entries.length - 1]!;
-  return out.sort((a, b) => leafOf(a).accessCount - leafOf(b).accessCount || leafOf(a).lastAccess - leafOf(b).lastAccess);
+  return out.sort((a, b) =>
+    leafOf(a).accessCount - leafOf(b).accessCount || leafOf(a).lastAccess - leafOf(b).lastAccess
+  );
 }
 
 /**
@@ -152,7 +184,10 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
     const free = netFreeBlocks(ctx, dst);
     // A partner short of free blocks itself reclaims its cache for its own requests: none of it
     // is room (on balanced load, moves between two short ranks only delayed their requests).
-    const forecast = free < 0 || !config.offloadIntoColderCache ? undefined : new ReclaimForecast(dstTable, (e) => e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
+    const forecast = free < 0 || !config.offloadIntoColderCache
+      ? undefined
+      : new ReclaimForecast(dstTable, (e) =>
+        e.refCount === 0 && !parents.has(e.hash) && !ctx.blocks.isInFlight(dst, e.hash) && !env.movingOut(dst, e.hash));
     const reclaimable = forecast?.reclaimable ?? 0;
     const chosen: BlockEntry[] = [];
     // Chains refused for lack of their parent there, for hotter cache only, for no room at all.
@@ -180,9 +215,17 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
       savedMs += env.cost.savedPrefillMs(dst, s.entries.length * bs) * reuse;
     }
     if (chosen.length === 0) {
-      if (hotter > 0) last = skip("target_hotter", `rank ${dst} has room only by evicting cache at least as hot as ${hotter} chains of rank ${rank}`);
-      else if (orphans > 0 && full === 0) last = skip("target_parent", `rank ${dst} lacks the parents of ${orphans} chains of rank ${rank}`);
-      else last = skip("target_capacity", `rank ${dst} has ${free} free and ${reclaimable} reclaimable blocks: no room for a chain of rank ${rank}`);
+      if (hotter > 0) {
+        last = skip(
+          "target_hotter",
+          `rank ${dst} has room only by evicting cache at least as hot as ${hotter} chains of rank ${rank}`,
+        );
+      } else if (orphans > 0 && full === 0) {
+        last = skip("target_parent", `rank ${dst} lacks the parents of ${orphans} chains of rank ${rank}`);
+      } else {last = skip(
+          "target_capacity",
+          `rank ${dst} has ${free} free and ${reclaimable} reclaimable blocks: no room for a chain of rank ${rank}`,
+        );}
       continue;
     }
     if (chosen.length < config.minBatchBlocks) {
@@ -191,10 +234,29 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
     }
     const est = env.cost.estimate(rank, dst, chosen.length, env.blockBytes(rank), env.queuedPrefillTokens);
     if (!env.cost.admits(savedMs, est.ms)) {
-      last = skip("cost", `moving ${chosen.length} blocks saves ${savedMs.toFixed(3)} ms, costs ~${est.ms.toFixed(3)} ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`);
+      last = skip(
+        "cost",
+        `moving ${chosen.length} blocks saves ${savedMs.toFixed(3)} ms, costs ~${
+          est.ms.toFixed(3)
+        } ms (${est.source}, ${est.waitMs.toFixed(3)} ms of it phase waits)`,
+      );
       continue;
     }
-    return { ok: true, plan: { kind: "offload", mode: "move", src: rank, dst, blocks: chosen.map(planned), savedMs, estimatedMs: est.ms, estimateSource: est.source, waitMs: est.waitMs, requestId: ctx.query.requestId } };
+    return {
+      ok: true,
+      plan: {
+        kind: "offload",
+        mode: "move",
+        src: rank,
+        dst,
+        blocks: chosen.map(planned),
+        savedMs,
+        estimatedMs: est.ms,
+        estimateSource: est.source,
+        waitMs: est.waitMs,
+        requestId: ctx.query.requestId,
+      },
+    };
   }
   return last;
 }

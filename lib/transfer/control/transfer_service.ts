@@ -8,17 +8,23 @@
  * @module
  */
 import type { BlockHash } from "../../core/block_hash.ts";
-import { realClock, settlesWithin, type Clock, type TimerHandle } from "../../core/clock.ts";
+import { type Clock, realClock, settlesWithin, type TimerHandle } from "../../core/clock.ts";
 import type { GlobalScheduler, RouteDecision } from "../../global/global_scheduler.ts";
-import { HotnessTracker, planPlacements, type PlacementEnv } from "./placement.ts";
+import { HotnessTracker, type PlacementEnv, planPlacements } from "./placement.ts";
 import { PlacementLeases } from "./placement_leases.ts";
 import { projectRouteCost } from "../../global/route_cost.ts";
-import { RoutingContext, type RouteQuery } from "../../global/routing_context.ts";
+import { type RouteQuery, RoutingContext } from "../../global/routing_context.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 import { TransferCostModel } from "./transfer_cost_model.ts";
-import { TransferCoordinator, type CoordinatorPhase, type TransferLink } from "./transfer_coordinator.ts";
+import { type CoordinatorPhase, TransferCoordinator, type TransferLink } from "./transfer_coordinator.ts";
 import type { TransferPlan } from "./transfer_plan.ts";
-import { netFreeBlocks, planOffload, planPrefixCopy, queuedPrefillTokens, type PlannerEnv } from "./transfer_planner.ts";
+import {
+  netFreeBlocks,
+  type PlannerEnv,
+  planOffload,
+  planPrefixCopy,
+  queuedPrefillTokens,
+} from "./transfer_planner.ts";
 
 /** Options of a {@link TransferService}. */
 export interface TransferServiceOptions {
@@ -58,9 +64,24 @@ export class TransferService {
     this.#clock = o.clock ?? realClock;
     this.#log = o.log ?? ((l) => console.error(l));
     this.cost = new TransferCostModel(o.config);
-    this.coordinator = new TransferCoordinator({ blocks: o.scheduler.blocks, link: o.link, cost: this.cost, idPrefix: o.idPrefix, clock: this.#clock, log: o.log, beforePhase: o.beforePhase, trace: o.trace, pipelinePhases: (src, dst) => this.#pipelines(src, dst) });
+    this.coordinator = new TransferCoordinator({
+      blocks: o.scheduler.blocks,
+      link: o.link,
+      cost: this.cost,
+      idPrefix: o.idPrefix,
+      clock: this.#clock,
+      log: o.log,
+      beforePhase: o.beforePhase,
+      trace: o.trace,
+      pipelinePhases: (src, dst) => this.#pipelines(src, dst),
+    });
     this.hotness = new HotnessTracker(o.config);
-    this.leases = new PlacementLeases({ bonusTokens: o.config.leaseRouteBonusTokens, minLoadSkewTokens: o.config.minLoadSkewTokens, minLoadSkewRatio: o.config.minLoadSkewRatio, clock: this.#clock });
+    this.leases = new PlacementLeases({
+      bonusTokens: o.config.leaseRouteBonusTokens,
+      minLoadSkewTokens: o.config.minLoadSkewTokens,
+      minLoadSkewRatio: o.config.minLoadSkewRatio,
+      clock: this.#clock,
+    });
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
   }
 
@@ -72,7 +93,9 @@ export class TransferService {
   /** Starts periodic placement passes. */
   start(): void {
     if (!this.enabled || !this.config.background || this.#timer) return;
-    this.#timer = this.#clock.setInterval(() => this.placementPass(), this.config.placementIntervalMs, { keepsAlive: false });
+    this.#timer = this.#clock.setInterval(() => this.placementPass(), this.config.placementIntervalMs, {
+      keepsAlive: false,
+    });
   }
 
   /** Stops the placement timer (running plans finish or hit their deadlines). */
@@ -94,13 +117,21 @@ export class TransferService {
     if (bytes && this.#blockBytes.get(rank) !== bytes) {
       this.#blockBytes.set(rank, bytes);
       if (!this.cost.profileMatches(bytes)) {
-        this.#log(`[transfer] the latency profile was measured with ${this.cost.profile!.blockBytes} bytes per block, rank ${rank} has ${bytes}: estimates interpolate on payload bytes`);
+        this.#log(
+          `[transfer] the latency profile was measured with ${
+            this.cost.profile!.blockBytes
+          } bytes per block, rank ${rank} has ${bytes}: estimates interpolate on payload bytes`,
+        );
       }
     }
-    if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
+    if (counters.prefill_tokens !== undefined && counters.prefill_ms !== undefined) {
+      this.cost.observePrefillTimings(rank, counters.prefill_tokens, counters.prefill_ms);
+    }
     if (counters.step_wait_ms !== undefined) this.cost.observeStepWait(rank, counters.step_wait_ms);
     if (counters.step_token_budget !== undefined) this.cost.observeStepBudget(rank, counters.step_token_budget);
-    if (counters.reads_during_steps !== undefined) this.cost.observeReadsDuringSteps(rank, counters.reads_during_steps === 1);
+    if (counters.reads_during_steps !== undefined) {
+      this.cost.observeReadsDuringSteps(rank, counters.reads_during_steps === 1);
+    }
   }
 
   /**
@@ -130,7 +161,9 @@ export class TransferService {
     for (const v of [copy, offload]) if (!v.ok && v.reason !== "no_shortage") c.count(`transfer_skip_${v.reason}`);
     // An offload saves cold chains from the eviction this request would cause: the request must
     // not reach the rank before the source pinned them, but needs nothing more from the move.
-    const pinned = offload.ok ? c.prepared(c.start(offload.plan, this.config.foregroundDeadlineMs).plan.planId) : undefined;
+    const pinned = offload.ok
+      ? c.prepared(c.start(offload.plan, this.config.foregroundDeadlineMs).plan.planId)
+      : undefined;
     const waits: Promise<unknown>[] = [];
     let savedMs = 0;
     if (copy.ok) {
@@ -147,8 +180,11 @@ export class TransferService {
       savedMs += saves;
     }
     if (waits.length === 0 && !pinned) return undefined;
-    const boundMs = this.config.mode === "force" ? this.config.foregroundWaitMs : Math.min(this.config.foregroundWaitMs, savedMs);
-    return Promise.all([this.#bounded(waits, boundMs), pinned && this.#bounded([pinned], this.config.foregroundWaitMs)]).then(() => undefined);
+    const boundMs = this.config.mode === "force"
+      ? this.config.foregroundWaitMs
+      : Math.min(this.config.foregroundWaitMs, savedMs);
+    return Promise.all([this.#bounded(waits, boundMs), pinned && this.#bounded([pinned], this.config.foregroundWaitMs)])
+      .then(() => undefined);
   }
 
   /** Settles when every one of `waits` settled, or after `ms` (counted as an expired wait). */
@@ -200,7 +236,9 @@ export class TransferService {
       started.push(plan);
       for (const l of cand.leases) this.#placedAt.set(`${l.hash}@${plan.dst}`, now);
       void done.then((o) => {
-        if (o.status === "completed") for (const l of cand.leases) this.leases.grant(l.hash, l.depth, plan.dst, this.config.leaseMs);
+        if (o.status === "completed") {
+          for (const l of cand.leases) this.leases.grant(l.hash, l.depth, plan.dst, this.config.leaseMs);
+        }
       });
     }
     if (this.#placedAt.size > 8 * this.config.maxTrackedChains) {
@@ -211,7 +249,14 @@ export class TransferService {
 
   /** transfer_* and lease counters. */
   counters(): Record<string, number> {
-    return { ...this.coordinator.counters(), transfer_active: this.coordinator.activePlans, lease_routes: this.leases.routed, lease_hits: this.leases.hits, leases: this.leases.size, hot_chains: this.hotness.size };
+    return {
+      ...this.coordinator.counters(),
+      transfer_active: this.coordinator.activePlans,
+      lease_routes: this.leases.routed,
+      lease_hits: this.leases.hits,
+      leases: this.leases.size,
+      hot_chains: this.hotness.size,
+    };
   }
 
   #plannerEnv(ctx: RoutingContext): PlannerEnv {

@@ -105,17 +105,35 @@ export const DEFAULT_TRANSFER_TUNING: Readonly<TransferTuning> = Object.freeze({
 export const TRANSFER_TUNING_KEYS = Object.keys(DEFAULT_TRANSFER_TUNING) as readonly (keyof TransferTuning)[];
 
 /** Constants that must be > 0. */
-export const POSITIVE_TUNING = ["hotnessHalfLifeMs", "placementIntervalMs", "fallbackBytesPerMs", "hostBytesPerMs", "prefillMsPerToken"] as const;
+export const POSITIVE_TUNING = [
+  "hotnessHalfLifeMs",
+  "placementIntervalMs",
+  "fallbackBytesPerMs",
+  "hostBytesPerMs",
+  "prefillMsPerToken",
+] as const;
 /** Constants that count blocks or chains (integers >= 1). */
-export const INTEGER_TUNING = ["minBatchBlocks", "foregroundMaxBlocks", "backgroundCopyMaxBlocks", "backgroundCopyBatchMaxBlocks", "maxTrackedChains", "targetReserveBlocks", "foregroundMaxReuse"] as const;
+export const INTEGER_TUNING = [
+  "minBatchBlocks",
+  "foregroundMaxBlocks",
+  "backgroundCopyMaxBlocks",
+  "backgroundCopyBatchMaxBlocks",
+  "maxTrackedChains",
+  "targetReserveBlocks",
+  "foregroundMaxReuse",
+] as const;
 
 /**
  * Splits a flat record of transfer settings (a benchmark's `--transfer-options` JSON) into the
  * public options and the internal constants, by name.
  */
-export function splitTransferSettings(settings: Record<string, unknown>): { options: Record<string, unknown>; tuning: Record<string, unknown> } {
+export function splitTransferSettings(
+  settings: Record<string, unknown>,
+): { options: Record<string, unknown>; tuning: Record<string, unknown> } {
   const options: Record<string, unknown> = {};
   const tuning: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(settings)) ((TRANSFER_TUNING_KEYS as readonly string[]).includes(k) ? tuning : options)[k] = v;
+  for (const [k, v] of Object.entries(settings)) {
+    ((TRANSFER_TUNING_KEYS as readonly string[]).includes(k) ? tuning : options)[k] = v;
+  }
   return { options, tuning };
 }

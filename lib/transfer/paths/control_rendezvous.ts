@@ -22,6 +22,13 @@ export interface RendezvousClientOptions {
   log?: (line: string) => void;
 }
 
+/** What every direct pair set-up (CUDA IPC, NCCL) is told: this worker, its partners, where to meet them. */
+export interface PairSetupOptions extends RendezvousClientOptions {
+  epoch: number;
+  /** Partners to pair with (direct NVLink). */
+  peers: readonly number[];
+}
+
 /** The partner did not reach the rendezvous in time. */
 class RendezvousTimeoutError extends Error {
   override readonly name = "RendezvousTimeoutError";
@@ -32,13 +39,24 @@ class RendezvousTimeoutError extends Error {
  * `expect`, until `deadline` (ms since the epoch; default now + rendezvousTimeoutMs). A lost
  * connection (control plane restarting) is retried with the same offer until then.
  */
-export async function meetPartner<T extends MessageType>(o: RendezvousClientOptions, peer: number, offer: Outgoing, expect: T, deadline = Date.now() + o.rendezvousTimeoutMs): Promise<MessageOf<T>> {
-  const late = () => new RendezvousTimeoutError(`rank ${peer} did not reach the rendezvous within ${o.rendezvousTimeoutMs} ms`);
+export async function meetPartner<T extends MessageType>(
+  o: RendezvousClientOptions,
+  peer: number,
+  offer: Outgoing,
+  expect: T,
+  deadline = Date.now() + o.rendezvousTimeoutMs,
+): Promise<MessageOf<T>> {
+  const late = () =>
+    new RendezvousTimeoutError(`rank ${peer} did not reach the rendezvous within ${o.rendezvousTimeoutMs} ms`);
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) throw late();
     const stream = await connectUnix(o.controlSocketPath, { timeoutMs: left });
-    const conn = new Connection(stream, { name: `worker${o.rank}->control (${offer.type} ${pairName(o.rank, peer)})`, heartbeat: o.heartbeat, log: o.log });
+    const conn = new Connection(stream, {
+      name: `worker${o.rank}->control (${offer.type} ${pairName(o.rank, peer)})`,
+      heartbeat: o.heartbeat,
+      log: o.log,
+    });
     conn.onMessage(() => {});
     try {
       return await conn.request(offer, { expect: [expect], timeoutMs: left });

@@ -11,7 +11,9 @@ import type { KvTransferJob } from "../paths/kv_data_path.ts";
 import "../transfer_messages.ts";
 
 /** A phase message the executor handles. */
-export type TransferPhaseMessage = MessageOf<"transfer_prepare" | "transfer_execute" | "transfer_publish" | "transfer_finalize" | "transfer_abort">;
+export type TransferPhaseMessage = MessageOf<
+  "transfer_prepare" | "transfer_execute" | "transfer_publish" | "transfer_finalize" | "transfer_abort"
+>;
 /** The answer to one phase (a transfer_ack without type and correlation fields). */
 export type TransferAckFields = Omit<MessageOf<"transfer_ack">, "type" | "id" | "replyTo">;
 /** Phase names. */
@@ -48,14 +50,31 @@ export interface LocalPlan {
 }
 
 /** A plan record in state "preparing" (or "aborted", for an abort that arrived before its prepare). */
-export function newLocalPlan(init: Pick<LocalPlan, "planId" | "role" | "mode" | "peer" | "state" | "srcBlocks" | "entries"> & { abortReason?: string }): LocalPlan {
+export function newLocalPlan(
+  init: Pick<LocalPlan, "planId" | "role" | "mode" | "peer" | "state" | "srcBlocks" | "entries"> & {
+    abortReason?: string;
+  },
+): LocalPlan {
   const { promise, resolve } = Promise.withResolvers<void>();
-  return { ...init, pinned: [], reserved: [], published: [], answers: new Map(), aborted: promise, signalAborted: resolve };
+  return {
+    ...init,
+    pinned: [],
+    reserved: [],
+    published: [],
+    answers: new Map(),
+    aborted: promise,
+    signalAborted: resolve,
+  };
 }
 
 /** The data path's view of a plan's execute. */
 export function jobOf(plan: LocalPlan, srcBlocks: readonly number[], dstBlocks: readonly number[]): KvTransferJob {
-  return { planId: plan.planId, peerRank: plan.peer, srcBlocks: Int32Array.from(srcBlocks), dstBlocks: Int32Array.from(dstBlocks) };
+  return {
+    planId: plan.planId,
+    peerRank: plan.peer,
+    srcBlocks: Int32Array.from(srcBlocks),
+    dstBlocks: Int32Array.from(dstBlocks),
+  };
 }
 
 /** Re-reads the state after an await (abort may have changed it meanwhile). */

@@ -8,7 +8,7 @@
  * the host path.
  * @module
  */
-import { pairName, type DirectDataPath } from "../paths/direct_data_path.ts";
+import { type DirectDataPath, pairName } from "../paths/direct_data_path.ts";
 import type { KvDataPath, KvTransferJob } from "../paths/kv_data_path.ts";
 
 /** Names of the direct paths a worker may have, in order of preference; always in the counters. */
@@ -117,7 +117,11 @@ export class PerPeerDataPath implements KvDataPath {
     this.#up.delete(peer);
     this.#down.set(peer, `${d.name}: ${reason}`);
     this.#fallbacks++;
-    this.#log(`[worker ${this.#o.rank}] ${d.name} pair ${pairName(this.#o.rank, peer)} broke; plans with rank ${peer} use the host path from now on: ${reason}`);
+    this.#log(
+      `[worker ${this.#o.rank}] ${d.name} pair ${
+        pairName(this.#o.rank, peer)
+      } broke; plans with rank ${peer} use the host path from now on: ${reason}`,
+    );
     d.path?.dropPeer(peer, reason);
     this.onFallback(peer, reason);
   }
@@ -141,9 +145,15 @@ export class PerPeerDataPath implements KvDataPath {
     for (const name of names) {
       const on = [...this.#up.values()].filter((d) => d.name === name).length;
       out[`data_path_${name}_peers`] = on;
-      for (const p of [...(this.#tried.get(name) ?? [])].sort((a, b) => a - b)) out[`data_path_${name}_peer_${p}`] = this.#up.get(p)?.name === name ? 1 : 0;
+      for (const p of [...(this.#tried.get(name) ?? [])].sort((a, b) => a - b)) {
+        out[`data_path_${name}_peer_${p}`] = this.#up.get(p)?.name === name ? 1 : 0;
+      }
     }
-    for (const path of [...names, "host"]) for (const side of ["sent", "received"]) out[`data_path_${path}_${side}_bytes`] = this.#bytes.get(`${path}_${side}`) ?? 0;
+    for (const path of [...names, "host"]) {
+      for (const side of ["sent", "received"]) {
+        out[`data_path_${path}_${side}_bytes`] = this.#bytes.get(`${path}_${side}`) ?? 0;
+      }
+    }
     return out;
   }
 

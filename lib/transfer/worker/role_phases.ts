@@ -15,7 +15,15 @@ import type { Clock } from "../../core/clock.ts";
 import type { BlockManager } from "../../local/block_manager.ts";
 import type { KvDataPath } from "../paths/kv_data_path.ts";
 import type { MessageOf } from "../../protocol/messages.ts";
-import { isAborted, jobOf, type LocalPlan, type PlanState, type TransferAckFields, type TransferPhaseMessage, type TransferRole } from "./local_plan.ts";
+import {
+  isAborted,
+  jobOf,
+  type LocalPlan,
+  type PlanState,
+  type TransferAckFields,
+  type TransferPhaseMessage,
+  type TransferRole,
+} from "./local_plan.ts";
 
 /** Counters of an executor. */
 export interface ExecutorCounters {
@@ -112,13 +120,21 @@ function pinSourceBlocks(side: ExecutorSide, plan: LocalPlan, m: TransferPhaseMe
   const { blocks } = m as MessageOf<"transfer_prepare">;
   const bm = side.blocks;
   for (const b of blocks) {
-    if (b.srcBlock >= bm.numBlocks) throw new PhaseRefusal(`stale plan ${plan.planId}: block ${b.srcBlock} is outside 0..${bm.numBlocks - 1}`);
+    if (b.srcBlock >= bm.numBlocks) {
+      throw new PhaseRefusal(`stale plan ${plan.planId}: block ${b.srcBlock} is outside 0..${bm.numBlocks - 1}`);
+    }
     const info = bm.blockInfo(b.srcBlock);
     if (info.hash !== b.hash || info.generation !== b.generation) {
-      throw new PhaseRefusal(`stale plan ${plan.planId}: source block ${b.srcBlock} is generation ${info.generation} hash ${info.hash ?? "none"}, the plan expects generation ${b.generation} hash ${b.hash}`);
+      throw new PhaseRefusal(
+        `stale plan ${plan.planId}: source block ${b.srcBlock} is generation ${info.generation} hash ${
+          info.hash ?? "none"
+        }, the plan expects generation ${b.generation} hash ${b.hash}`,
+      );
     }
   }
-  if (!bm.pinSource(blocks.map((b) => ({ block: b.srcBlock, generation: b.generation })))) throw new PhaseRefusal(`stale plan ${plan.planId}: a source block is no longer published at its generation`);
+  if (!bm.pinSource(blocks.map((b) => ({ block: b.srcBlock, generation: b.generation })))) {
+    throw new PhaseRefusal(`stale plan ${plan.planId}: a source block is no longer published at its generation`);
+  }
   plan.pinned = [...plan.srcBlocks];
   plan.state = "prepared";
   return {};
@@ -134,9 +150,18 @@ function unpinSourceBlocks(side: ExecutorSide, plan: LocalPlan): boolean {
 async function sendPayload(side: ExecutorSide, plan: LocalPlan, m: TransferPhaseMessage): Promise<Extra> {
   const t0 = side.clock.now();
   const e = m as MessageOf<"transfer_execute">;
-  if (!sameBlocks(e.srcBlocks, plan.srcBlocks)) throw new PhaseRefusal(`plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`);
+  if (!sameBlocks(e.srcBlocks, plan.srcBlocks)) {
+    throw new PhaseRefusal(
+      `plan ${plan.planId}: execute names source blocks ${e.srcBlocks.join(",")}, pinned ${plan.srcBlocks.join(",")}`,
+    );
+  }
   // The bytes may sit in this worker's socket until the destination has them: moving until finalize.
-  const bytes = await movePayload(side, plan, side.dataPath.send(jobOf(plan, e.srcBlocks, e.dstBlocks ?? [])), "finalize");
+  const bytes = await movePayload(
+    side,
+    plan,
+    side.dataPath.send(jobOf(plan, e.srcBlocks, e.dstBlocks ?? [])),
+    "finalize",
+  );
   if (isAborted(plan)) throw new PhaseRefusal(`plan ${plan.planId} was aborted during execute: ${plan.abortReason}`);
   plan.state = "executed";
   side.counters.sentBlocks += plan.srcBlocks.length;
@@ -175,7 +200,9 @@ function reserveBlocks(side: ExecutorSide, plan: LocalPlan, m: TransferPhaseMess
   const got = bm.reserve(blocks.length);
   if (!got) {
     bm.unpinSource(kept);
-    throw new PhaseRefusal(`rank ${side.rank} cannot reserve ${blocks.length} blocks for plan ${plan.planId} (${bm.numAvailableBlocks} free or reclaimable)`);
+    throw new PhaseRefusal(
+      `rank ${side.rank} cannot reserve ${blocks.length} blocks for plan ${plan.planId} (${bm.numAvailableBlocks} free or reclaimable)`,
+    );
   }
   plan.pinned = kept;
   plan.reserved = got;
@@ -199,7 +226,13 @@ function releaseReservation(side: ExecutorSide, plan: LocalPlan): boolean {
 async function receivePayload(side: ExecutorSide, plan: LocalPlan, m: TransferPhaseMessage): Promise<Extra> {
   const t0 = side.clock.now();
   const e = m as MessageOf<"transfer_execute">;
-  if (e.dstBlocks && !sameBlocks(e.dstBlocks, plan.reserved)) throw new PhaseRefusal(`plan ${plan.planId}: execute names destination blocks ${e.dstBlocks.join(",")}, reserved ${plan.reserved.join(",")}`);
+  if (e.dstBlocks && !sameBlocks(e.dstBlocks, plan.reserved)) {
+    throw new PhaseRefusal(
+      `plan ${plan.planId}: execute names destination blocks ${e.dstBlocks.join(",")}, reserved ${
+        plan.reserved.join(",")
+      }`,
+    );
+  }
   const op = plan.receiving ?? side.dataPath.receive(jobOf(plan, e.srcBlocks, plan.reserved));
   const bytes = await movePayload(side, plan, op, "received");
   if (isAborted(plan)) throw new PhaseRefusal(`plan ${plan.planId} was aborted during execute: ${plan.abortReason}`);
@@ -212,7 +245,9 @@ async function receivePayload(side: ExecutorSide, plan: LocalPlan, m: TransferPh
 /** The received blocks become Ready prefix-cache entries, reported in the next block delta. */
 function publishReceived(side: ExecutorSide, plan: LocalPlan): Extra {
   const bm = side.blocks;
-  const published = bm.publishReserved(plan.reserved.map((block, i) => ({ block, hash: plan.entries[i]!.hash, parent: plan.entries[i]!.parent })));
+  const published = bm.publishReserved(
+    plan.reserved.map((block, i) => ({ block, hash: plan.entries[i]!.hash, parent: plan.entries[i]!.parent })),
+  );
   plan.reserved = [];
   // The kept parents now have published children: reclamation cannot take them before those.
   bm.unpinSource(plan.pinned);
@@ -247,7 +282,12 @@ function closeDestination(side: ExecutorSide, plan: LocalPlan): Extra {
  * moving (the worker holds its next step meanwhile) until received, or, on the source, until
  * finalize.
  */
-async function movePayload(side: ExecutorSide, plan: LocalPlan, op: Promise<number>, movingUntil: "received" | "finalize"): Promise<number> {
+async function movePayload(
+  side: ExecutorSide,
+  plan: LocalPlan,
+  op: Promise<number>,
+  movingUntil: "received" | "finalize",
+): Promise<number> {
   if ((side.dataPath.pathOf?.(plan.peer) ?? "host") === "host") side.startMoving(plan);
   plan.execution ??= op.catch(() => {});
   if (movingUntil === "received") void plan.execution.then(() => side.stopMoving(plan));

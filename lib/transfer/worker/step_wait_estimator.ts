@@ -23,7 +23,9 @@ export class StepWaitEstimator {
 
   /** Folds in one step's wall time (ms). */
   observe(stepMs: number): void {
-    if (!Number.isFinite(stepMs) || stepMs < 0) throw new RangeError(`step time must be a finite ms >= 0, got ${stepMs}`);
+    if (!Number.isFinite(stepMs) || stepMs < 0) {
+      throw new RangeError(`step time must be a finite ms >= 0, got ${stepMs}`);
+    }
     if (this.#mean === undefined) {
       this.#mean = stepMs;
       this.#meanSq = stepMs * stepMs;

@@ -22,17 +22,37 @@
  * at its deadline aborts itself, so a lost control plane cannot strand pins or reservations.
  * @module
  */
-import { realClock, type Clock } from "../../core/clock.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 import type { BlockManager } from "../../local/block_manager.ts";
 import type { KvDataPath } from "../paths/kv_data_path.ts";
 import type { MessageOf } from "../../protocol/messages.ts";
-import { isAborted, newLocalPlan, roleName, type LocalPlan, type TransferAckFields, type TransferPhaseMessage, type TransferPhaseName, type TransferRole } from "./local_plan.ts";
-import { PhaseRefusal, phasesOf, undoOrder, type ExecutorCounters, type ExecutorSide, type WorkerPhase } from "./role_phases.ts";
+import {
+  isAborted,
+  type LocalPlan,
+  newLocalPlan,
+  roleName,
+  type TransferAckFields,
+  type TransferPhaseMessage,
+  type TransferPhaseName,
+  type TransferRole,
+} from "./local_plan.ts";
+import {
+  type ExecutorCounters,
+  type ExecutorSide,
+  PhaseRefusal,
+  phasesOf,
+  undoOrder,
+  type WorkerPhase,
+} from "./role_phases.ts";
 
 export type { TransferAckFields, TransferPhaseMessage, TransferPhaseName, TransferRole } from "./local_plan.ts";
 
 /** A test hook: make a phase fail (answer not ok) or hang (answer only once the plan aborts). */
-export type TransferFaultHook = (phase: TransferPhaseName, role: TransferRole, planId: string) => "fail" | "hang" | undefined;
+export type TransferFaultHook = (
+  phase: TransferPhaseName,
+  role: TransferRole,
+  planId: string,
+) => "fail" | "hang" | undefined;
 
 /** Options of a {@link TransferExecutor}. */
 export interface TransferExecutorOptions {
@@ -57,7 +77,19 @@ export interface TransferExecutorOptions {
 export class TransferExecutor {
   /** Called after every change of blocks (reservations, pins, publish, release): report a delta. */
   onChange: () => void = () => {};
-  readonly counters: ExecutorCounters = { prepared: 0, refused: 0, sentBlocks: 0, sentBytes: 0, receivedBlocks: 0, receivedBytes: 0, published: 0, finalized: 0, released: 0, aborted: 0, deadlineAborts: 0 };
+  readonly counters: ExecutorCounters = {
+    prepared: 0,
+    refused: 0,
+    sentBlocks: 0,
+    sentBytes: 0,
+    receivedBlocks: 0,
+    receivedBytes: 0,
+    published: 0,
+    finalized: 0,
+    released: 0,
+    aborted: 0,
+    deadlineAborts: 0,
+  };
   readonly #o: TransferExecutorOptions;
   readonly #clock: Clock;
   readonly #side: ExecutorSide;
@@ -124,14 +156,20 @@ export class TransferExecutor {
     if (m.type === "transfer_prepare") return this.#prepare(m);
     const plan = this.#plans.get(m.planId);
     if (m.type === "transfer_abort") return this.#abort(m.planId, m.reason);
-    if (!plan) return Promise.resolve(this.#ack(m.planId, phase, false, { error: `unknown plan ${m.planId} on rank ${this.#o.rank}` }));
+    if (!plan) {
+      return Promise.resolve(
+        this.#ack(m.planId, phase, false, { error: `unknown plan ${m.planId} on rank ${this.#o.rank}` }),
+      );
+    }
     const cached = plan.answers.get(phase);
     if (cached) return cached;
     const earlier = [...plan.answers.values()];
     // A bug or a bad message must answer "not ok", never leave the phase unanswered.
     const answer = Promise.all(earlier)
       .then(() => this.#run(plan, phase, m))
-      .catch((e: Error) => this.#ack(m.planId, phase, false, { error: `${phase} on rank ${this.#o.rank} failed: ${e.message}` }));
+      .catch((e: Error) =>
+        this.#ack(m.planId, phase, false, { error: `${phase} on rank ${this.#o.rank} failed: ${e.message}` })
+      );
     plan.answers.set(phase, answer);
     return answer;
   }
@@ -145,11 +183,27 @@ export class TransferExecutor {
   /** Checks what both roles check, runs the role's prepare row, and arms the plan's deadline. */
   #prepare(m: MessageOf<"transfer_prepare">): Promise<TransferAckFields> {
     const existing = this.#plans.get(m.planId);
-    if (existing) return existing.answers.get("prepare") ?? Promise.resolve(this.#ack(m.planId, "prepare", false, { error: `plan ${m.planId} was ${existing.state} before its prepare arrived` }));
-    const role: TransferRole | undefined = m.srcRank === this.#o.rank ? "src" : m.dstRank === this.#o.rank ? "dst" : undefined;
+    if (existing) {
+      return existing.answers.get("prepare") ??
+        Promise.resolve(
+          this.#ack(m.planId, "prepare", false, {
+            error: `plan ${m.planId} was ${existing.state} before its prepare arrived`,
+          }),
+        );
+    }
+    const role: TransferRole | undefined = m.srcRank === this.#o.rank
+      ? "src"
+      : m.dstRank === this.#o.rank
+      ? "dst"
+      : undefined;
     const plan = newLocalPlan({
-      planId: m.planId, role: role ?? "src", mode: m.mode, peer: role === "src" ? m.dstRank : m.srcRank, state: "preparing",
-      srcBlocks: m.blocks.map((b) => b.srcBlock), entries: m.blocks.map((b) => ({ hash: b.hash, parent: b.parent })),
+      planId: m.planId,
+      role: role ?? "src",
+      mode: m.mode,
+      peer: role === "src" ? m.dstRank : m.srcRank,
+      state: "preparing",
+      srcBlocks: m.blocks.map((b) => b.srcBlock),
+      entries: m.blocks.map((b) => ({ hash: b.hash, parent: b.parent })),
     });
     this.#plans.set(m.planId, plan);
     const answer = (async (): Promise<TransferAckFields> => {
@@ -162,9 +216,17 @@ export class TransferExecutor {
         return this.#ack(m.planId, "prepare", false, { error });
       };
       if (this.#closed) return refuse(`rank ${this.#o.rank} is shutting down`);
-      if (!role || m.srcRank === m.dstRank) return refuse(`plan ${m.planId} moves ${m.srcRank}->${m.dstRank}; rank ${this.#o.rank} is not exactly one side`);
+      if (!role || m.srcRank === m.dstRank) {
+        return refuse(
+          `plan ${m.planId} moves ${m.srcRank}->${m.dstRank}; rank ${this.#o.rank} is not exactly one side`,
+        );
+      }
       const epoch = role === "src" ? m.srcEpoch : m.dstEpoch;
-      if (epoch !== this.#o.epoch) return refuse(`plan ${m.planId} is for rank ${this.#o.rank} epoch ${epoch}, this worker is epoch ${this.#o.epoch}`);
+      if (epoch !== this.#o.epoch) {
+        return refuse(
+          `plan ${m.planId} is for rank ${this.#o.rank} epoch ${epoch}, this worker is epoch ${this.#o.epoch}`,
+        );
+      }
       if (m.deadline <= this.#clock.wallNow()) return refuse(`plan ${m.planId} arrived after its deadline`);
       const fault = await this.#fault("prepare", role, plan);
       if (fault) return refuse(fault);
@@ -178,7 +240,11 @@ export class TransferExecutor {
       }
       this.counters.prepared++;
       const grace = this.#o.deadlineGraceMs ?? 250;
-      plan.timer = this.#clock.setTimeout(() => void this.#abort(plan.planId, "deadline", true), Math.max(0, m.deadline + grace - this.#clock.wallNow()), { keepsAlive: false });
+      plan.timer = this.#clock.setTimeout(
+        () => void this.#abort(plan.planId, "deadline", true),
+        Math.max(0, m.deadline + grace - this.#clock.wallNow()),
+        { keepsAlive: false },
+      );
       this.onChange();
       return this.#ack(m.planId, "prepare", true, extra);
     })().catch((e: Error) => {
@@ -202,9 +268,15 @@ export class TransferExecutor {
     if (!row) {
       const other: TransferRole = plan.role === "src" ? "dst" : "src";
       if (!phasesOf(other)[phase as WorkerPhase]) return no(`unexpected phase ${phase}`);
-      return no(`plan ${plan.planId}: ${phase} goes to the ${roleName(other)}, rank ${this.#o.rank} is the ${roleName(plan.role)}`);
+      return no(
+        `plan ${plan.planId}: ${phase} goes to the ${roleName(other)}, rank ${this.#o.rank} is the ${
+          roleName(plan.role)
+        }`,
+      );
     }
-    if (plan.state !== row.from) return no(`cannot ${phase} plan ${plan.planId} on the ${roleName(plan.role)}: it is ${plan.state}`);
+    if (plan.state !== row.from) {
+      return no(`cannot ${phase} plan ${plan.planId} on the ${roleName(plan.role)}: it is ${plan.state}`);
+    }
     try {
       return this.#ack(plan.planId, phase, true, await row.run(this.#side, plan, m));
     } catch (e) {
@@ -217,8 +289,22 @@ export class TransferExecutor {
     let plan = this.#plans.get(planId);
     if (!plan) {
       // Remember the id: a prepare arriving after its abort must be refused.
-      plan = newLocalPlan({ planId, role: "src", mode: "copy", peer: -1, state: "aborted", abortReason: reason, srcBlocks: [], entries: [] });
-      plan.answers.set("prepare", Promise.resolve(this.#ack(planId, "prepare", false, { error: `plan ${planId} was aborted before its prepare: ${reason}` })));
+      plan = newLocalPlan({
+        planId,
+        role: "src",
+        mode: "copy",
+        peer: -1,
+        state: "aborted",
+        abortReason: reason,
+        srcBlocks: [],
+        entries: [],
+      });
+      plan.answers.set(
+        "prepare",
+        Promise.resolve(
+          this.#ack(planId, "prepare", false, { error: `plan ${planId} was aborted before its prepare: ${reason}` }),
+        ),
+      );
       this.#plans.set(planId, plan);
       this.#forgetLater(plan);
     }
@@ -226,7 +312,9 @@ export class TransferExecutor {
     if (cached) return cached;
     const p = plan;
     const answer = (async (): Promise<TransferAckFields> => {
-      if (p.state === "finalized") return this.#ack(planId, "abort", false, { error: `plan ${planId} already finalized; nothing to abort` });
+      if (p.state === "finalized") {
+        return this.#ack(planId, "abort", false, { error: `plan ${planId} already finalized; nothing to abort` });
+      }
       const wasOpen = p.state !== "aborted";
       p.state = "aborted";
       p.abortReason ??= reason;
@@ -244,7 +332,9 @@ export class TransferExecutor {
       this.#forgetLater(p);
       if (changed) this.onChange();
       return this.#ack(planId, "abort", true, {});
-    })().catch((e: Error) => this.#ack(planId, "abort", false, { error: `abort on rank ${this.#o.rank} failed: ${e.message}` }));
+    })().catch((e: Error) =>
+      this.#ack(planId, "abort", false, { error: `abort on rank ${this.#o.rank} failed: ${e.message}` })
+    );
     p.answers.set("abort", answer);
     return answer;
   }
@@ -267,7 +357,9 @@ export class TransferExecutor {
     for (const p of this.#plans.values()) if (p.state === "finalized" || p.state === "aborted") finished++;
     for (const [id, p] of this.#plans) {
       if (finished <= limit) break;
-      if (p !== plan && (p.state === "finalized" || p.state === "aborted") && p.pinned.length + p.reserved.length === 0) {
+      if (
+        p !== plan && (p.state === "finalized" || p.state === "aborted") && p.pinned.length + p.reserved.length === 0
+      ) {
         this.#plans.delete(id);
         finished--;
       }

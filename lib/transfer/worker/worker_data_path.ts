@@ -16,11 +16,11 @@ import { pairName } from "../paths/direct_data_path.ts";
 import { HostCopyDataPath } from "../paths/host/host_copy_data_path.ts";
 import { KvPeerChannel } from "../paths/host/kv_peer_channel.ts";
 import { IpcDataPath } from "../paths/ipc/ipc_data_path.ts";
-import { setUpIpcPeers, type IpcViewFactory } from "../paths/ipc/ipc_peer_setup.ts";
+import { type IpcViewFactory, setUpIpcPeers } from "../paths/ipc/ipc_peer_setup.ts";
 import { ipcSignalsOverChannel } from "../paths/ipc/ipc_signals.ts";
 import { NcclDataPath } from "../paths/nccl/nccl_data_path.ts";
-import { setUpNcclPairs, type NcclPairFactory } from "../paths/nccl/nccl_pair_setup.ts";
-import { PerPeerDataPath, type DirectPeers } from "./per_peer_data_path.ts";
+import { type NcclPairFactory, setUpNcclPairs } from "../paths/nccl/nccl_pair_setup.ts";
+import { type DirectPeers, PerPeerDataPath } from "./per_peer_data_path.ts";
 
 /** What the launcher tells a worker about its data path (from the transfer config and topology). */
 export interface WorkerDataPathConfig {
@@ -72,17 +72,27 @@ const DIRECT_NAMES = { ipc: "CUDA IPC", nccl: "NCCL" } as const;
  * The partners this worker tries direct paths with (CUDA IPC and/or NCCL). Throws DataPathError
  * when the mode names a direct path and one partner cannot have it (CPU backend, shared device).
  */
-export function directPeerRanks(o: { rank: number; gpu: number; backend: "cpu" | "cuda"; config?: WorkerDataPathConfig }): number[] {
+export function directPeerRanks(
+  o: { rank: number; gpu: number; backend: "cpu" | "cuda"; config?: WorkerDataPathConfig },
+): number[] {
   const c = o.config;
   if (!c || c.mode === "host" || c.peers.length === 0) return [];
   const strict = c.mode === "auto" ? undefined : DIRECT_NAMES[c.mode];
   if (o.backend !== "cuda") {
-    if (strict) throw new DataPathError(`transfers.dataPath is "${c.mode}" but rank ${o.rank} runs the ${o.backend} backend, which has no ${strict}`);
+    if (strict) {
+      throw new DataPathError(
+        `transfers.dataPath is "${c.mode}" but rank ${o.rank} runs the ${o.backend} backend, which has no ${strict}`,
+      );
+    }
     return [];
   }
   const shared = c.peers.filter((p) => p.gpu === o.gpu);
   if (strict && shared.length > 0) {
-    throw new DataPathError(`transfers.dataPath is "${c.mode}" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${shared[0]!.rank}; a ${strict} pair needs two devices`);
+    throw new DataPathError(
+      `transfers.dataPath is "${c.mode}" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${
+        shared[0]!.rank
+      }; a ${strict} pair needs two devices`,
+    );
   }
   return c.peers.filter((p) => p.gpu !== o.gpu).map((p) => p.rank).sort((a, b) => a - b);
 }
@@ -93,13 +103,31 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
   const peers = directPeerRanks(o);
   const c = o.config;
   if (o.backend === "cuda" && c?.mode === "auto") {
-    for (const p of c.peers.filter((q) => q.gpu === o.gpu)) log(`[worker ${o.rank}] no direct pair ${pairName(o.rank, p.rank)} (CUDA IPC or NCCL): both ranks run on CUDA device ${o.gpu}; plans with rank ${p.rank} use the host path`);
+    for (const p of c.peers.filter((q) => q.gpu === o.gpu)) {
+      log(
+        `[worker ${o.rank}] no direct pair ${
+          pairName(o.rank, p.rank)
+        } (CUDA IPC or NCCL): both ranks run on CUDA device ${o.gpu}; plans with rank ${p.rank} use the host path`,
+      );
+    }
   }
   const dir = o.peerSocketDir;
-  const channel = await KvPeerChannel.listen({ rank: o.rank, socketPath: peerSocketPath(dir, o.rank), peerSocketPath: (r) => peerSocketPath(dir, r), log });
+  const channel = await KvPeerChannel.listen({
+    rank: o.rank,
+    socketPath: peerSocketPath(dir, o.rank),
+    peerSocketPath: (r) => peerSocketPath(dir, r),
+    log,
+  });
   const host = new HostCopyDataPath(o.kv, channel);
   if (peers.length === 0 || !c) return new PerPeerDataPath({ rank: o.rank, host, log });
-  const rendezvous = { rank: o.rank, epoch: o.epoch, controlSocketPath: o.controlSocketPath, rendezvousTimeoutMs: c.rendezvousTimeoutMs, heartbeat: o.heartbeat, log };
+  const rendezvous = {
+    rank: o.rank,
+    epoch: o.epoch,
+    controlSocketPath: o.controlSocketPath,
+    rendezvousTimeoutMs: c.rendezvousTimeoutMs,
+    heartbeat: o.heartbeat,
+    log,
+  };
   const direct: DirectPeers[] = [];
   const strictFailure = async (failed: ReadonlyMap<number, string>, what: string) => {
     await Promise.all(direct.map((d) => d.path?.close()));
@@ -107,26 +135,48 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
     const list = [...failed].map(([peer, why]) => `${pairName(o.rank, peer)}: ${why}`).join("; ");
     return new DataPathError(`transfers.dataPath is "${c.mode}" but ${what} did not come up (${list})`);
   };
+  // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
   let perPeer: PerPeerDataPath | undefined;
   const onBroken = (peer: number, reason: string) => perPeer?.fallBack(peer, reason);
 
   let ncclPeers = peers;
   if (c.mode === "auto" || c.mode === "ipc") {
-    const ipc = await setUpIpcPeers({ ...rendezvous, peers, factory: o.ipcFactory ?? nativeIpcFactory(new KvTransferEngine(o.kv.model.native), o.kv), fallback: c.mode === "auto" ? "try NCCL next" : `cannot run: transfers.dataPath is "ipc", so start-up fails` });
+    const ipc = await setUpIpcPeers({
+      ...rendezvous,
+      peers,
+      factory: o.ipcFactory ?? nativeIpcFactory(new KvTransferEngine(o.kv.model.native), o.kv),
+      fallback: c.mode === "auto" ? "try NCCL next" : `cannot run: transfers.dataPath is "ipc", so start-up fails`,
+    });
     const path = ipc.views.size > 0
-      ? new IpcDataPath({ rank: o.rank, blockBytes: o.kv.blockBytes, views: ipc.views, signals: ipcSignalsOverChannel(channel), timeoutMs: c.ipcTimeoutMs ?? 10_000, onPeerBroken: onBroken, log })
+      ? new IpcDataPath({
+        rank: o.rank,
+        blockBytes: o.kv.blockBytes,
+        views: ipc.views,
+        signals: ipcSignalsOverChannel(channel),
+        timeoutMs: c.ipcTimeoutMs ?? 10_000,
+        onPeerBroken: onBroken,
+        log,
+      })
       : undefined;
     direct.push({ name: "ipc", ...(path ? { path } : {}), peers: ipc.views.keys(), failed: ipc.failed });
     if (c.mode === "ipc" && ipc.failed.size > 0) throw await strictFailure(ipc.failed, "CUDA IPC pairs");
     ncclPeers = peers.filter((p) => !ipc.views.has(p));
   }
   if ((c.mode === "auto" || c.mode === "nccl") && ncclPeers.length > 0) {
-    const setup = await setUpNcclPairs({ ...rendezvous, device: o.gpu, peers: ncclPeers, factory: o.factory ?? nativePairFactory(new KvTransferEngine(o.kv.model.native)), timeoutMs: c.ncclTimeoutMs });
+    const setup = await setUpNcclPairs({
+      ...rendezvous,
+      device: o.gpu,
+      peers: ncclPeers,
+      factory: o.factory ?? nativePairFactory(new KvTransferEngine(o.kv.model.native)),
+      timeoutMs: c.ncclTimeoutMs,
+    });
     if (c.mode === "nccl" && setup.failed.size > 0) {
       for (const p of setup.pairs.values()) p.dispose();
       throw await strictFailure(setup.failed, "NCCL pairs");
     }
-    const path = setup.pairs.size > 0 ? new NcclDataPath(o.kv, setup.pairs, { timeoutMs: c.ncclTimeoutMs, onPairBroken: onBroken }) : undefined;
+    const path = setup.pairs.size > 0
+      ? new NcclDataPath(o.kv, setup.pairs, { timeoutMs: c.ncclTimeoutMs, onPairBroken: onBroken })
+      : undefined;
     direct.push({ name: "nccl", ...(path ? { path } : {}), peers: setup.pairs.keys(), failed: setup.failed });
   }
   perPeer = new PerPeerDataPath({ rank: o.rank, host, direct, log });
@@ -150,7 +200,11 @@ function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
  * with `kv`'s shape, and copies into it with `mode` (copyEngineDirect: the copy engine only, the
  * fastest measured cross-process path; kernel: one kernel storing over NVLink).
  */
-function nativeIpcFactory(xfer: KvTransferEngine, kv: KvCache, mode: PeerCopyModeName = "copyEngineDirect"): IpcViewFactory {
+function nativeIpcFactory(
+  xfer: KvTransferEngine,
+  kv: KvCache,
+  mode: PeerCopyModeName = "copyEngineDirect",
+): IpcViewFactory {
   return {
     numBlocks: kv.numBlocks,
     blockBytes: kv.blockBytes,

@@ -24,12 +24,16 @@ test("grouped bars: one rect per present value, whiskers where an interval exist
   // The tallest bar reaches the top tick at most; heights are proportional to the values.
   const bars = els.filter((e) => e.attrs.class === "bar").map((e) => Number(e.attrs.height));
   // Category-major order: rr 1x, lmpool 1x, rr 3x, rr 5x, lmpool 5x.
-  expect(bars.map((h) => h / bars[0]!)).toEqual([1, 1.5, 2, 3, 4.5].map((r) => expect.closeTo(r, 1)) as unknown as number[]);
+  expect(bars.map((h) => h / bars[0]!)).toEqual(
+    [1, 1.5, 2, 3, 4.5].map((r) => expect.closeTo(r, 1)) as unknown as number[],
+  );
   expect(Math.max(...bars)).toBeLessThanOrEqual(360);
 });
 
 test("mismatched series lengths are RangeErrors naming the series", () => {
-  expect(() => groupedBarChart({ title: "t", yLabel: "y", categories: ["a", "b"], series: [{ name: "s1", values: [1] }] })).toThrow(/"s1" has 1 values for 2 categories/);
+  expect(() =>
+    groupedBarChart({ title: "t", yLabel: "y", categories: ["a", "b"], series: [{ name: "s1", values: [1] }] })
+  ).toThrow(/"s1" has 1 values for 2 categories/);
 });
 
 test("line chart: one polyline per series and one marker per point on a log x axis", () => {
@@ -50,7 +54,9 @@ test("line chart: one polyline per series and one marker per point on a log x ax
   const xs = els.filter((e) => e.name === "circle").slice(0, 4).map((e) => Number(e.attrs.cx));
   expect(xs[1]! - xs[0]!).toBeCloseTo(xs[3]! - xs[2]!, 0);
   expect(svg).toContain("0-&gt;1");
-  expect(() => lineChart({ title: "t", xLabel: "x", yLabel: "y", logX: true, series: [{ name: "a", points: [{ x: 0, y: 1 }] }] })).toThrow(/x > 0, got 0/);
+  expect(() =>
+    lineChart({ title: "t", xLabel: "x", yLabel: "y", logX: true, series: [{ name: "a", points: [{ x: 0, y: 1 }] }] })
+  ).toThrow(/x > 0, got 0/);
 });
 
 test("nice ticks cover the range with round steps", () => {

@@ -23,8 +23,28 @@ describe("gpusOption", () => {
     expect(gpusOption("gpus", "0,", 2)).toEqual([0]);
   });
   test("bad values name the flag and the text", () => {
-    for (const bad of ["0", "", " ", "-1", "1.5", "two", "0x2", "1e1", "0,,1", ",0", "0,-1", "0,a", ",", "0,1,,", "99999999999999999999"]) {
-      expect(() => gpusOption("gpus", bad, 2)).toThrow(new RegExp(`^--gpus must be a GPU count .* got ${JSON.stringify(bad).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`));
+    for (
+      const bad of [
+        "0",
+        "",
+        " ",
+        "-1",
+        "1.5",
+        "two",
+        "0x2",
+        "1e1",
+        "0,,1",
+        ",0",
+        "0,-1",
+        "0,a",
+        ",",
+        "0,1,,",
+        "99999999999999999999",
+      ]
+    ) {
+      expect(() => gpusOption("gpus", bad, 2)).toThrow(
+        new RegExp(`^--gpus must be a GPU count .* got ${JSON.stringify(bad).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`),
+      );
     }
     expect(() => gpusOption("devices", "x", 2)).toThrow(RangeError);
     expect(() => gpusOption("devices", "x", 2)).toThrow(/^--devices /);
@@ -44,7 +64,9 @@ test("intOption and intListOption name the option and the text", () => {
   expect(() => intOption("repetitions", "0", 3)).toThrow('--repetitions must be a positive integer, got "0"');
   expect(() => intOption("seed", "-1", 0, 0)).toThrow('--seed must be an integer >= 0, got "-1"');
   expect(intListOption("batches", "1,2,4")).toEqual([1, 2, 4]);
-  expect(() => intListOption("batches", "1,x")).toThrow('--batches must be a comma-separated list of integers, got "1,x"');
+  expect(() => intListOption("batches", "1,x")).toThrow(
+    '--batches must be a comma-separated list of integers, got "1,x"',
+  );
 });
 
 test("the e2e configurations describe their ranks and run single-gpu on the first listed device", () => {
@@ -59,24 +81,52 @@ test("the e2e configurations describe their ranks and run single-gpu on the firs
 test("e2e refuses a bad --gpus, and --workload-file or --scales that its workloads would not read", async () => {
   const { runE2E } = await import("../../../bench/e2e.ts");
   const quiet = () => {};
-  await expect(runE2E(["--quick", "--gpus", "0,,1"], quiet)).rejects.toThrow(/^--gpus must be a GPU count .* got "0,,1"$/);
+  await expect(runE2E(["--quick", "--gpus", "0,,1"], quiet)).rejects.toThrow(
+    /^--gpus must be a GPU count .* got "0,,1"$/,
+  );
   await expect(runE2E(["--quick", "--gpus", "0"], quiet)).rejects.toThrow(/--gpus must be .* got "0"/);
-  await expect(runE2E(["--quick", "--workload", "load-skew", "--workload-file", "x.jsonl"], quiet)).rejects.toThrow('--workload-file is read by --workload jsonl only, got --workload "load-skew"');
-  await expect(runE2E(["--quick", "--workload", "load-skew", "--scales", "3"], quiet)).rejects.toThrow('--scales is read by --workload locality only, got --workload "load-skew"');
-  await expect(runE2E(["--quick", "--workload", "jsonl"], quiet)).rejects.toThrow("the jsonl workload needs a file path (--workload-file)");
+  await expect(runE2E(["--quick", "--workload", "load-skew", "--workload-file", "x.jsonl"], quiet)).rejects.toThrow(
+    '--workload-file is read by --workload jsonl only, got --workload "load-skew"',
+  );
+  await expect(runE2E(["--quick", "--workload", "load-skew", "--scales", "3"], quiet)).rejects.toThrow(
+    '--scales is read by --workload locality only, got --workload "load-skew"',
+  );
+  await expect(runE2E(["--quick", "--workload", "jsonl"], quiet)).rejects.toThrow(
+    "the jsonl workload needs a file path (--workload-file)",
+  );
 });
 
 test("serving reads --workload-file as the jsonl workload and refuses it beside another workload", async () => {
   const { runServing } = await import("../../../bench/serving.ts");
   const quiet = () => {};
-  await expect(runServing(["--workload", "random", "--workload-file", "x.jsonl"], quiet)).rejects.toThrow('--workload-file is read by --workload jsonl only, got --workload "random"');
+  await expect(runServing(["--workload", "random", "--workload-file", "x.jsonl"], quiet)).rejects.toThrow(
+    '--workload-file is read by --workload jsonl only, got --workload "random"',
+  );
   // A file alone selects the jsonl workload: the reader's own error shows it went to read that file.
-  await expect(runServing(["--workload-file", "/nonexistent/trace.jsonl"], quiet)).rejects.toThrow(/^cannot read JSONL workload \/nonexistent\/trace\.jsonl/);
+  await expect(runServing(["--workload-file", "/nonexistent/trace.jsonl"], quiet)).rejects.toThrow(
+    /^cannot read JSONL workload \/nonexistent\/trace\.jsonl/,
+  );
   // --quick's short-request options shape generated workloads only; the published file runs as it is.
-  await expect(runServing(["--workload", "random-256", "--quick", "--base-url", "http://127.0.0.1:1", "--model", "m", "--num-prompts", "1", "--request-rate", "inf"], quiet)).resolves.toContain("Successful requests");
+  await expect(
+    runServing([
+      "--workload",
+      "random-256",
+      "--quick",
+      "--base-url",
+      "http://127.0.0.1:1",
+      "--model",
+      "m",
+      "--num-prompts",
+      "1",
+      "--request-rate",
+      "inf",
+    ], quiet),
+  ).resolves.toContain("Successful requests");
 });
 
 test("throughput refuses a --workload that its --quick form would not read", async () => {
   const { default: throughput } = await import("../../../bench/throughput.ts");
-  await expect(throughput.run(["--quick", "--workload", "x.jsonl"])).rejects.toThrow('--workload "x.jsonl" does not apply to --quick, which runs its own short generated requests');
+  await expect(throughput.run(["--quick", "--workload", "x.jsonl"])).rejects.toThrow(
+    '--workload "x.jsonl" does not apply to --quick, which runs its own short generated requests',
+  );
 });

@@ -10,10 +10,31 @@ import { runSchedule } from "../../../bench/driver/schedule.ts";
 import { mean } from "../../../bench/stats/descriptive.ts";
 import type { Workload, WorkloadRequest } from "../../../bench/workloads/types.ts";
 
-const req = (id: string, extra: Partial<WorkloadRequest> = {}): WorkloadRequest => ({ id, promptTokenIds: [1, 2, 3], maxTokens: 2, ...extra });
-const workload = (requests: WorkloadRequest[], settings: Workload["settings"] = {}): Workload => ({ name: "t", description: "t", seed: 0, params: {}, settings, requests });
+const req = (id: string, extra: Partial<WorkloadRequest> = {}): WorkloadRequest => ({
+  id,
+  promptTokenIds: [1, 2, 3],
+  maxTokens: 2,
+  ...extra,
+});
+const workload = (requests: WorkloadRequest[], settings: Workload["settings"] = {}): Workload => ({
+  name: "t",
+  description: "t",
+  seed: 0,
+  params: {},
+  settings,
+  requests,
+});
 const observation = (o: Partial<RequestObservation>): RequestObservation => ({
-  id: "r", promptTokens: 10, dueMs: 0, sentMs: 0, tokenDeltas: [], finishMs: 0, cachedTokens: 0, rank: 0, finishReason: "length", ...o,
+  id: "r",
+  promptTokens: 10,
+  dueMs: 0,
+  sentMs: 0,
+  tokenDeltas: [],
+  finishMs: 0,
+  cachedTokens: 0,
+  rank: 0,
+  finishReason: "length",
+  ...o,
 });
 
 describe("arrival", () => {
@@ -32,7 +53,8 @@ describe("arrival", () => {
     expect(mean(gaps)).toBeLessThan(20 * 1.1);
   });
   test("trace mode uses arrival_time and names a request without one", () => {
-    expect(arrivalOffsetsMs([req("a", { arrivalTime: 0.25 }), req("b", { arrivalTime: 1 })], { kind: "trace" })).toEqual([250, 1000]);
+    expect(arrivalOffsetsMs([req("a", { arrivalTime: 0.25 }), req("b", { arrivalTime: 1 })], { kind: "trace" }))
+      .toEqual([250, 1000]);
     expect(() => arrivalOffsetsMs([req("a", { arrivalTime: 0 }), req("b")], { kind: "trace" })).toThrow(/b has none/);
   });
   test("parsing", () => {
@@ -44,7 +66,13 @@ describe("arrival", () => {
 
 describe("request record", () => {
   test("TTFT, TPOT over N - 1, ITL per delta, E2E", () => {
-    const r = toRecord(observation({ sentMs: 100, tokenDeltas: [{ atMs: 150, tokens: 1 }, { atMs: 170, tokens: 2 }, { atMs: 200, tokens: 1 }], finishMs: 210 }));
+    const r = toRecord(
+      observation({
+        sentMs: 100,
+        tokenDeltas: [{ atMs: 150, tokens: 1 }, { atMs: 170, tokens: 2 }, { atMs: 200, tokens: 1 }],
+        finishMs: 210,
+      }),
+    );
     expect(r.outputTokens).toBe(4);
     expect(r.ttftMs).toBe(50);
     expect(r.tpotMs).toBeCloseTo((210 - 150) / 3, 12);
@@ -55,7 +83,13 @@ describe("request record", () => {
     expect(toRecord(observation({ tokenDeltas: [{ atMs: 5, tokens: 1 }], finishMs: 6 })).tpotMs).toBeNull();
   });
   test("a server-reported token count overrides the delta count", () => {
-    const r = toRecord(observation({ tokenDeltas: [{ atMs: 10, tokens: 1 }, { atMs: 20, tokens: 1 }], finishMs: 40, reportedOutputTokens: 4 }));
+    const r = toRecord(
+      observation({
+        tokenDeltas: [{ atMs: 10, tokens: 1 }, { atMs: 20, tokens: 1 }],
+        finishMs: 40,
+        reportedOutputTokens: 4,
+      }),
+    );
     expect(r.outputTokens).toBe(4);
     expect(r.tpotMs).toBe(10);
   });
@@ -71,7 +105,14 @@ function timedSend(ms: (r: WorkloadRequest) => number, events: string[], live = 
     await new Promise((res) => setTimeout(res, ms(r)));
     live.now--;
     events.push(`end ${r.id}`);
-    return observation({ id: r.id, sentMs, dueMs, tokenDeltas: [{ atMs: now(), tokens: 1 }], finishMs: now(), ...(r.phase ? { phase: r.phase } : {}) });
+    return observation({
+      id: r.id,
+      sentMs,
+      dueMs,
+      tokenDeltas: [{ atMs: now(), tokens: 1 }],
+      finishMs: now(),
+      ...(r.phase ? { phase: r.phase } : {}),
+    });
   };
 }
 
@@ -86,7 +127,12 @@ describe("scheduler", () => {
   });
   test("a session's turns run one after another; other sessions overlap", async () => {
     const events: string[] = [];
-    const w = workload([req("a1", { sessionId: "a" }), req("b1", { sessionId: "b" }), req("a2", { sessionId: "a" }), req("b2", { sessionId: "b" })]);
+    const w = workload([
+      req("a1", { sessionId: "a" }),
+      req("b1", { sessionId: "b" }),
+      req("a2", { sessionId: "a" }),
+      req("b2", { sessionId: "b" }),
+    ]);
     await runSchedule(w, {}, timedSend(() => 10, events));
     expect(events.indexOf("start a2")).toBeGreaterThan(events.indexOf("end a1"));
     expect(events.indexOf("start b2")).toBeGreaterThan(events.indexOf("end b1"));
@@ -94,7 +140,10 @@ describe("scheduler", () => {
   });
   test("phase barriers open a phase only after the previous one drained", async () => {
     const events: string[] = [];
-    const w = workload([req("w1", { phase: "warmup" }), req("w2", { phase: "warmup" }), req("u1", { phase: "reuse" })], { phaseBarrier: true });
+    const w = workload(
+      [req("w1", { phase: "warmup" }), req("w2", { phase: "warmup" }), req("u1", { phase: "reuse" })],
+      { phaseBarrier: true },
+    );
     await runSchedule(w, {}, timedSend((r) => (r.id === "w2" ? 25 : 5), events));
     expect(events.indexOf("start u1")).toBeGreaterThan(events.indexOf("end w2"));
     const loose: string[] = [];
@@ -112,18 +161,68 @@ describe("scheduler", () => {
 describe("aggregation", () => {
   test("throughput, hit rate, token reuse, per-rank load, transfers and phases", () => {
     const records = [
-      toRecord(observation({ id: "a", promptTokens: 100, cachedTokens: 0, rank: 0, sentMs: 0, tokenDeltas: [{ atMs: 100, tokens: 1 }, { atMs: 200, tokens: 1 }], finishMs: 200, phase: "warmup" })),
-      toRecord(observation({ id: "b", promptTokens: 100, cachedTokens: 64, rank: 1, sentMs: 0, tokenDeltas: [{ atMs: 50, tokens: 2 }], finishMs: 60, phase: "reuse" })),
-      toRecord(observation({ id: "c", promptTokens: 50, cachedTokens: 32, rank: 1, sentMs: 100, tokenDeltas: [{ atMs: 150, tokens: 1 }, { atMs: 500, tokens: 1 }], finishMs: 500, phase: "reuse" })),
-      toRecord(observation({ id: "d", promptTokens: 10, sentMs: 0, finishMs: 5, finishReason: "error", error: "boom" })),
+      toRecord(
+        observation({
+          id: "a",
+          promptTokens: 100,
+          cachedTokens: 0,
+          rank: 0,
+          sentMs: 0,
+          tokenDeltas: [{ atMs: 100, tokens: 1 }, { atMs: 200, tokens: 1 }],
+          finishMs: 200,
+          phase: "warmup",
+        }),
+      ),
+      toRecord(
+        observation({
+          id: "b",
+          promptTokens: 100,
+          cachedTokens: 64,
+          rank: 1,
+          sentMs: 0,
+          tokenDeltas: [{ atMs: 50, tokens: 2 }],
+          finishMs: 60,
+          phase: "reuse",
+        }),
+      ),
+      toRecord(
+        observation({
+          id: "c",
+          promptTokens: 50,
+          cachedTokens: 32,
+          rank: 1,
+          sentMs: 100,
+          tokenDeltas: [{ atMs: 150, tokens: 1 }, { atMs: 500, tokens: 1 }],
+          finishMs: 500,
+          phase: "reuse",
+        }),
+      ),
+      toRecord(
+        observation({ id: "d", promptTokens: 10, sentMs: 0, finishMs: 5, finishReason: "error", error: "boom" }),
+      ),
     ];
     const stats = (count: number, blocks: number, p50: number) => ({
       ranks: [],
-      routing: { hits: count, "transfer_prefix-copy_completed": count - 1, transfer_offload_completed: 1, transfer_released_blocks: blocks - 4, transfer_publish_samples: count, transfer_publish_ms_p50: p50, transfer_publish_ms_p95: 2 * p50, transfer_publish_ms_max: 3 * p50 },
+      routing: {
+        hits: count,
+        "transfer_prefix-copy_completed": count - 1,
+        transfer_offload_completed: 1,
+        transfer_released_blocks: blocks - 4,
+        transfer_publish_samples: count,
+        transfer_publish_ms_p50: p50,
+        transfer_publish_ms_p95: 2 * p50,
+        transfer_publish_ms_max: 3 * p50,
+      },
       transfers: { count, blocks, bytes: blocks * 1000 },
       health: { ranks: [] },
     });
-    const m = aggregateRun({ startedAtEpochMs: 0, elapsedMs: 500, records, statsBefore: stats(1, 4, 0.5), statsAfter: stats(3, 10, 0.25) });
+    const m = aggregateRun({
+      startedAtEpochMs: 0,
+      elapsedMs: 500,
+      records,
+      statsBefore: stats(1, 4, 0.5),
+      statsAfter: stats(3, 10, 0.25),
+    });
     expect(m.completed).toBe(3);
     expect(m.failed).toBe(1);
     expect(m.errors).toEqual(["boom"]);
@@ -139,10 +238,19 @@ describe("aggregation", () => {
     expect(m.transfers).toEqual({ count: 2, blocks: 6, bytes: 6000 });
     expect(m.routing).toMatchObject({ hits: 2, transfer_publish_ms_p50: 0.25 }); // a gauge: the value after, not a difference
     expect(m.transferPlans).toEqual({
-      completed: { prefixCopy: 2, offload: 0, background: 0 }, aborted: 0, releasedBlocks: 6, leaseRoutes: 0,
-      publishMs: { samples: 3, p50: 0.25, p95: 0.5, max: 0.75 }, publish1BlockMs: null,
+      completed: { prefixCopy: 2, offload: 0, background: 0 },
+      aborted: 0,
+      releasedBlocks: 6,
+      leaseRoutes: 0,
+      publishMs: { samples: 3, p50: 0.25, p95: 0.5, max: 0.75 },
+      publish1BlockMs: null,
     });
-    expect(scalarMetrics(m)).toMatchObject({ transferPrefixCopies: 2, transferReleasedBlocks: 6, transferPublishP50: 0.25, transferPublishP95: 0.5 });
+    expect(scalarMetrics(m)).toMatchObject({
+      transferPrefixCopies: 2,
+      transferReleasedBlocks: 6,
+      transferPublishP50: 0.25,
+      transferPublishP95: 0.5,
+    });
     expect(scalarMetrics(m).transferPublish1BlockP50).toBeNaN();
     expect(Object.keys(m.phases)).toEqual(["warmup", "reuse"]);
     expect(m.phases.reuse!.requests).toBe(2);
@@ -151,11 +259,27 @@ describe("aggregation", () => {
 
 describe("repetitions", () => {
   test("an unavailable configuration is reported, not failed", async () => {
-    const r = await runConfiguration({ name: "x", description: "x", create: () => Promise.reject(new ConfigurationUnavailableError("x", "LLMEngine not built yet")) }, workload([req("a")]), { repetitions: 3 });
+    const r = await runConfiguration(
+      {
+        name: "x",
+        description: "x",
+        create: () => Promise.reject(new ConfigurationUnavailableError("x", "LLMEngine not built yet")),
+      },
+      workload([req("a")]),
+      { repetitions: 3 },
+    );
     expect(r).toMatchObject({ status: "not-available", reason: "LLMEngine not built yet", repetitions: [] });
   });
   test("a factory that fails is a failed configuration naming the error", async () => {
-    const r = await runConfiguration({ name: "y", description: "y", create: () => Promise.reject(new RangeError("no GPU 3")) }, workload([req("a")]), { repetitions: 2 });
+    const r = await runConfiguration(
+      {
+        name: "y",
+        description: "y",
+        create: () => Promise.reject(new RangeError("no GPU 3")),
+      },
+      workload([req("a")]),
+      { repetitions: 2 },
+    );
     expect(r.status).toBe("failed");
     expect(r.repetitions.length).toBe(2);
     expect(r.reason).toContain("RangeError: no GPU 3");

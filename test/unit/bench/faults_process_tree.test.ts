@@ -1,7 +1,16 @@
 // /proc scanning of the fault suite against real processes: a shell with two sleeping children
 // and a fake "worker" whose command line carries worker_main.ts and its JSON argument.
 import { afterEach, expect, test } from "bun:test";
-import { descendantsOf, findControlPlane, findWorkers, isAlive, parseWorkerCmdline, rssKiB, signalPid, survivors } from "../../../bench/faults/process_tree.ts";
+import {
+  descendantsOf,
+  findControlPlane,
+  findWorkers,
+  isAlive,
+  parseWorkerCmdline,
+  rssKiB,
+  signalPid,
+  survivors,
+} from "../../../bench/faults/process_tree.ts";
 
 const spawned: Bun.Subprocess[] = [];
 afterEach(() => {
@@ -14,7 +23,11 @@ async function waitFor(test: () => boolean, ms = 5000): Promise<void> {
 }
 
 test("worker command lines give their rank and socket directory; others are not workers", () => {
-  expect(parseWorkerCmdline(`bun run /r/lib/processes/worker_main.ts {"rank":3,"epoch":1,"launcherSocketPath":"/tmp/lmpool-ab12/launcher.sock"}`))
+  expect(
+    parseWorkerCmdline(
+      `bun run /r/lib/processes/worker_main.ts {"rank":3,"epoch":1,"launcherSocketPath":"/tmp/lmpool-ab12/launcher.sock"}`,
+    ),
+  )
     .toEqual({ rank: 3, socketDir: "/tmp/lmpool-ab12" });
   expect(parseWorkerCmdline(`bun run worker_main.ts {"rank":0}`)).toEqual({ rank: 0, socketDir: null });
   expect(parseWorkerCmdline(`bun run control_main.ts {"rank":0}`)).toBeNull();

@@ -6,15 +6,26 @@ import { sendClassified } from "../../../bench/faults/request_outcome.ts";
 
 const enc = new TextEncoder();
 const sse = (events: string[], end = true) =>
-  new Response(new ReadableStream({
-    async start(c) {
-      for (const e of events) c.enqueue(enc.encode(`data: ${e}\n\n`));
-      if (end) c.close();
-    },
-  }), { headers: { "content-type": "text/event-stream" } });
+  new Response(
+    new ReadableStream({
+      async start(c) {
+        for (const e of events) c.enqueue(enc.encode(`data: ${e}\n\n`));
+        if (end) c.close();
+      },
+    }),
+    { headers: { "content-type": "text/event-stream" } },
+  );
 
-const chunk = (text: string, finish: string | null = null) => JSON.stringify({ choices: [{ index: 0, text, finish_reason: finish }] });
-const errorBody = { error: { message: "temperature must be a finite float32", type: "invalid_request_error", param: "temperature", code: null } };
+const chunk = (text: string, finish: string | null = null) =>
+  JSON.stringify({ choices: [{ index: 0, text, finish_reason: finish }] });
+const errorBody = {
+  error: {
+    message: "temperature must be a finite float32",
+    type: "invalid_request_error",
+    param: "temperature",
+    code: null,
+  },
+};
 
 let server: ReturnType<typeof Bun.serve>;
 let base = "";
@@ -26,21 +37,36 @@ beforeAll(() => {
       const path = new URL(req.url).pathname;
       await req.text();
       switch (path) {
-        case "/ok": return Response.json({ choices: [{ index: 0, text: "hi", finish_reason: "length" }] });
-        case "/tokenize": return Response.json({ count: 2, max_model_len: 8, tokens: [1, 2] });
-        case "/bad-request": return Response.json(errorBody, { status: 400 });
-        case "/too-large": return new Response("payload too large", { status: 413 });
-        case "/garbage-200": return new Response("<html>oops</html>", { status: 200 });
-        case "/no-finish": return Response.json({ choices: [{ index: 0, text: "hi", finish_reason: null }] });
-        case "/stream-ok": return sse([chunk("a"), chunk("b", "stop"), "[DONE]"]);
-        case "/stream-error": return sse([chunk("a"), JSON.stringify(errorBody), "[DONE]"]);
-        case "/stream-no-done": return sse([chunk("a"), chunk("b", "length")]);
-        case "/stream-error-no-done": return sse([chunk("a"), JSON.stringify(errorBody)]);
-        case "/stream-abort": return sse([chunk("a", "abort"), "[DONE]"]);
-        case "/stream-garbage": return sse(["not json", "[DONE]"]);
-        case "/stream-hang": return sse([chunk("a")], false);
-        case "/hang": return new Promise<Response>(() => {});
-        default: return new Response("no", { status: 404 });
+        case "/ok":
+          return Response.json({ choices: [{ index: 0, text: "hi", finish_reason: "length" }] });
+        case "/tokenize":
+          return Response.json({ count: 2, max_model_len: 8, tokens: [1, 2] });
+        case "/bad-request":
+          return Response.json(errorBody, { status: 400 });
+        case "/too-large":
+          return new Response("payload too large", { status: 413 });
+        case "/garbage-200":
+          return new Response("<html>oops</html>", { status: 200 });
+        case "/no-finish":
+          return Response.json({ choices: [{ index: 0, text: "hi", finish_reason: null }] });
+        case "/stream-ok":
+          return sse([chunk("a"), chunk("b", "stop"), "[DONE]"]);
+        case "/stream-error":
+          return sse([chunk("a"), JSON.stringify(errorBody), "[DONE]"]);
+        case "/stream-no-done":
+          return sse([chunk("a"), chunk("b", "length")]);
+        case "/stream-error-no-done":
+          return sse([chunk("a"), JSON.stringify(errorBody)]);
+        case "/stream-abort":
+          return sse([chunk("a", "abort"), "[DONE]"]);
+        case "/stream-garbage":
+          return sse(["not json", "[DONE]"]);
+        case "/stream-hang":
+          return sse([chunk("a")], false);
+        case "/hang":
+          return new Promise<Response>(() => {});
+        default:
+          return new Response("no", { status: 404 });
       }
     },
   });
@@ -49,7 +75,8 @@ beforeAll(() => {
 
 afterAll(() => server.stop(true));
 
-const send = (path: string, stream = false, deadlineMs = 5000, more = {}) => sendClassified(base, { label: path, path, body: { prompt: "x" }, stream, deadlineMs, ...more });
+const send = (path: string, stream = false, deadlineMs = 5000, more = {}) =>
+  sendClassified(base, { label: path, path, body: { prompt: "x" }, stream, deadlineMs, ...more });
 
 test("finished answers are completed, OpenAI error bodies are clear errors", async () => {
   expect((await send("/ok")).kind).toBe("completed");
@@ -63,16 +90,18 @@ test("finished answers are completed, OpenAI error bodies are clear errors", asy
 });
 
 test("an error without an OpenAI body, garbage, or a 200 that is not finished is lost", async () => {
-  for (const [path, stream, why] of [
-    ["/too-large", false, "not JSON"],
-    ["/garbage-200", false, "not JSON"],
-    ["/no-finish", false, "not a finished answer"],
-    ["/stream-no-done", true, "without [DONE]"],
-    ["/stream-error-no-done", true, "without [DONE]"],
-    ["/stream-abort", true, "no error event"],
-    ["/stream-garbage", true, "not JSON"],
-    ["/ok", true, "not an event stream"],
-  ] as const) {
+  for (
+    const [path, stream, why] of [
+      ["/too-large", false, "not JSON"],
+      ["/garbage-200", false, "not JSON"],
+      ["/no-finish", false, "not a finished answer"],
+      ["/stream-no-done", true, "without [DONE]"],
+      ["/stream-error-no-done", true, "without [DONE]"],
+      ["/stream-abort", true, "no error event"],
+      ["/stream-garbage", true, "not JSON"],
+      ["/ok", true, "not an event stream"],
+    ] as const
+  ) {
     const o = await send(path, stream);
     expect(`${path}: ${o.kind}`).toBe(`${path}: lost`);
     expect(o.detail).toContain(why);
@@ -89,12 +118,21 @@ test("a hung answer is lost at its deadline, a hang-up on purpose is cancelled, 
   expect(performance.now() - t0).toBeLessThan(3000);
 
   const cancel = new AbortController();
-  const cancelled = await send("/stream-hang", true, 5000, { cancel: cancel.signal, onFirstToken: () => cancel.abort() });
+  const cancelled = await send("/stream-hang", true, 5000, {
+    cancel: cancel.signal,
+    onFirstToken: () => cancel.abort(),
+  });
   expect(cancelled.kind).toBe("cancelled");
 
   const dead = Bun.serve({ port: 0, fetch: () => new Response("x") });
   const port = dead.port;
   dead.stop(true);
-  const refused = await sendClassified(`http://127.0.0.1:${port}`, { label: "refused", path: "/ok", body: {}, stream: false, deadlineMs: 2000 });
+  const refused = await sendClassified(`http://127.0.0.1:${port}`, {
+    label: "refused",
+    path: "/ok",
+    body: {},
+    stream: false,
+    deadlineMs: 2000,
+  });
   expect([refused.kind, refused.transport]).toEqual(["lost", true]);
 });

@@ -60,14 +60,23 @@ const gauges = (healthy: number, up1: number, extra = "") =>
 
 test("leaks are read once the work drains; a missing gauge and work that never drains are said plainly", async () => {
   state.metrics = `${gauges(2, 1)}vllm:num_requests_running{engine="0"} 1\nlmpool_kv_leaked_blocks{engine="0"} 5\n`;
-  setTimeout(() => (state.metrics = `${gauges(2, 1)}vllm:num_requests_running{engine="0"} 0\nlmpool_kv_leaked_blocks{engine="0"} 0\nlmpool_kv_leaked_blocks{engine="1"} 0\n`), 300);
+  setTimeout(
+    () => (state.metrics = `${
+      gauges(2, 1)
+    }vllm:num_requests_running{engine="0"} 0\nlmpool_kv_leaked_blocks{engine="0"} 0\nlmpool_kv_leaked_blocks{engine="1"} 0\n`),
+    300,
+  );
   expect(await watch.leakedAfterDrain(3000, 500)).toEqual({ drained: true, leaked: 0, reason: "" });
 
   state.metrics = `${gauges(2, 1)}lmpool_kv_leaked_blocks{engine="1"} 7\n`;
   expect((await watch.leakedAfterDrain(1000, 300)).leaked).toBe(7);
 
   state.metrics = gauges(2, 1);
-  expect(await watch.leakedAfterDrain(1000, 300)).toEqual({ drained: true, leaked: null, reason: "/metrics has no lmpool_kv_leaked_blocks" });
+  expect(await watch.leakedAfterDrain(1000, 300)).toEqual({
+    drained: true,
+    leaked: null,
+    reason: "/metrics has no lmpool_kv_leaked_blocks",
+  });
 
   state.metrics = `${gauges(2, 1)}vllm:num_requests_waiting{engine="1"} 2\n`;
   const stuck = await watch.leakedAfterDrain(400, 100);

@@ -35,7 +35,11 @@ test("each error names the source and the 1-based line", () => {
   const ok = '{"prompt": "a", "max_tokens": 1}';
   bad([ok, ok, '{"prompt": "a", "max_tokens": 0}'], /"max_tokens" must be an integer >= 1, got 0/, 3);
   bad([ok, "{not json"], /not valid JSON/, 2);
-  bad(['{"prompt": "a", "prompt_token_ids": [1], "max_tokens": 1}'], /exactly one of "prompt" and "prompt_token_ids".*both/, 1);
+  bad(
+    ['{"prompt": "a", "prompt_token_ids": [1], "max_tokens": 1}'],
+    /exactly one of "prompt" and "prompt_token_ids".*both/,
+    1,
+  );
   bad([ok, "", '{"max_tokens": 1}'], /neither/, 3);
   bad(['{"prompt_token_ids": [1, -2], "max_tokens": 1}'], /\[1\] must be a non-negative integer, got -2/, 1);
   bad(['{"prompt": "a", "max_tokens": 1, "arrival_time": -1}'], /arrival_time/, 1);
@@ -45,7 +49,9 @@ test("each error names the source and the 1-based line", () => {
 
 test("an empty file and duplicate ids are rejected", () => {
   expect(() => parseJsonlWorkload("\n\n", { source: "e.jsonl" })).toThrow(/no requests/);
-  expect(() => parseJsonlWorkload('{"id": 1, "prompt": "a", "max_tokens": 1}\n{"id": "1", "prompt": "b", "max_tokens": 1}')).toThrow(/"1" appears more than once/);
+  expect(() =>
+    parseJsonlWorkload('{"id": 1, "prompt": "a", "max_tokens": 1}\n{"id": "1", "prompt": "b", "max_tokens": 1}')
+  ).toThrow(/"1" appears more than once/);
 });
 
 test("reads a file, naming it in errors and in the workload", () => {

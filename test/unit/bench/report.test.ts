@@ -20,7 +20,19 @@ const run = aggregateRun({
   elapsedMs: 2000,
   statsBefore: null,
   statsAfter: null,
-  records: [0, 1, 2].map((i) => toRecord({ id: `r${i}`, promptTokens: 100, dueMs: 0, sentMs: 0, tokenDeltas: [{ atMs: 100 + i, tokens: 1 }, { atMs: 300, tokens: 1 }], finishMs: 300, cachedTokens: i * 16, rank: i % 2, finishReason: "length" })),
+  records: [0, 1, 2].map((i) =>
+    toRecord({
+      id: `r${i}`,
+      promptTokens: 100,
+      dueMs: 0,
+      sentMs: 0,
+      tokenDeltas: [{ atMs: 100 + i, tokens: 1 }, { atMs: 300, tokens: 1 }],
+      finishMs: 300,
+      cachedTokens: i * 16,
+      rank: i % 2,
+      finishReason: "length",
+    })
+  ),
 });
 
 test("markdown table escapes pipes and checks row widths", () => {
@@ -49,49 +61,107 @@ test("serving result uses vLLM's layout", () => {
 
 test("artifacts: results.json, summary.md and three well-formed charts (plus transfer latency when measured)", () => {
   const config = (name: string, status: ConfigurationResult["status"]): ConfigurationResult => ({
-    name, description: name, status, repetitions: status === "ok" ? [{ index: 0, complete: true, metrics: run }, { index: 1, complete: true, metrics: run }] : [],
+    name,
+    description: name,
+    status,
+    repetitions: status === "ok"
+      ? [{ index: 0, complete: true, metrics: run }, { index: 1, complete: true, metrics: run }]
+      : [],
     completeRepetitions: status === "ok" ? 2 : 0,
-    intervals: status === "ok" ? { outputThroughput: studentTInterval([3, 3.2]), ttftMean: studentTInterval([101, 99]), tpotMean: studentTInterval([199, 201]) } : {},
+    intervals: status === "ok"
+      ? {
+        outputThroughput: studentTInterval([3, 3.2]),
+        ttftMean: studentTInterval([101, 99]),
+        tpotMean: studentTInterval([199, 201]),
+      }
+      : {},
     ...(status === "ok" ? {} : { reason: "LLMEngine not built yet" }),
   });
   const results: BenchResults = {
     schema: RESULTS_SCHEMA,
     entry: "e2e",
     metadata: collectMetadata({ command: ["test"], seeds: { workload: 0 } }),
-    scenarios: [{ workload: { name: "locality-1x", description: "d", seed: 0, params: {}, settings: {}, requests: 3 }, traceProfile: null, arrival: "burst", maxInFlight: 16, configurations: [config("single-gpu", "ok"), config("lmpool", "not-available")] }],
-    transferLatency: [{ pair: "0->1", blocks: 1, bytes: 100, latencyMs: 0.1 }, { pair: "0->1", blocks: 2, bytes: 200, latencyMs: 0.15 }],
+    scenarios: [{
+      workload: { name: "locality-1x", description: "d", seed: 0, params: {}, settings: {}, requests: 3 },
+      traceProfile: null,
+      arrival: "burst",
+      maxInFlight: 16,
+      configurations: [config("single-gpu", "ok"), config("lmpool", "not-available")],
+    }],
+    transferLatency: [{ pair: "0->1", blocks: 1, bytes: 100, latencyMs: 0.1 }, {
+      pair: "0->1",
+      blocks: 2,
+      bytes: 200,
+      latencyMs: 0.15,
+    }],
   };
   const dir = join(mkdtempSync(join(tmpdir(), "lmpool-report-")), "out");
   const { files } = writeArtifacts(results, { dir });
-  expect(files.map((f) => f.slice(dir.length + 1)).sort()).toEqual(["results.json", "summary.md", "throughput.svg", "tpot.svg", "transfer_latency.svg", "ttft.svg"]);
+  expect(files.map((f) => f.slice(dir.length + 1)).sort()).toEqual([
+    "results.json",
+    "summary.md",
+    "throughput.svg",
+    "tpot.svg",
+    "transfer_latency.svg",
+    "ttft.svg",
+  ]);
   const json = JSON.parse(readFileSync(join(dir, "results.json"), "utf8"));
   expect(json.scenarios[0].configurations.map((c: { name: string }) => c.name)).toEqual(["single-gpu", "lmpool"]);
   const md = readFileSync(join(dir, "summary.md"), "utf8");
   expect(md).toContain("| single-gpu | ok | 2/2 | 3.1 ± 1.3 |");
   expect(md).toContain("| lmpool | not-available: LLMEngine not built yet | 0/0 |");
-  for (const f of ["throughput.svg", "ttft.svg", "tpot.svg", "transfer_latency.svg"]) expect(existsSync(join(dir, f))).toBe(true);
-  const bars = checkWellFormed(readFileSync(join(dir, "throughput.svg"), "utf8")).filter((e) => e.attrs.class === "bar");
+  for (const f of ["throughput.svg", "ttft.svg", "tpot.svg", "transfer_latency.svg"]) {
+    expect(existsSync(join(dir, f))).toBe(true);
+  }
+  const bars = checkWellFormed(readFileSync(join(dir, "throughput.svg"), "utf8")).filter((e) =>
+    e.attrs.class === "bar"
+  );
   expect(bars.length).toBe(1);
-  expect(checkWellFormed(readFileSync(join(dir, "transfer_latency.svg"), "utf8")).filter((e) => e.name === "circle").length).toBe(2);
+  expect(
+    checkWellFormed(readFileSync(join(dir, "transfer_latency.svg"), "utf8")).filter((e) => e.name === "circle").length,
+  ).toBe(2);
 });
 
 test("the transfers table lists configurations that transferred: kinds, released blocks, publish latency", () => {
   const ci = (xs: number[]) => studentTInterval(xs);
   const moved: ConfigurationResult = {
-    name: "lmpool", description: "d", status: "ok", repetitions: [], completeRepetitions: 2,
+    name: "lmpool",
+    description: "d",
+    status: "ok",
+    repetitions: [],
+    completeRepetitions: 2,
     intervals: {
-      transferCount: ci([4, 4]), transferPrefixCopies: ci([3, 3]), transferOffloads: ci([1, 1]), transferBackground: ci([0, 0]), transferAborted: ci([0, 0]),
-      transferBlocks: ci([12, 12]), transferReleasedBlocks: ci([2, 2]), leaseRoutes: ci([0, 0]), transferPublishP50: ci([0.5, 0.7]),
-      transferPublishP95: ci([0.9, 0.9]), transferPublishMax: ci([1.25, 1.25]), transferPublish1BlockP50: ci([0.4, 0.4]),
+      transferCount: ci([4, 4]),
+      transferPrefixCopies: ci([3, 3]),
+      transferOffloads: ci([1, 1]),
+      transferBackground: ci([0, 0]),
+      transferAborted: ci([0, 0]),
+      transferBlocks: ci([12, 12]),
+      transferReleasedBlocks: ci([2, 2]),
+      leaseRoutes: ci([0, 0]),
+      transferPublishP50: ci([0.5, 0.7]),
+      transferPublishP95: ci([0.9, 0.9]),
+      transferPublishMax: ci([1.25, 1.25]),
+      transferPublish1BlockP50: ci([0.4, 0.4]),
     },
   };
   const none: ConfigurationResult = { ...moved, name: "round-robin", intervals: { transferCount: ci([0, 0]) } };
   expect(transferTable([none])).toBeUndefined();
   const table = transferTable([none, moved])!;
-  expect(table.split("\n")[0]).toBe("| configuration | plans done | prefix copies | offloads (move) | background | aborted | blocks | source blocks released | lease routes | publish p50 ms | publish p95 ms | publish max ms | 1-block p50 ms |");
-  expect(table).toContain("| lmpool | 4.0 ± 0.0 | 3.0 ± 0.0 | 1.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0 | 12.0 ± 0.0 | 2.0 ± 0.0 | 0.0 ± 0.0 | 0.60 ± 1.27 | 0.90 ± 0.00 | 1.25 ± 0.00 | 0.40 ± 0.00 |");
+  expect(table.split("\n")[0]).toBe(
+    "| configuration | plans done | prefix copies | offloads (move) | background | aborted | blocks | source blocks released | lease routes | publish p50 ms | publish p95 ms | publish max ms | 1-block p50 ms |",
+  );
+  expect(table).toContain(
+    "| lmpool | 4.0 ± 0.0 | 3.0 ± 0.0 | 1.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0 | 12.0 ± 0.0 | 2.0 ± 0.0 | 0.0 ± 0.0 | 0.60 ± 1.27 | 0.90 ± 0.00 | 1.25 ± 0.00 | 0.40 ± 0.00 |",
+  );
   expect(table).not.toContain("round-robin");
-  const section = scenarioSection({ workload: { name: "w", description: "d", seed: 0, params: {}, settings: {}, requests: 1 }, traceProfile: null, arrival: "burst", maxInFlight: null, configurations: [none, moved] });
+  const section = scenarioSection({
+    workload: { name: "w", description: "d", seed: 0, params: {}, settings: {}, requests: 1 },
+    traceProfile: null,
+    arrival: "burst",
+    maxInFlight: null,
+    configurations: [none, moved],
+  });
   expect(section).toContain("Transfers (publish = plan dispatch");
 });
 

@@ -19,7 +19,8 @@ async function collect(chunks: (string | Uint8Array)[]): Promise<string[]> {
 }
 
 test("events split anywhere, with CRLF, comments, other fields and multi-line data", async () => {
-  const text = ': keep-alive\r\ndata: {"a":1}\r\n\r\nevent: x\ndata:{"b":2}\n\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n';
+  const text =
+    ': keep-alive\r\ndata: {"a":1}\r\n\r\nevent: x\ndata:{"b":2}\n\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n';
   const expected = ['{"a":1}', '{"b":2}', "line1\nline2", "[DONE]"];
   expect(await collect([text])).toEqual(expected);
   for (const size of [1, 2, 3, 7]) {

@@ -64,7 +64,16 @@ describe("incomplete beta", () => {
 
 describe("Student-t", () => {
   test("two-sided 95% quantiles t_{0.975, df}", () => {
-    const known: [number, number][] = [[1, 12.7062047361747], [2, 4.30265272974946], [3, 3.18244630528371], [4, 2.77644510519779], [5, 2.57058183563631], [10, 2.22813885198627], [30, 2.04227245630124], [120, 1.97993040508242]];
+    const known: [number, number][] = [
+      [1, 12.7062047361747],
+      [2, 4.30265272974946],
+      [3, 3.18244630528371],
+      [4, 2.77644510519779],
+      [5, 2.57058183563631],
+      [10, 2.22813885198627],
+      [30, 2.04227245630124],
+      [120, 1.97993040508242],
+    ];
     for (const [df, t] of known) expect(studentTQuantile(0.975, df)).toBeCloseTo(t, 9);
   });
   test("other levels and symmetry", () => {
@@ -75,7 +84,9 @@ describe("Student-t", () => {
     expect(studentTQuantile(0.975, 1e6)).toBeCloseTo(1.959966, 5);
   });
   test("the CDF inverts the quantile", () => {
-    for (const df of [1, 2.5, 9, 50]) for (const p of [0.01, 0.3, 0.8, 0.999]) expect(studentTCdf(studentTQuantile(p, df), df)).toBeCloseTo(p, 10);
+    for (const df of [1, 2.5, 9, 50]) {
+      for (const p of [0.01, 0.3, 0.8, 0.999]) expect(studentTCdf(studentTQuantile(p, df), df)).toBeCloseTo(p, 10);
+    }
     expect(studentTCdf(0, 5)).toBeCloseTo(0.5, 14);
     // df = 1 is the Cauchy distribution: F(t) = 1/2 + atan(t)/π.
     expect(studentTCdf(2, 1)).toBeCloseTo(0.5 + Math.atan(2) / Math.PI, 13);

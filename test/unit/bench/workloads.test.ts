@@ -29,7 +29,9 @@ describe("locality", () => {
       expect(w.settings).toEqual({ maxInFlight: 16, kvBlocksPerGpu: 384, blockSize: 256 });
       // Group the requests by their first 64 tokens (the group header lives there).
       const groups = new Map<string, number[][]>();
-      for (const p of ids(w)) groups.set(p.slice(0, 64).join(","), [...(groups.get(p.slice(0, 64).join(",")) ?? []), p]);
+      for (const p of ids(w)) {
+        groups.set(p.slice(0, 64).join(","), [...(groups.get(p.slice(0, 64).join(",")) ?? []), p]);
+      }
       expect(groups.size).toBe(16);
       expect([...groups.values()].every((g) => g.length === 12)).toBe(true);
     }
@@ -38,7 +40,11 @@ describe("locality", () => {
     const longest = built.map((w) => {
       let best = 0;
       const p = ids(w);
-      for (let i = 0; i < p.length; i++) for (let j = i + 1; j < p.length; j++) if (p[i]![0] === p[j]![0] && p[i]![1] === p[j]![1]) best = Math.max(best, commonPrefix(p[i]!, p[j]!));
+      for (let i = 0; i < p.length; i++) {
+        for (let j = i + 1; j < p.length; j++) {
+          if (p[i]![0] === p[j]![0] && p[i]![1] === p[j]![1]) best = Math.max(best, commonPrefix(p[i]!, p[j]!));
+        }
+      }
       return best;
     });
     // Two requests may share a few question tokens by chance beyond the prefix, never 5 in a row.
@@ -86,7 +92,11 @@ describe("load skew", () => {
 describe("memory skew", () => {
   const w = memorySkewWorkload();
   test("6 session warm-ups, 30 anchor/cold pressure requests, 36 session reuses", () => {
-    expect(w.requests.map((r) => r.phase)).toEqual([...Array(6).fill("warmup"), ...Array(30).fill("pressure"), ...Array(36).fill("reuse")]);
+    expect(w.requests.map((r) => r.phase)).toEqual([
+      ...Array(6).fill("warmup"),
+      ...Array(30).fill("pressure"),
+      ...Array(36).fill("reuse"),
+    ]);
     const sessions = new Set(w.requests.filter((r) => r.phase === "reuse").map((r) => r.sessionId));
     expect(sessions.size).toBe(6);
     // Every pressure request starts with one session's first block and continues with cold tokens.
@@ -117,7 +127,14 @@ describe("shared prefix (SGLang generated-shared-prefix)", () => {
     expect(profileTrace(w.requests, 256).requestShare).toBeCloseTo(15 / 16, 10);
   });
   test("small parameters", () => {
-    const w = sharedPrefixWorkload({ groups: 2, promptsPerGroup: 3, systemPromptTokens: 8, questionTokens: 2, outputTokens: 5, shuffle: false });
+    const w = sharedPrefixWorkload({
+      groups: 2,
+      promptsPerGroup: 3,
+      systemPromptTokens: 8,
+      questionTokens: 2,
+      outputTokens: 5,
+      shuffle: false,
+    });
     expect(w.requests.length).toBe(6);
     expect(ids(w)[0]!.slice(0, 8)).toEqual(ids(w)[2]!.slice(0, 8));
     expect(ids(w)[0]!.slice(0, 8)).not.toEqual(ids(w)[3]!.slice(0, 8));
@@ -171,8 +188,12 @@ describe("registry", () => {
     expect(() => buildWorkload({ name: "nope" })).toThrow(/unknown workload "nope"/);
   });
   test("a file path or generator options a workload would not read are refused, not dropped", () => {
-    expect(() => buildWorkload({ name: "locality", path: "x.jsonl" })).toThrow('a workload file (x.jsonl) is read by the jsonl workload only, not by "locality"');
-    expect(() => buildWorkload({ name: "random-256", overrides: { numRequests: 4 } })).toThrow("the random-256 workload is read from a file; generator options do not apply to it, got numRequests");
+    expect(() => buildWorkload({ name: "locality", path: "x.jsonl" })).toThrow(
+      'a workload file (x.jsonl) is read by the jsonl workload only, not by "locality"',
+    );
+    expect(() => buildWorkload({ name: "random-256", overrides: { numRequests: 4 } })).toThrow(
+      "the random-256 workload is read from a file; generator options do not apply to it, got numRequests",
+    );
     expect(() => buildWorkload({ name: "jsonl" })).toThrow("the jsonl workload needs a file path (--workload-file)");
     expect(buildWorkload({ name: "random-256", seed: 0 }).requests.length).toBe(256);
   });
@@ -184,6 +205,8 @@ describe("data files", () => {
     expect(workloadDataPath("random-256.jsonl")).toBe(join(repo, "bench", "workloads", "data", "random-256.jsonl"));
   });
   test("a missing one names the file and where it looked", () => {
-    expect(() => workloadDataPath("nope.jsonl")).toThrow(/^workload data file "nope.jsonl" not found at .*bench\/workloads\/data\/nope\.jsonl$/);
+    expect(() => workloadDataPath("nope.jsonl")).toThrow(
+      /^workload data file "nope.jsonl" not found at .*bench\/workloads\/data\/nope\.jsonl$/,
+    );
   });
 });

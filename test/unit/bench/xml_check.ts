@@ -14,7 +14,9 @@ export function checkWellFormed(xml: string): XmlElement[] {
   while (i < xml.length) {
     const lt = xml.indexOf("<", i);
     const text = xml.slice(i, lt < 0 ? xml.length : lt);
-    if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(text)) throw new Error(`stray '&' in text near offset ${i}: ${JSON.stringify(text.slice(0, 40))}`);
+    if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(text)) {
+      throw new Error(`stray '&' in text near offset ${i}: ${JSON.stringify(text.slice(0, 40))}`);
+    }
     if (lt < 0) break;
     tag.lastIndex = lt;
     const m = tag.exec(xml);

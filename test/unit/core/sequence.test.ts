@@ -7,7 +7,12 @@ import { Sequence } from "../../../lib/core/sequence.ts";
 
 test("a Sequence copies its prompt; appended tokens extend tokenIds and the block hashes only", () => {
   const prompt = Array.from({ length: 10 }, (_, i) => i + 1);
-  const s = new Sequence({ requestId: "r", promptTokenIds: prompt, params: resolveSamplingParams({ maxTokens: 4 }), blockSize: 4 });
+  const s = new Sequence({
+    requestId: "r",
+    promptTokenIds: prompt,
+    params: resolveSamplingParams({ maxTokens: 4 }),
+    blockSize: 4,
+  });
   prompt[0] = 999;
   prompt.push(7);
   expect(s.promptTokenIds).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);

@@ -39,10 +39,35 @@ test("matchAll equals matchPrefix on every rank after random updates", () => {
       const i = Math.floor(rand() * c.length);
       const h = c[i]!;
       const cur = table.get(h);
-      const base = { rank: r, epoch: g.table(r)!.epoch, baseVersion: version[r]!, version: version[r]! + 1, capacity: g.table(r)!.capacity, load: g.table(r)!.load, added: [] as BlockEntry[], removed: [] as { hash: string; block: number; generation: number }[], touched: [] as { hash: string; block: number; refCount: number; lastAccess: number; accessCount: number }[] };
+      const base = {
+        rank: r,
+        epoch: g.table(r)!.epoch,
+        baseVersion: version[r]!,
+        version: version[r]! + 1,
+        capacity: g.table(r)!.capacity,
+        load: g.table(r)!.load,
+        added: [] as BlockEntry[],
+        removed: [] as { hash: string; block: number; generation: number }[],
+        touched: [] as { hash: string; block: number; refCount: number; lastAccess: number; accessCount: number }[],
+      };
       if (cur && rand() < 0.5) base.removed.push({ hash: h, block: cur.block, generation: cur.generation });
-      else if (cur) base.touched.push({ hash: h, block: cur.block, refCount: cur.refCount ? 0 : 1, lastAccess: step, accessCount: 2 });
-      else base.added.push({ hash: h, parent: i ? c[i - 1]! : "", block: 500 + step, generation: 1, refCount: rand() < 0.5 ? 0 : 2, lastAccess: step, accessCount: 1 });
+      else if (cur) {
+        base.touched.push({
+          hash: h,
+          block: cur.block,
+          refCount: cur.refCount ? 0 : 1,
+          lastAccess: step,
+          accessCount: 2,
+        });
+      } else {base.added.push({
+          hash: h,
+          parent: i ? c[i - 1]! : "",
+          block: 500 + step,
+          generation: 1,
+          refCount: rand() < 0.5 ? 0 : 2,
+          lastAccess: step,
+          accessCount: 1,
+        });}
       expect(g.applyDelta(base).applied).toBe(true);
       version[r]!++;
       for (const x of base.removed) table.delete(x.hash);
@@ -60,7 +85,9 @@ test("matchAll equals matchPrefix on every rank after random updates", () => {
         expect([blocks[k], idle[k]]).toEqual([n, free]);
         expect(m).toEqual({ blocks: n, reclaimable: free });
       }
-      for (const h of c) expect(g.placements(h).map((p) => p.rank)).toEqual([0, 1, 2, 3].filter((k) => held[k]!.has(h)));
+      for (const h of c) {
+        expect(g.placements(h).map((p) => p.rank)).toEqual([0, 1, 2, 3].filter((k) => held[k]!.has(h)));
+      }
     }
   }
 });

@@ -10,7 +10,18 @@ const chainA = hashesOf(promptTokens(1, 160)); // 10 blocks
 const chainB = hashesOf(promptTokens(2, 96)); // 6 blocks
 
 function delta(rank: number, base: number, o: Partial<BlockDelta> = {}): BlockDelta {
-  return { rank, epoch: 1, baseVersion: base, version: base + 1, capacity: { numBlocks: 1000, blockSize: 16, numFree: 990, numReclaimable: 10 }, load: IDLE, added: [], removed: [], touched: [], ...o };
+  return {
+    rank,
+    epoch: 1,
+    baseVersion: base,
+    version: base + 1,
+    capacity: { numBlocks: 1000, blockSize: 16, numFree: 990, numReclaimable: 10 },
+    load: IDLE,
+    added: [],
+    removed: [],
+    touched: [],
+    ...o,
+  };
 }
 
 test("a snapshot replaces the rank's slice atomically", () => {
@@ -61,7 +72,9 @@ test("an inconsistent delta changes nothing", () => {
   const g = new GlobalBlockManager();
   const entries = chainEntries(chainA.slice(0, 3));
   g.applySnapshot(snapshot(0, { entries }));
-  const wrongGen = g.applyDelta(delta(0, 1, { added: chainEntries(chainB), removed: [{ hash: chainA[2]!, block: 2, generation: 7 }] }));
+  const wrongGen = g.applyDelta(
+    delta(0, 1, { added: chainEntries(chainB), removed: [{ hash: chainA[2]!, block: 2, generation: 7 }] }),
+  );
   expect(wrongGen).toMatchObject({ applied: false, reason: "inconsistent", requestSnapshot: true });
   expect(wrongGen.applied ? "" : wrongGen.message).toContain("gen 7");
   expect(g.matchPrefix(0, chainB).blocks).toBe(0);
@@ -69,7 +82,11 @@ test("an inconsistent delta changes nothing", () => {
   expect(g.table(0)!.version).toBe(1);
   const g2 = new GlobalBlockManager();
   g2.applySnapshot(snapshot(0, { entries }));
-  expect(g2.applyDelta(delta(0, 1, { touched: [{ hash: chainB[0]!, block: 0, refCount: 1, lastAccess: 0, accessCount: 2 }] })).applied).toBe(false);
+  expect(
+    g2.applyDelta(
+      delta(0, 1, { touched: [{ hash: chainB[0]!, block: 0, refCount: 1, lastAccess: 0, accessCount: 2 }] }),
+    ).applied,
+  ).toBe(false);
   expect(g2.applyDelta(delta(0, 1, { added: [entries[0]!] })).applied).toBe(false);
 });
 
@@ -81,7 +98,15 @@ test("removed, added and touched blocks update entries, refCounts and leaves", (
   const r = g.applyDelta(
     delta(0, 1, {
       removed: [{ hash: chainA[2]!, block: 2, generation: 1 }],
-      added: [{ hash: chainA[2]!, parent: chainA[1]!, block: 40, generation: 3, refCount: 1, lastAccess: 5, accessCount: 1 }],
+      added: [{
+        hash: chainA[2]!,
+        parent: chainA[1]!,
+        block: 40,
+        generation: 3,
+        refCount: 1,
+        lastAccess: 5,
+        accessCount: 1,
+      }],
       touched: [{ hash: chainA[0]!, block: 0, refCount: 2, lastAccess: 9, accessCount: 4 }],
     }),
   );
@@ -136,11 +161,17 @@ test("in-flight markers lock reclaimable blocks until their plan ends", () => {
 });
 
 test("diffPageTable finds no difference after rebuilding from the snapshots, and names each one otherwise", () => {
-  const snaps = [snapshot(0, { entries: chainEntries(chainA) }), snapshot(1, { epoch: 3, entries: chainEntries(chainB, 50, 1) })];
+  const snaps = [
+    snapshot(0, { entries: chainEntries(chainA) }),
+    snapshot(1, { epoch: 3, entries: chainEntries(chainB, 50, 1) }),
+  ];
   const g = new GlobalBlockManager();
   for (const s of snaps) g.applySnapshot(s);
   expect(diffPageTable(g, snaps)).toEqual({ equal: true, differences: [] });
-  const changed = [snaps[0]!, { ...snaps[1]!, entries: snaps[1]!.entries.map((e, i) => (i === 2 ? { ...e, generation: 9 } : e)).slice(0, 5) }];
+  const changed = [snaps[0]!, {
+    ...snaps[1]!,
+    entries: snaps[1]!.entries.map((e, i) => (i === 2 ? { ...e, generation: 9 } : e)).slice(0, 5),
+  }];
   const d = diffPageTable(g, changed);
   expect(d.equal).toBe(false);
   expect(d.differences.some((x) => x.includes("generation is 1 in the table, 9 in the snapshot"))).toBe(true);
@@ -151,7 +182,10 @@ test("diffPageTable finds no difference after rebuilding from the snapshots, and
 test("a snapshot listing a hash twice is rejected", () => {
   const g = new GlobalBlockManager();
   const e = chainEntries(chainA.slice(0, 2));
-  expect(g.applySnapshot(snapshot(0, { entries: [...e, e[1]!] }))).toMatchObject({ applied: false, reason: "inconsistent" });
+  expect(g.applySnapshot(snapshot(0, { entries: [...e, e[1]!] }))).toMatchObject({
+    applied: false,
+    reason: "inconsistent",
+  });
   expect(g.isHealthy(0)).toBe(false);
 });
 

@@ -47,7 +47,9 @@ test("a capacity-infeasible prefix owner is skipped; nothing feasible routes wit
   const d = s.route(query(withSuffix(2))); // needs 7 + 1 new blocks on rank 1, has 2
   expect(d.rank).toBe(0);
   expect(d.reason).toBe("least-cost");
-  s.applySnapshot(snapshot(0, { version: 2, numBlocks: 60, free: 3, entries: chainEntries(hashesOf(promptTokens(5, 800)), 0, 1) }));
+  s.applySnapshot(
+    snapshot(0, { version: 2, numBlocks: 60, free: 3, entries: chainEntries(hashesOf(promptTokens(5, 800)), 0, 1) }),
+  );
   const none = s.route(query(withSuffix(3)));
   expect(none.feasible).toBe(false);
   expect(none.reason).toBe("infeasible");
@@ -69,7 +71,13 @@ test("reclaimable blocks make a rank feasible, at a reclaim-pressure cost", () =
 
 test("an overloaded prefix owner is bypassed by cost", () => {
   const s = cluster(2);
-  s.applySnapshot(snapshot(1, { version: 2, entries: chainEntries(hashesOf(shared)), load: { numRunning: 8, numWaiting: 20, runningTokens: 8000, waitingTokens: 30000 } }));
+  s.applySnapshot(
+    snapshot(1, {
+      version: 2,
+      entries: chainEntries(hashesOf(shared)),
+      load: { numRunning: 8, numWaiting: 20, runningTokens: 8000, waitingTokens: 30000 },
+    }),
+  );
   const d = s.route(query(withSuffix(4)));
   expect(d.rank).toBe(0);
   expect(d.matchedBlocks).toBe(0);
@@ -95,7 +103,12 @@ test("bounded spill: the owner's cost still wins but its load gap triggers a spi
 test("shared-prefix spill: a hot prefix whose prefill outweighs the owner's queue leaves a twice-as-busy owner once live requests share it", () => {
   // Load skew at GPU scale: a 9,216-token prefix, 11 running requests on its owner, 5 on the partner.
   const hot = promptTokens(3, 16 * 576);
-  const running = (n: number) => ({ numRunning: n, numWaiting: 0, runningTokens: n * (16 * 576 + 12), waitingTokens: 0 });
+  const running = (n: number) => ({
+    numRunning: n,
+    numWaiting: 0,
+    runningTokens: n * (16 * 576 + 12),
+    waitingTokens: 0,
+  });
   const route = (sharers: number, partnerRunning = 5, cost = {}) => {
     const s = cluster(2, { config: { cost } });
     s.applySnapshot(snapshot(0, { version: 2, entries: chainEntries(hashesOf(hot), 0, sharers), load: running(11) }));

@@ -1,5 +1,5 @@
 // Builders of realistic block snapshots for the global tests: chained hashes of real token blocks.
-import { prefixBlockHashes, type BlockHash } from "../../../lib/core/block_hash.ts";
+import { type BlockHash, prefixBlockHashes } from "../../../lib/core/block_hash.ts";
 import type { BlockEntry, BlockSnapshot, RankLoad } from "../../../lib/core/block_snapshot.ts";
 
 export const BLOCK = 16;
@@ -19,13 +19,24 @@ export function hashesOf(tokens: number[]): BlockHash[] {
 
 /** Published entries for a chain of hashes, physical ids from `firstBlock`. */
 export function chainEntries(hashes: readonly BlockHash[], firstBlock = 0, refCount = 0): BlockEntry[] {
-  return hashes.map((hash, i) => ({ hash, parent: i === 0 ? "" : hashes[i - 1]!, block: firstBlock + i, generation: 1, refCount, lastAccess: i, accessCount: 1 }));
+  return hashes.map((hash, i) => ({
+    hash,
+    parent: i === 0 ? "" : hashes[i - 1]!,
+    block: firstBlock + i,
+    generation: 1,
+    refCount,
+    lastAccess: i,
+    accessCount: 1,
+  }));
 }
 
 export const IDLE: RankLoad = { numRunning: 0, numWaiting: 0, runningTokens: 0, waitingTokens: 0 };
 
 /** A snapshot with sensible defaults: 1000 blocks, everything not published is free. */
-export function snapshot(rank: number, o: Partial<Omit<BlockSnapshot, "capacity">> & { numBlocks?: number; free?: number; reclaimable?: number } = {}): BlockSnapshot {
+export function snapshot(
+  rank: number,
+  o: Partial<Omit<BlockSnapshot, "capacity">> & { numBlocks?: number; free?: number; reclaimable?: number } = {},
+): BlockSnapshot {
   const entries = o.entries ?? [];
   const numBlocks = o.numBlocks ?? 1000;
   const reclaimable = o.reclaimable ?? entries.filter((e) => e.refCount === 0).length;
@@ -33,7 +44,12 @@ export function snapshot(rank: number, o: Partial<Omit<BlockSnapshot, "capacity"
     rank,
     epoch: o.epoch ?? 1,
     version: o.version ?? 1,
-    capacity: { numBlocks, blockSize: BLOCK, numFree: o.free ?? numBlocks - entries.length, numReclaimable: reclaimable },
+    capacity: {
+      numBlocks,
+      blockSize: BLOCK,
+      numFree: o.free ?? numBlocks - entries.length,
+      numReclaimable: reclaimable,
+    },
     load: o.load ?? IDLE,
     entries,
   };

@@ -9,8 +9,19 @@ import { chainEntries, hashesOf, IDLE, promptTokens, snapshot } from "./page_tab
 
 const doc = promptTokens(1, 160); // 10 blocks
 let n = 0;
-const ask = (tokens: number[], o: Partial<RouteQuery> = {}): RouteQuery => ({ requestId: `p${n++}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 16, ...o });
-const load = (numRunning: number, numWaiting = 0): RankLoad => ({ numRunning, numWaiting, runningTokens: numRunning * 100, waitingTokens: numWaiting * 100 });
+const ask = (tokens: number[], o: Partial<RouteQuery> = {}): RouteQuery => ({
+  requestId: `p${n++}`,
+  blockHashes: hashesOf(tokens),
+  promptTokens: tokens.length,
+  maxTokens: 16,
+  ...o,
+});
+const load = (numRunning: number, numWaiting = 0): RankLoad => ({
+  numRunning,
+  numWaiting,
+  runningTokens: numRunning * 100,
+  waitingTokens: numWaiting * 100,
+});
 
 function sched(policy: PolicyName, ranks: Parameters<typeof snapshot>[1][]): GlobalScheduler {
   const s = new GlobalScheduler({ config: { policy } });
@@ -26,7 +37,9 @@ function pick(s: GlobalScheduler, q: RouteQuery) {
 }
 
 test("unknown policy names are a RangeError listing the valid ones", () => {
-  expect(() => createPolicy("random", DEFAULT_ROUTING_CONFIG)).toThrow(/"random".*lmpool, round-robin, least-loaded, prefix-only, cache-aware, weighted-scorers, session-affinity/);
+  expect(() => createPolicy("random", DEFAULT_ROUTING_CONFIG)).toThrow(
+    /"random".*lmpool, round-robin, least-loaded, prefix-only, cache-aware, weighted-scorers, session-affinity/,
+  );
   expect(() => new GlobalScheduler({ config: { policy: "fastest" as PolicyName } })).toThrow(RangeError);
   expect(new GlobalScheduler().policy.name).toBe("lmpool");
 });
@@ -39,7 +52,10 @@ test("round-robin cycles over healthy ranks and skips dead ones", () => {
 });
 
 test("least-loaded picks the fewest outstanding requests regardless of cache", () => {
-  const s = sched("least-loaded", [{ load: load(3) }, { load: load(1, 1) }, { load: load(4), entries: chainEntries(hashesOf(doc)) }]);
+  const s = sched("least-loaded", [{ load: load(3) }, { load: load(1, 1) }, {
+    load: load(4),
+    entries: chainEntries(hashesOf(doc)),
+  }]);
   expect(pick(s, ask(doc)).rank).toBe(1);
   s.route(ask(doc)); // one pending request on rank 1: 3 vs 3, and rank 1 has more queued work
   expect(pick(s, ask(doc)).rank).toBe(0);
@@ -54,13 +70,18 @@ test("least-loaded breaks full ties by turn, not by rank index", () => {
 
 test("prefix-only takes the longest match even on a loaded rank; ties go to the less loaded", () => {
   const h = hashesOf(doc);
-  const s = sched("prefix-only", [{ entries: chainEntries(h.slice(0, 4)) }, { load: load(50), entries: chainEntries(h.slice(0, 7)) }, { entries: chainEntries(h.slice(0, 7)), load: load(10) }]);
+  const s = sched("prefix-only", [{ entries: chainEntries(h.slice(0, 4)) }, {
+    load: load(50),
+    entries: chainEntries(h.slice(0, 7)),
+  }, { entries: chainEntries(h.slice(0, 7)), load: load(10) }]);
   expect(pick(s, ask(doc))).toMatchObject({ rank: 2, matchedBlocks: 7, reason: "prefix-hit" });
   expect(pick(s, ask(promptTokens(9, 64))).reason).toBe("prefix-miss");
 });
 
 test("cache-aware: imbalance goes to the shortest queue", () => {
-  const s = sched("cache-aware", [{ load: load(100), entries: chainEntries(hashesOf(doc)) }, { load: load(10) }, { load: load(30) }]);
+  const s = sched("cache-aware", [{ load: load(100), entries: chainEntries(hashesOf(doc)) }, { load: load(10) }, {
+    load: load(30),
+  }]);
   expect(pick(s, ask(doc))).toMatchObject({ rank: 1, reason: "balance" });
 });
 
@@ -71,7 +92,9 @@ test("cache-aware: a large absolute gap under the relative threshold is not imba
 
 test("cache-aware: match rate above 0.3 goes to the best match, else to the smallest tree", () => {
   const h = hashesOf(doc);
-  const ranks = [{ entries: chainEntries(hashesOf(promptTokens(5, 320))) }, { entries: chainEntries(h.slice(0, 4)) }, { entries: chainEntries(hashesOf(promptTokens(6, 96))) }];
+  const ranks = [{ entries: chainEntries(hashesOf(promptTokens(5, 320))) }, { entries: chainEntries(h.slice(0, 4)) }, {
+    entries: chainEntries(hashesOf(promptTokens(6, 96))),
+  }];
   const s = sched("cache-aware", ranks);
   expect(pick(s, ask(doc))).toMatchObject({ rank: 1, reason: "cache-hit" }); // 64/160 = 0.4
   const bigTree = [...chainEntries(h.slice(0, 3)), ...chainEntries(hashesOf(promptTokens(7, 160)), 50)];
@@ -82,13 +105,19 @@ test("cache-aware: match rate above 0.3 goes to the best match, else to the smal
 test("weighted scorers: prefix 3, queue 2, KV utilization 2", () => {
   // rank 0: prefix 1, queue worst (0), KV 80% free -> 3 + 0 + 1.6 = 4.6; rank 1: 0 + 2 + 2 = 4.
   const full = chainEntries(hashesOf(doc), 0, 1);
-  const s = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 50, free: 40 }, { numBlocks: 50 }]);
+  const s = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 50, free: 40 }, {
+    numBlocks: 50,
+  }]);
   expect(pick(s, ask(doc))).toMatchObject({ rank: 0, reason: "weighted-score" });
   // At 50% free on rank 0: 3 + 0 + 1 = 4 < rank 1's 4 only by tie -> fewer outstanding wins.
-  const t = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 20, free: 10 }, { numBlocks: 50 }]);
+  const t = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 20, free: 10 }, {
+    numBlocks: 50,
+  }]);
   expect(pick(t, ask(doc)).rank).toBe(1);
   // At 40% free: 3 + 0 + 0.8 = 3.8 < 4.
-  const u = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 25, free: 10 }, { numBlocks: 50 }]);
+  const u = sched("weighted-scorers", [{ load: load(0, 4), entries: full, numBlocks: 25, free: 10 }, {
+    numBlocks: 50,
+  }]);
   expect(pick(u, ask(doc)).rank).toBe(1);
 });
 
@@ -105,11 +134,24 @@ test("session affinity sticks to the first rank, moves when it dies, and forgets
   const c = pick(s, ask(promptTokens(11, 64), { sessionId: "c" }));
   expect(c.reason).toBe("session");
   s.dropRank(c.rank);
-  expect(pick(s, ask(promptTokens(12, 64), { sessionId: "c" }))).toMatchObject({ rank: 1 - c.rank, reason: "session-new" });
+  expect(pick(s, ask(promptTokens(12, 64), { sessionId: "c" }))).toMatchObject({
+    rank: 1 - c.rank,
+    reason: "session-new",
+  });
 });
 
 test("every policy routes only to healthy ranks", () => {
-  for (const p of ["lmpool", "round-robin", "least-loaded", "prefix-only", "cache-aware", "weighted-scorers", "session-affinity"] as PolicyName[]) {
+  for (
+    const p of [
+      "lmpool",
+      "round-robin",
+      "least-loaded",
+      "prefix-only",
+      "cache-aware",
+      "weighted-scorers",
+      "session-affinity",
+    ] as PolicyName[]
+  ) {
     const s = sched(p, [{}, { entries: chainEntries(hashesOf(doc)) }, { load: IDLE }]);
     s.dropRank(1);
     for (let i = 0; i < 4; i++) expect([0, 2]).toContain(pick(s, ask(doc, { sessionId: "s" })).rank);

@@ -33,14 +33,23 @@ test("a worker report of queued then allocated requests releases pending work, t
   expect(s.reservations.pendingRequests(0)).toBe(1);
   expect(s.reservations.pendingTokens(0)).toBe(56);
   const load = { numRunning: 0, numWaiting: 1, runningTokens: 0, waitingTokens: 56 };
-  const base = { rank: 0, epoch: 1, capacity: { numBlocks: 100, blockSize: 16, numFree: 100, numReclaimable: 0 }, added: [], removed: [], touched: [] };
+  const base = {
+    rank: 0,
+    epoch: 1,
+    capacity: { numBlocks: 100, blockSize: 16, numFree: 100, numReclaimable: 0 },
+    added: [],
+    removed: [],
+    touched: [],
+  };
   s.applyDelta({ ...base, baseVersion: 1, version: 2, load }, { queued: ["r1"] });
   expect(s.reservations.pendingRequests(0)).toBe(0);
   expect(s.reservations.reservedBlocks(0)).toBe(5);
   // A rejected delta's ids are ignored (a full snapshot will list them again).
   s.applyDelta({ ...base, baseVersion: 7, version: 8, load: IDLE }, { allocated: ["r1"] });
   expect(s.reservations.reservedBlocks(0)).toBe(5);
-  s.applyDelta({ ...base, baseVersion: 2, version: 3, capacity: { ...base.capacity, numFree: 95 }, load: IDLE }, { allocated: ["r1"] });
+  s.applyDelta({ ...base, baseVersion: 2, version: 3, capacity: { ...base.capacity, numFree: 95 }, load: IDLE }, {
+    allocated: ["r1"],
+  });
   expect(s.reservations.size).toBe(0);
   // Ids reported by another rank do not release this rank's reservation.
   s.applySnapshot(snapshot(1));

@@ -18,7 +18,9 @@ test("sections merge with defaults", () => {
 });
 
 test("bad values are RangeErrors naming the field and value", () => {
-  expect(() => resolveRoutingConfig({ cost: { waitingTokenWeight: -1 } })).toThrow("routing cost.waitingTokenWeight must be a finite number >= 0, got -1");
+  expect(() => resolveRoutingConfig({ cost: { waitingTokenWeight: -1 } })).toThrow(
+    "routing cost.waitingTokenWeight must be a finite number >= 0, got -1",
+  );
   expect(() => resolveRoutingConfig({ cacheAware: { matchThreshold: 2 } })).toThrow(/matchThreshold.*got 2/);
   expect(() => resolveRoutingConfig({ cost: { spillLoadRatio: 0.5 } })).toThrow(/spillLoadRatio/);
   expect(() => resolveRoutingConfig({ reservationTtlMs: 0 })).toThrow(/reservationTtlMs/);

@@ -40,8 +40,19 @@ NIC Legend:
 // HGX H200: every pair on NVSwitch (NV18), NICs on PIX/NODE/SYS.
 const EIGHT_GPU_HGX = [
   "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID",
-  ...Array.from({ length: 8 }, (_, i) =>
-    [`GPU${i}`, ...Array.from({ length: 8 }, (_, j) => (i === j ? " X " : "NV18")), i < 4 ? "PIX" : "SYS", i < 4 ? "NODE" : "SYS", i < 4 ? "0-47,96-143" : "48-95,144-191", i < 4 ? "0" : "1", "", "N/A"].join("\t"),
+  ...Array.from(
+    { length: 8 },
+    (_, i) =>
+      [
+        `GPU${i}`,
+        ...Array.from({ length: 8 }, (_, j) => (i === j ? " X " : "NV18")),
+        i < 4 ? "PIX" : "SYS",
+        i < 4 ? "NODE" : "SYS",
+        i < 4 ? "0-47,96-143" : "48-95,144-191",
+        i < 4 ? "0" : "1",
+        "",
+        "N/A",
+      ].join("\t"),
   ),
   "NIC0\tPIX\tPIX\tPIX\tPIX\tSYS\tSYS\tSYS\tSYS\t X \tNODE",
   "NIC1\tNODE\tNODE\tNODE\tNODE\tSYS\tSYS\tSYS\tSYS\tNODE\t X ",
@@ -52,9 +63,29 @@ const EIGHT_GPU_HGX = [
 
 // Eight PCIe A100s with NVLink bridges on pairs (0,1) (2,3) (4,5) (6,7); everything else PCIe.
 const EIGHT_GPU_BRIDGED = (() => {
-  const rel = (i: number, j: number) => (i === j ? " X " : (i ^ 1) === j ? "NV12" : Math.floor(i / 4) === Math.floor(j / 4) ? (Math.floor(i / 2) === Math.floor(j / 2) ? "PIX" : "NODE") : "SYS");
+  const rel = (
+    i: number,
+    j: number,
+  ) => (i === j
+    ? " X "
+    : (i ^ 1) === j
+    ? "NV12"
+    : Math.floor(i / 4) === Math.floor(j / 4)
+    ? (Math.floor(i / 2) === Math.floor(j / 2) ? "PIX" : "NODE")
+    : "SYS");
   const head = "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID";
-  const rows = Array.from({ length: 8 }, (_, i) => [`GPU${i}`, ...Array.from({ length: 8 }, (_, j) => rel(i, j)), i < 4 ? "0-31" : "32-63", i < 4 ? "0" : "1", "", "N/A"].join("\t"));
+  const rows = Array.from(
+    { length: 8 },
+    (_, i) =>
+      [
+        `GPU${i}`,
+        ...Array.from({ length: 8 }, (_, j) => rel(i, j)),
+        i < 4 ? "0-31" : "32-63",
+        i < 4 ? "0" : "1",
+        "",
+        "N/A",
+      ].join("\t"),
+  );
   return [head, ...rows, "", "Legend:"].join("\n");
 })();
 

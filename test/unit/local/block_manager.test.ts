@@ -202,7 +202,11 @@ describe("reclamation", () => {
     }
     for (const s of [warm, cold]) prefill(bm, s);
     for (const s of [cold, warm]) bm.free(s);
-    const [hotB, warmB, coldB] = [bm.cachedBlockOf(hot.blockHashes[0]!)!, bm.cachedBlockOf(warm.blockHashes[0]!)!, bm.cachedBlockOf(cold.blockHashes[0]!)!];
+    const [hotB, warmB, coldB] = [
+      bm.cachedBlockOf(hot.blockHashes[0]!)!,
+      bm.cachedBlockOf(warm.blockHashes[0]!)!,
+      bm.cachedBlockOf(cold.blockHashes[0]!)!,
+    ];
     expect(bm.blockInfo(hotB).accessCount).toBe(3);
     expect(bm.reserve(bm.numFreeBlocks)).not.toBeNull();
     expect(reclaimOrder(bm, [hotB, warmB, coldB], 3)).toEqual([coldB, warmB, hotB]);

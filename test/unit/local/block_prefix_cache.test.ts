@@ -12,7 +12,11 @@ function setup(numBlocks: number, enabled = true) {
   const pool = new BlockPool(numBlocks);
   const publisher = new BlockPublisher(0, 1);
   const cache = new PrefixCache(pool, publisher, () => ++t, enabled);
-  const published = { entry: (b: number) => cache.entry(b), entries: () => cache.entries(), capacity: () => ({ numBlocks, blockSize: 4, numFree: pool.numFree, numReclaimable: cache.numReclaimable }) };
+  const published = {
+    entry: (b: number) => cache.entry(b),
+    entries: () => cache.entries(),
+    capacity: () => ({ numBlocks, blockSize: 4, numFree: pool.numFree, numReclaimable: cache.numReclaimable }),
+  };
   const check = () => checkBlockInvariants({ pool, ...cache.state(), numReserved: 0 });
   /** A block written by one sequence and committed under `hash`: Ready, one reference. */
   const commit = (hash: string, parent: string): number => {

@@ -115,7 +115,9 @@ describe("invariants", () => {
     const a = makeSeq(range(5), BS);
     prefill(bm, a);
     bm.pool.refCount[a.blockTable[1]!] = 0; // a Writing block nobody holds
-    expect(() => bm.checkInvariants()).toThrow(/block \d \(Writing, refCount=0, pinCount=0\) is being written by nobody/);
+    expect(() => bm.checkInvariants()).toThrow(
+      /block \d \(Writing, refCount=0, pinCount=0\) is being written by nobody/,
+    );
     bm.pool.refCount[a.blockTable[1]!] = 1;
     bm.pool.refCount[a.blockTable[0]!] = 0; // published, unreferenced, but not counted reclaimable
     expect(() => bm.checkInvariants()).toThrow(/numReclaimable is 0, counted 1/);

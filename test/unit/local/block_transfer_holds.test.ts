@@ -11,7 +11,8 @@ function setup(numBlocks: number) {
   const pool = new BlockPool(numBlocks);
   const cache = new PrefixCache(pool, new BlockPublisher(0, 1), () => ++t, true);
   const holds = new TransferHolds(pool, cache, () => ++t);
-  const check = (drained = false) => checkBlockInvariants({ pool, ...cache.state(), numReserved: holds.numReserved }, { drained });
+  const check = (drained = false) =>
+    checkBlockInvariants({ pool, ...cache.state(), numReserved: holds.numReserved }, { drained });
   /** A published, unreferenced cache entry under `hash`. */
   const cached = (hash: string, parent = "root"): number => {
     const [b] = holds.reserve(1)!;
@@ -70,11 +71,14 @@ describe("TransferHolds reservations", () => {
     const { holds, check, cached } = setup(4);
     const a = cached("a");
     const [r] = holds.reserve(1)!;
-    expect(() => holds.publishReserved([{ block: r!, hash: "h", parent: "a" }, { block: a, hash: "h2", parent: "a" }])).toThrow(
-      /cannot publish block \d: it is Ready, expected Reserved/,
-    );
+    expect(() => holds.publishReserved([{ block: r!, hash: "h", parent: "a" }, { block: a, hash: "h2", parent: "a" }]))
+      .toThrow(
+        /cannot publish block \d: it is Ready, expected Reserved/,
+      );
     expect(holds.numReserved).toBe(1);
-    expect(() => holds.releaseReserved([3])).toThrow(/cannot release a reservation of block 3: it is Free, expected Reserved/);
+    expect(() => holds.releaseReserved([3])).toThrow(
+      /cannot release a reservation of block 3: it is Free, expected Reserved/,
+    );
     expect(() => holds.releaseReserved([7])).toThrow(/block id 7 is outside 0..3/);
     holds.releaseReserved([r!]);
     check(true);

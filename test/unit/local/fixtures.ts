@@ -6,7 +6,11 @@ import type { BlockManager } from "../../../lib/local/block_manager.ts";
 let next = 0;
 
 /** A greedy sequence over `tokens`. */
-export function makeSeq(tokens: number[], blockSize: number, opts: { salt?: string; id?: string; params?: Partial<SamplingParams> } = {}): Sequence {
+export function makeSeq(
+  tokens: number[],
+  blockSize: number,
+  opts: { salt?: string; id?: string; params?: Partial<SamplingParams> } = {},
+): Sequence {
   return new Sequence({
     requestId: opts.id ?? `r${next++}`,
     promptTokenIds: tokens,

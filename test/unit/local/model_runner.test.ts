@@ -33,7 +33,10 @@ function setup() {
   };
   const kv = { blockSize: BS, numBlocks: 32 } as unknown as KvCache;
   const bm = new BlockManager({ numBlocks: 32, blockSize: BS });
-  const sched = new Scheduler({ maxNumSeqs: 4, maxNumBatchedTokens: 10, maxModelLen: 64, enableChunkedPrefill: true }, bm);
+  const sched = new Scheduler(
+    { maxNumSeqs: 4, maxNumBatchedTokens: 10, maxModelLen: 64, enableChunkedPrefill: true },
+    bm,
+  );
   const runner = new ModelRunner(model, kv, { maxNumTokens: 10, maxNumSeqs: 4, maxBlocksPerSeq: 16 });
   const step = () => {
     const out = sched.schedule();
@@ -59,7 +62,10 @@ test("a mixed step: decode rows, a prefill chunk without a sample row, slots thr
   expect([...s1.positions]).toEqual([0, 1, 2, 3, 4, 0, 1, 2, 3, 4]);
   expect([...s1.tokenIds]).toEqual([...range(5, 10), ...range(5, 50)]);
   const slot = (table: number[], p: number) => table[Math.floor(p / BS)]! * BS + (p % BS);
-  expect([...s1.slotMapping]).toEqual([...range(5).map((p) => slot(a.blockTable, p)), ...range(5).map((p) => slot(b.blockTable, p))]);
+  expect([...s1.slotMapping]).toEqual([
+    ...range(5).map((p) => slot(a.blockTable, p)),
+    ...range(5).map((p) => slot(b.blockTable, p)),
+  ]);
   expect(s1.numRows).toBe(1);
   expect([...s1.sampleIndex]).toEqual([4]);
   expect(s1.temperature[0]).toBeCloseTo(0.5);
@@ -75,7 +81,12 @@ test("a mixed step: decode rows, a prefill chunk without a sample row, slots thr
   expect([...s2.tokenIds]).toEqual([100, 55, 56, 57, 58]);
   expect([...s2.contextLens]).toEqual([6, 9]);
   expect(s2.maxBlocksPerSeq).toBe(3); // stride = the longest context's blocks
-  expect([...s2.blockTables]).toEqual([a.blockTable[0]!, a.blockTable[1]!, s2.blockTables[2]!, ...b.blockTable.slice(0, 3)]);
+  expect([...s2.blockTables]).toEqual([
+    a.blockTable[0]!,
+    a.blockTable[1]!,
+    s2.blockTables[2]!,
+    ...b.blockTable.slice(0, 3),
+  ]);
   expect([...s2.sampleIndex]).toEqual([0, 4]);
   expect(a.outputTokenIds).toEqual([100, 100]);
   expect(b.outputTokenIds).toEqual([101]);
@@ -83,9 +94,17 @@ test("a mixed step: decode rows, a prefill chunk without a sample row, slots thr
 
 test("limits are checked with the offending numbers", () => {
   const kv = { blockSize: BS, numBlocks: 8 } as unknown as KvCache;
-  expect(() => new ModelRunner({ step() {} }, kv, { maxNumTokens: 0, maxNumSeqs: 1, maxBlocksPerSeq: 1 })).toThrow(/maxNumTokens must be a positive integer, got 0/);
+  expect(() => new ModelRunner({ step() {} }, kv, { maxNumTokens: 0, maxNumSeqs: 1, maxBlocksPerSeq: 1 })).toThrow(
+    /maxNumTokens must be a positive integer, got 0/,
+  );
   const runner = new ModelRunner({ step() {} }, kv, { maxNumTokens: 4, maxNumSeqs: 1, maxBlocksPerSeq: 8 });
   const seq = makeSeq(range(6), BS);
   seq.blockTable = [0, 1];
-  expect(() => runner.fill({ scheduled: [{ seq, start: 0, numNewTokens: 6, sample: true, isDecode: false }], numTokens: 6, preempted: [] })).toThrow(/step has 6 tokens, limit 4/);
+  expect(() =>
+    runner.fill({
+      scheduled: [{ seq, start: 0, numNewTokens: 6, sample: true, isDecode: false }],
+      numTokens: 6,
+      preempted: [],
+    })
+  ).toThrow(/step has 6 tokens, limit 4/);
 });

@@ -13,7 +13,13 @@ const BS = 4;
 
 function setup(numBlocks: number, cfg: Partial<SchedulerConfig> = {}) {
   const bm = new BlockManager({ numBlocks, blockSize: BS });
-  const sched = new Scheduler({ maxNumSeqs: 8, maxNumBatchedTokens: 64, maxModelLen: 256, enableChunkedPrefill: true, ...cfg }, bm);
+  const sched = new Scheduler({
+    maxNumSeqs: 8,
+    maxNumBatchedTokens: 64,
+    maxModelLen: 256,
+    enableChunkedPrefill: true,
+    ...cfg,
+  }, bm);
   return { bm, sched };
 }
 
@@ -22,7 +28,9 @@ function step(sched: Scheduler): SchedulerOutput {
   const out = sched.schedule();
   const rows = out.scheduled.filter((s) => s.sample).length;
   sched.completeStep(out, Int32Array.from({ length: rows }, (_, i) => 5000 + i), new Float32Array(rows), 0);
-  for (const s of out.scheduled) if (s.sample && s.seq.numOutputTokens >= s.seq.params.maxTokens) sched.finish(s.seq, "length", 0);
+  for (const s of out.scheduled) {
+    if (s.sample && s.seq.numOutputTokens >= s.seq.params.maxTokens) sched.finish(s.seq, "length", 0);
+  }
   sched.blocks.checkInvariants({ liveBlockTables: sched.running.map((s) => s.blockTable) });
   return out;
 }
@@ -69,7 +77,12 @@ describe("budgets and chunking", () => {
     sched.add(b);
     expect(shape(step(sched))).toEqual([["a", 10]]); // b (20) does not fit the 14 left
     expect(shape(step(sched))).toEqual([["a", 1], ["b", 20]]); // 23 left after a's decode: b fits whole
-    expect(() => new Scheduler({ maxNumSeqs: 1, maxNumBatchedTokens: 8, maxModelLen: 16, enableChunkedPrefill: false }, new BlockManager({ numBlocks: 4, blockSize: BS }))).toThrow(/maxNumBatchedTokens \(8\) must be >= maxModelLen \(16\)/);
+    expect(() =>
+      new Scheduler(
+        { maxNumSeqs: 1, maxNumBatchedTokens: 8, maxModelLen: 16, enableChunkedPrefill: false },
+        new BlockManager({ numBlocks: 4, blockSize: BS }),
+      )
+    ).toThrow(/maxNumBatchedTokens \(8\) must be >= maxModelLen \(16\)/);
   });
 
   test("max_num_seqs caps the running set; FCFS admits in arrival order", () => {
@@ -118,7 +131,11 @@ describe("long prefills yield to short work", () => {
     expect(sched.waiting.map((x) => x.requestId)).toEqual(["l2"]);
     expect(shape(step(sched))).toEqual([["d", 1], ["l1", 8], ["s1", 1]]);
     while (sched.hasUnfinished) step(sched); // everything completes; block invariants hold each step
-    expect([l1, l2, s1].map((x) => x.numOutputTokens)).toEqual([l1.params.maxTokens, l2.params.maxTokens, s1.params.maxTokens]);
+    expect([l1, l2, s1].map((x) => x.numOutputTokens)).toEqual([
+      l1.params.maxTokens,
+      l2.params.maxTokens,
+      s1.params.maxTokens,
+    ]);
   });
 
   test("longPrefillChunk 0 turns the limit off; a bad value is a RangeError naming it", () => {

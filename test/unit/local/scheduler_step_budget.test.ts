@@ -14,7 +14,13 @@ const cpu = (s: StepShape) => 2 + 0.1 * s.tokens + 0.0005 * s.pairs;
 
 function setup(cfg: Partial<SchedulerConfig> = {}) {
   const bm = new BlockManager({ numBlocks: 1024, blockSize: BS });
-  return new Scheduler({ maxNumSeqs: 64, maxNumBatchedTokens: 8192, maxModelLen: 8192, enableChunkedPrefill: true, ...cfg }, bm);
+  return new Scheduler({
+    maxNumSeqs: 64,
+    maxNumBatchedTokens: 8192,
+    maxModelLen: 8192,
+    enableChunkedPrefill: true,
+    ...cfg,
+  }, bm);
 }
 
 function shapeOf(out: SchedulerOutput): StepShape {
@@ -31,7 +37,9 @@ function step(sched: Scheduler, machine: (s: StepShape) => number): { out: Sched
   if (out.numTokens > 0 && out.scheduled.some((s) => !s.isDecode)) sched.stepBudget?.observe(shape, ms);
   const rows = out.scheduled.filter((s) => s.sample).length;
   sched.completeStep(out, Int32Array.from({ length: rows }, () => 7), new Float32Array(rows), 0);
-  for (const s of out.scheduled) if (s.sample && s.seq.numOutputTokens >= s.seq.params.maxTokens) sched.finish(s.seq, "length", 0);
+  for (const s of out.scheduled) {
+    if (s.sample && s.seq.numOutputTokens >= s.seq.params.maxTokens) sched.finish(s.seq, "length", 0);
+  }
   return { out, ms };
 }
 
@@ -68,7 +76,10 @@ describe("step cost cap", () => {
     const sched = setup();
     // A machine on which 20 decodes alone take longer than the target.
     const slow = (s: StepShape) => 60 * s.tokens + 0.0001 * s.pairs;
-    const decoders = Array.from({ length: 20 }, (_, i) => makeSeq(range(100, i * 1000), BS, { id: `d${i}`, params: { maxTokens: 400 } }));
+    const decoders = Array.from(
+      { length: 20 },
+      (_, i) => makeSeq(range(100, i * 1000), BS, { id: `d${i}`, params: { maxTokens: 400 } }),
+    );
     for (const d of decoders) sched.add(d);
     while (sched.numWaiting > 0 || decoders.some((d) => d.numOutputTokens === 0)) step(sched, slow);
     const p = makeSeq(range(500, 90000), BS, { id: "p", params: { maxTokens: 1 } });
@@ -79,11 +90,15 @@ describe("step cost cap", () => {
   });
 
   test("a bad stepTargetMs is a RangeError naming it; without chunked prefill it is off and may not be set", () => {
-    expect(() => setup({ stepTargetMs: -1 })).toThrow("stepTargetMs must be a non-negative number of ms (0: no cost cap), got -1");
+    expect(() => setup({ stepTargetMs: -1 })).toThrow(
+      "stepTargetMs must be a non-negative number of ms (0: no cost cap), got -1",
+    );
     expect(() => setup({ stepTargetMs: Number.POSITIVE_INFINITY })).toThrow("got Infinity");
     const off = setup({ enableChunkedPrefill: false });
     expect(off.config.stepTargetMs).toBe(0);
     expect(off.stepBudget).toBeNull();
-    expect(() => setup({ enableChunkedPrefill: false, stepTargetMs: 500 })).toThrow(/stepTargetMs \(500\) caps prefill chunks, so it needs chunked prefill/);
+    expect(() => setup({ enableChunkedPrefill: false, stepTargetMs: 500 })).toThrow(
+      /stepTargetMs \(500\) caps prefill chunks, so it needs chunked prefill/,
+    );
   });
 });

@@ -13,11 +13,20 @@ const cpu = linear(2, 0.1, 0.0005);
 const gpu = linear(3, 0.003, 1e-7);
 
 /** Prefills a prompt of `len` tokens alone, one chunk per step as the budget allows; returns the chunks. */
-function prefill(budget: StepBudget, machine: Machine, len: number, maxBatched = 8192): { chunks: number[]; ms: number[] } {
+function prefill(
+  budget: StepBudget,
+  machine: Machine,
+  len: number,
+  maxBatched = 8192,
+): { chunks: number[]; ms: number[] } {
   const chunks: number[] = [];
   const ms: number[] = [];
   for (let start = 0; start < len;) {
-    const n = Math.min(len - start, maxBatched, Math.max(budget.floorTokens, budget.maxNewTokens({ tokens: 0, pairs: 0 }, start)));
+    const n = Math.min(
+      len - start,
+      maxBatched,
+      Math.max(budget.floorTokens, budget.maxNewTokens({ tokens: 0, pairs: 0 }, start)),
+    );
     const shape = { tokens: n, pairs: chunkPairs(start, n) };
     const t = machine(shape);
     budget.observe(shape, t);
@@ -33,7 +42,7 @@ describe("attention pairs", () => {
     expect(chunkPairs(0, 1)).toBe(1);
     expect(chunkPairs(0, 4)).toBe(1 + 2 + 3 + 4);
     expect(chunkPairs(10, 3)).toBe(11 + 12 + 13);
-    expect(chunkPairs(0, 6) ).toBe(chunkPairs(0, 2) + chunkPairs(2, 4));
+    expect(chunkPairs(0, 6)).toBe(chunkPairs(0, 2) + chunkPairs(2, 4));
   });
 });
 
@@ -61,7 +70,10 @@ describe("before any measurement", () => {
 });
 
 describe("fit", () => {
-  const shapes = [[0, 64], [64, 128], [192, 256], [448, 512], [0, 300], [2000, 100], [5000, 40]].map(([start, n]) => ({ tokens: n!, pairs: chunkPairs(start!, n!) }));
+  const shapes = [[0, 64], [64, 128], [192, 256], [448, 512], [0, 300], [2000, 100], [5000, 40]].map(([start, n]) => ({
+    tokens: n!,
+    pairs: chunkPairs(start!, n!),
+  }));
 
   test("recovers the cost per token and per attention pair from steps of varied shapes", () => {
     const b = new StepBudget();
@@ -91,7 +103,9 @@ describe("fit", () => {
   test("coefficients never go negative, even when the data would prefer it", () => {
     const b = new StepBudget();
     // Bigger steps measured faster (noise): an unconstrained fit would give negative slopes.
-    for (const [n, ms] of [[64, 40], [128, 30], [256, 20], [64, 40]] as const) b.observe({ tokens: n, pairs: chunkPairs(0, n) }, ms);
+    for (const [n, ms] of [[64, 40], [128, 30], [256, 20], [64, 40]] as const) {
+      b.observe({ tokens: n, pairs: chunkPairs(0, n) }, ms);
+    }
     for (const v of b.coefficients!) expect(v).toBeGreaterThanOrEqual(0);
   });
 });
@@ -149,7 +163,8 @@ describe("budget", () => {
     const decodes = { tokens: 32, pairs: 32 * 2000 };
     const withDecodes = b.maxNewTokens(decodes, 100);
     expect(withDecodes).toBeLessThan(alone);
-    expect(cpu({ tokens: decodes.tokens + withDecodes, pairs: decodes.pairs + chunkPairs(100, withDecodes) })).toBeLessThanOrEqual(b.targetMs);
+    expect(cpu({ tokens: decodes.tokens + withDecodes, pairs: decodes.pairs + chunkPairs(100, withDecodes) }))
+      .toBeLessThanOrEqual(b.targetMs);
     expect(b.maxNewTokens({ tokens: 64, pairs: 1e7 }, 100)).toBe(0);
   });
 

@@ -9,22 +9,66 @@ import { presetConfig } from "../../../lib/model/presets.ts";
 
 // Qwen/Qwen3-0.6B config.json as published.
 const QWEN3_06B = {
-  architectures: ["Qwen3ForCausalLM"], attention_bias: false, attention_dropout: 0.0, bos_token_id: 151643,
-  eos_token_id: 151645, head_dim: 128, hidden_act: "silu", hidden_size: 1024, initializer_range: 0.02,
-  intermediate_size: 3072, max_position_embeddings: 40960, max_window_layers: 28, model_type: "qwen3",
-  num_attention_heads: 16, num_hidden_layers: 28, num_key_value_heads: 8, rms_norm_eps: 1e-6, rope_scaling: null,
-  rope_theta: 1000000, sliding_window: null, tie_word_embeddings: true, torch_dtype: "bfloat16",
-  transformers_version: "4.51.0", use_cache: true, use_sliding_window: false, vocab_size: 151936,
+  architectures: ["Qwen3ForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  head_dim: 128,
+  hidden_act: "silu",
+  hidden_size: 1024,
+  initializer_range: 0.02,
+  intermediate_size: 3072,
+  max_position_embeddings: 40960,
+  max_window_layers: 28,
+  model_type: "qwen3",
+  num_attention_heads: 16,
+  num_hidden_layers: 28,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  transformers_version: "4.51.0",
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
 };
 
 // meta-llama/Llama-3.2-1B config.json as published.
 const LLAMA_32_1B = {
-  architectures: ["LlamaForCausalLM"], attention_bias: false, attention_dropout: 0.0, bos_token_id: 128000,
-  eos_token_id: 128001, head_dim: 64, hidden_act: "silu", hidden_size: 2048, initializer_range: 0.02,
-  intermediate_size: 8192, max_position_embeddings: 131072, mlp_bias: false, model_type: "llama",
-  num_attention_heads: 32, num_hidden_layers: 16, num_key_value_heads: 8, pretraining_tp: 1, rms_norm_eps: 1e-5,
-  rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: "llama3" },
-  rope_theta: 500000.0, tie_word_embeddings: true, torch_dtype: "bfloat16", use_cache: true, vocab_size: 128256,
+  architectures: ["LlamaForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 128000,
+  eos_token_id: 128001,
+  head_dim: 64,
+  hidden_act: "silu",
+  hidden_size: 2048,
+  initializer_range: 0.02,
+  intermediate_size: 8192,
+  max_position_embeddings: 131072,
+  mlp_bias: false,
+  model_type: "llama",
+  num_attention_heads: 32,
+  num_hidden_layers: 16,
+  num_key_value_heads: 8,
+  pretraining_tp: 1,
+  rms_norm_eps: 1e-5,
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: "llama3",
+  },
+  rope_theta: 500000.0,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  use_cache: true,
+  vocab_size: 128256,
 };
 
 function errorOf(f: () => unknown): Error {
@@ -40,9 +84,22 @@ test("Qwen3-0.6B config parses into the native shape", () => {
   const s = parseModelSpec(QWEN3_06B, { generationConfig: { eos_token_id: [151645, 151643], bos_token_id: 151643 } });
   expect(s.architecture).toBe("Qwen3ForCausalLM");
   expect(s.native).toEqual({
-    arch: "qwen3", vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16,
-    numKvHeads: 8, headDim: 128, tieWordEmbeddings: true, maxPosition: 40960, rmsNormEps: 1e-6,
-    ropeType: "default", ropeTheta: 1000000, ropeFactor: 1, ropeLowFreqFactor: 1, ropeHighFreqFactor: 1,
+    arch: "qwen3",
+    vocabSize: 151936,
+    hiddenSize: 1024,
+    intermediateSize: 3072,
+    numLayers: 28,
+    numHeads: 16,
+    numKvHeads: 8,
+    headDim: 128,
+    tieWordEmbeddings: true,
+    maxPosition: 40960,
+    rmsNormEps: 1e-6,
+    ropeType: "default",
+    ropeTheta: 1000000,
+    ropeFactor: 1,
+    ropeLowFreqFactor: 1,
+    ropeHighFreqFactor: 1,
     ropeOriginalMaxPosition: 40960,
   });
   expect(s.maxModelLen).toBe(40960);
@@ -79,7 +136,10 @@ test("defaults: head_dim = hidden/heads, kv heads = heads, untied, theta 10000",
 });
 
 test("transformers v5 rope_parameters are understood", () => {
-  const c: Record<string, unknown> = { ...LLAMA_32_1B, rope_parameters: { ...LLAMA_32_1B.rope_scaling, rope_theta: 250000 } };
+  const c: Record<string, unknown> = {
+    ...LLAMA_32_1B,
+    rope_parameters: { ...LLAMA_32_1B.rope_scaling, rope_theta: 250000 },
+  };
   delete c.rope_scaling;
   delete c.rope_theta;
   const s = parseModelSpec(c);
@@ -103,15 +163,20 @@ test("bad fields are named with their values", () => {
   expect(e.message).toContain('"vocab_size" = "big"');
   const missing = errorOf(() => parseModelSpec({ ...QWEN3_06B, hidden_size: undefined }));
   expect(missing.message).toContain('"hidden_size" = undefined');
-  expect(errorOf(() => parseModelSpec({ ...QWEN3_06B, num_key_value_heads: 5 })).message).toMatch(/num_attention_heads=16 .* num_key_value_heads=5/);
-  expect(errorOf(() => parseModelSpec(QWEN3_06B, { generationConfig: { eos_token_id: "x" } })).message).toContain('"eos_token_id" = "x"');
+  expect(errorOf(() => parseModelSpec({ ...QWEN3_06B, num_key_value_heads: 5 })).message).toMatch(
+    /num_attention_heads=16 .* num_key_value_heads=5/,
+  );
+  expect(errorOf(() => parseModelSpec(QWEN3_06B, { generationConfig: { eos_token_id: "x" } })).message).toContain(
+    '"eos_token_id" = "x"',
+  );
 });
 
 test("unsupported RoPE scaling types and features are rejected by name", () => {
   const yarn = errorOf(() => parseModelSpec({ ...QWEN3_06B, rope_scaling: { rope_type: "yarn", factor: 4 } }));
   expect(yarn).toBeInstanceOf(ModelFormatError);
   expect(yarn.message).toContain('"yarn"');
-  expect(errorOf(() => parseModelSpec({ ...QWEN3_06B, rope_scaling: { type: "linear", factor: 2 } })).message).toContain('"linear"');
+  expect(errorOf(() => parseModelSpec({ ...QWEN3_06B, rope_scaling: { type: "linear", factor: 2 } })).message)
+    .toContain('"linear"');
   const partial = errorOf(() => parseModelSpec({ ...LLAMA_32_1B, rope_scaling: { rope_type: "llama3", factor: 8 } }));
   expect(partial.message).toContain("low_freq_factor");
   expect(partial.message).toContain("original_max_position_embeddings");

@@ -13,7 +13,7 @@ import { loadModel, planWeightLoad } from "../../../lib/model/loader.ts";
 import { presetConfig } from "../../../lib/model/presets.ts";
 import { openModelWeights } from "../../../lib/model/shards.ts";
 import { writeSyntheticModel } from "../../../lib/model/synthetic_writer.ts";
-import { referenceLogits, relL2, type ReferenceWeights } from "../../helpers/reference_model.ts";
+import { referenceLogits, type ReferenceWeights, relL2 } from "../../helpers/reference_model.ts";
 import { buildStep, rowLogits } from "../../helpers/step_builder.ts";
 import { tinyModelDir } from "../../helpers/tiny_model_dir.ts";
 
@@ -24,7 +24,11 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** The directory's weights decoded to float32, in the reference model's layout. */
 function weightsFromFiles(dir: string): ReferenceWeights {
   const spec = readModelSpec(dir);
-  const byName = new Map(planWeightLoad(spec, openModelWeights(dir)).map((p) => [p.slot.name, decodeFloats(p.tensor.bytes, p.tensor.dtype as FloatDType)]));
+  const byName = new Map(
+    planWeightLoad(spec, openModelWeights(dir)).map((
+      p,
+    ) => [p.slot.name, decodeFloats(p.tensor.bytes, p.tensor.dtype as FloatDType)]),
+  );
   const get = (name: string) => byName.get(name) ?? null;
   const layer = (i: number, suffix: string) => get(`model.layers.${i}.${suffix}`)!;
   return {
@@ -49,7 +53,11 @@ function weightsFromFiles(dir: string): ReferenceWeights {
 
 async function expectLogitsMatchFiles(dir: string, tokens: number[]): Promise<void> {
   const progress: [number, number, string][] = [];
-  const { spec, model } = await loadModel(dir, native, { maxNumTokens: 64, maxNumSeqs: 8, onProgress: (a, b, n) => progress.push([a, b, n]) });
+  const { spec, model } = await loadModel(dir, native, {
+    maxNumTokens: 64,
+    maxNumSeqs: 8,
+    onProgress: (a, b, n) => progress.push([a, b, n]),
+  });
   try {
     const last = progress.at(-1)!;
     expect(last[0]).toBe(last[1]);
@@ -57,7 +65,10 @@ async function expectLogitsMatchFiles(dir: string, tokens: number[]): Promise<vo
     expect(model.weightBytes()).toBeGreaterThan(0);
     const vocab = spec.native.vocabSize;
     using kv = model.createKvCache(4, 16);
-    const b = buildStep([{ tokens, cached: 0, blockTable: [2] }], 16, { rows: tokens.map((_, token) => ({ token })), vocab });
+    const b = buildStep([{ tokens, cached: 0, blockTable: [2] }], 16, {
+      rows: tokens.map((_, token) => ({ token })),
+      vocab,
+    });
     model.step(kv, b);
     const ref = referenceLogits(spec.native, weightsFromFiles(dir), tokens);
     // A weight in the wrong slot, at the wrong offset or misread changes logits by far more.
@@ -73,7 +84,12 @@ test("the tiny Qwen3 model (bf16, tied) loads and computes from its files' weigh
 
 test("the tiny Llama model (llama3 RoPE, untied, sharded f16) loads and computes from its files' weights", async () => {
   const dir = join(scratch, "llama-f16");
-  writeSyntheticModel(dir, { config: { ...presetConfig("tiny-llama"), vocab_size: 2000 }, dtype: "float16", seed: 5, maxShardBytes: 100_000 });
+  writeSyntheticModel(dir, {
+    config: { ...presetConfig("tiny-llama"), vocab_size: 2000 },
+    dtype: "float16",
+    seed: 5,
+    maxShardBytes: 100_000,
+  });
   await expectLogitsMatchFiles(dir, [17, 1999, 3, 3, 256]);
 });
 
@@ -86,7 +102,9 @@ test("an f32 checkpoint loads too", async () => {
 test("a checkpoint missing tensors fails naming them; bad options are RangeErrors", async () => {
   const dir = join(scratch, "broken");
   writeSyntheticModel(dir, { config: { ...presetConfig("tiny-llama"), vocab_size: 300 }, maxShardBytes: 50_000 });
-  await expect(loadModel(dir, native, { maxNumTokens: 0, maxNumSeqs: 1 })).rejects.toThrow(/maxNumTokens must be a positive integer, got 0/);
+  await expect(loadModel(dir, native, { maxNumTokens: 0, maxNumSeqs: 1 })).rejects.toThrow(
+    /maxNumTokens must be a positive integer, got 0/,
+  );
   unlinkSync(join(dir, "model.safetensors.index.json"));
   await expect(loadModel(dir, native, { maxNumTokens: 8, maxNumSeqs: 1 })).rejects.toThrow(ModelFormatError);
 });

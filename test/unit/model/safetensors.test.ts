@@ -5,7 +5,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ModelFormatError } from "../../../lib/core/errors.ts";
-import { bf16ToF32, decodeFloats, encodeFloats, f16ToF32, f32ToBf16, f32ToF16 } from "../../../lib/model/float_formats.ts";
+import {
+  bf16ToF32,
+  decodeFloats,
+  encodeFloats,
+  f16ToF32,
+  f32ToBf16,
+  f32ToF16,
+} from "../../../lib/model/float_formats.ts";
 import { openSafetensors, parseSafetensors } from "../../../lib/model/safetensors.ts";
 import { encodeSafetensorsHeader, writeSafetensorsFile } from "../../../lib/model/safetensors_writer.ts";
 import { openModelWeights } from "../../../lib/model/shards.ts";
@@ -52,7 +59,16 @@ test("a file with bf16, f16 and f32 tensors reads back the written values as vie
       { name: "a", dtype: "BF16", shape: [6, 5], data: encodeFloats(a, "BF16") },
       { name: "b", dtype: "F16", shape: [7], data: encodeFloats(b, "F16") },
       // Streamed in uneven chunks.
-      { name: "c", dtype: "F32", shape: [3, 2, 4], data: (emit) => { const bytes = encodeFloats(c, "F32"); emit(bytes.subarray(0, 10)); emit(bytes.subarray(10)); } },
+      {
+        name: "c",
+        dtype: "F32",
+        shape: [3, 2, 4],
+        data: (emit) => {
+          const bytes = encodeFloats(c, "F32");
+          emit(bytes.subarray(0, 10));
+          emit(bytes.subarray(10));
+        },
+      },
       { name: "empty", dtype: "F32", shape: [0, 3], data: new Uint8Array(0) },
     ], { metadata: { format: "pt", note: "hi" } });
     const f = openSafetensors(path);
@@ -74,9 +90,11 @@ test("a file with bf16, f16 and f32 tensors reads back the written values as vie
 
 test("a producer emitting the wrong byte count is an error naming the tensor", () => {
   withDir((dir) => {
-    expect(() => writeSafetensorsFile(join(dir, "bad.safetensors"), [
-      { name: "short", dtype: "BF16", shape: [4], data: (emit) => emit(new Uint8Array(6)) },
-    ])).toThrow(/short: got 6 bytes, expected 8/);
+    expect(() =>
+      writeSafetensorsFile(join(dir, "bad.safetensors"), [
+        { name: "short", dtype: "BF16", shape: [4], data: (emit) => emit(new Uint8Array(6)) },
+      ])
+    ).toThrow(/short: got 6 bytes, expected 8/);
   });
 });
 
@@ -115,36 +133,59 @@ test("malformed headers are ModelFormatErrors naming the file and the bad entry"
 });
 
 test("header is padded to 8 bytes and its offsets are contiguous", () => {
-  const h = encodeSafetensorsHeader([{ name: "x", dtype: "BF16", shape: [3] }, { name: "yy", dtype: "F32", shape: [2, 2] }]);
+  const h = encodeSafetensorsHeader([{ name: "x", dtype: "BF16", shape: [3] }, {
+    name: "yy",
+    dtype: "F32",
+    shape: [2, 2],
+  }]);
   const len = Number(new DataView(h.buffer).getBigUint64(0, true));
   expect(len % 8).toBe(0);
   expect(h.byteLength).toBe(8 + len);
   const json = JSON.parse(new TextDecoder().decode(h.subarray(8)));
   expect(json.x.data_offsets).toEqual([0, 6]);
   expect(json.yy.data_offsets).toEqual([6, 22]);
-  expect(() => encodeSafetensorsHeader([{ name: "x", dtype: "F32", shape: [1] }, { name: "x", dtype: "F32", shape: [1] }])).toThrow(/duplicate/);
+  expect(() =>
+    encodeSafetensorsHeader([{ name: "x", dtype: "F32", shape: [1] }, { name: "x", dtype: "F32", shape: [1] }])
+  ).toThrow(/duplicate/);
 });
 
 test("sharded checkpoints merge through model.safetensors.index.json", () => {
   withDir((dir) => {
     const v = randomValues(8, 9);
-    writeSafetensorsFile(join(dir, "s1.safetensors"), [{ name: "p", dtype: "F32", shape: [8], data: encodeFloats(v, "F32") }]);
+    writeSafetensorsFile(join(dir, "s1.safetensors"), [{
+      name: "p",
+      dtype: "F32",
+      shape: [8],
+      data: encodeFloats(v, "F32"),
+    }]);
     writeSafetensorsFile(join(dir, "s2.safetensors"), [
       { name: "q", dtype: "BF16", shape: [2, 4], data: encodeFloats(v, "BF16") },
       { name: "stray", dtype: "F32", shape: [1], data: new Uint8Array(4) },
     ]);
-    writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { p: "s1.safetensors", q: "s2.safetensors" } }));
+    writeFileSync(
+      join(dir, "model.safetensors.index.json"),
+      JSON.stringify({ weight_map: { p: "s1.safetensors", q: "s2.safetensors" } }),
+    );
     const w = openModelWeights(dir);
     expect(w.files).toEqual(["s1.safetensors", "s2.safetensors"]);
     expect([...w.tensors.keys()].sort()).toEqual(["p", "q"]);
     expect(w.tensors.get("q")!.file).toBe("s2.safetensors");
     expect([...decodeFloats(w.tensors.get("p")!.bytes, "F32")]).toEqual([...v]);
 
-    writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { p: "s1.safetensors", r: "s2.safetensors", z: "s3.safetensors" } }));
+    writeFileSync(
+      join(dir, "model.safetensors.index.json"),
+      JSON.stringify({ weight_map: { p: "s1.safetensors", r: "s2.safetensors", z: "s3.safetensors" } }),
+    );
     expect(() => openModelWeights(dir)).toThrow(/missing: s3\.safetensors/);
-    writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { p: "s1.safetensors", r: "s2.safetensors" } }));
+    writeFileSync(
+      join(dir, "model.safetensors.index.json"),
+      JSON.stringify({ weight_map: { p: "s1.safetensors", r: "s2.safetensors" } }),
+    );
     expect(() => openModelWeights(dir)).toThrow(/not in their shard: r \(in s2\.safetensors\)/);
-    writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { p: "../s1.safetensors" } }));
+    writeFileSync(
+      join(dir, "model.safetensors.index.json"),
+      JSON.stringify({ weight_map: { p: "../s1.safetensors" } }),
+    );
     expect(() => openModelWeights(dir)).toThrow(/is not a shard file name/);
   });
 });

@@ -21,7 +21,9 @@ function tempDir(): string {
 }
 
 function tensorsOf(dir: string): Map<string, { dtype: string; shape: readonly number[]; bytes: Uint8Array }> {
-  return new Map([...openModelWeights(dir).tensors].map(([n, t]) => [n, { dtype: t.dtype, shape: t.shape, bytes: t.bytes }]));
+  return new Map(
+    [...openModelWeights(dir).tensors].map(([n, t]) => [n, { dtype: t.dtype, shape: t.shape, bytes: t.bytes }]),
+  );
 }
 
 test("writes a loadable HF directory with the real tokenizer and N(0, 0.02) weights", () => {
@@ -29,8 +31,18 @@ test("writes a loadable HF directory with the real tokenizer and N(0, 0.02) weig
   try {
     const dir = join(root, "m");
     const progress: number[] = [];
-    const info = writeSyntheticModel(dir, { config: SMALL, seed: 7, onProgress: (done, total) => progress.push(done / total) });
-    expect(readdirSync(dir).sort()).toEqual(["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
+    const info = writeSyntheticModel(dir, {
+      config: SMALL,
+      seed: 7,
+      onProgress: (done, total) => progress.push(done / total),
+    });
+    expect(readdirSync(dir).sort()).toEqual([
+      "config.json",
+      "generation_config.json",
+      "model.safetensors",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
     expect(info.shards).toEqual(["model.safetensors"]);
     expect(progress.at(-1)).toBe(1);
     expect(progress.every((p, i) => i === 0 || p >= progress[i - 1]!)).toBe(true);
@@ -91,7 +103,9 @@ test("float16 and float32 weights and untied llama configs", () => {
     // Both dtypes encode the same table entries, so values agree to f16 precision.
     const x = decodeFloats(f32.get("model.layers.1.mlp.up_proj.weight")!.bytes, "F32");
     const y = decodeFloats(f16.get("model.layers.1.mlp.up_proj.weight")!.bytes, "F16");
-    for (let i = 0; i < x.length; i++) expect(Math.abs(x[i]! - y[i]!)).toBeLessThanOrEqual(Math.abs(x[i]!) * 2 ** -11 + 1e-7);
+    for (let i = 0; i < x.length; i++) {
+      expect(Math.abs(x[i]! - y[i]!)).toBeLessThanOrEqual(Math.abs(x[i]!) * 2 ** -11 + 1e-7);
+    }
     expect(readModelSpec(join(root, "f16")).torchDtype).toBe("float16");
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -106,7 +120,8 @@ test("argument errors name the bad value", () => {
     expect(() => writeSyntheticModel(join(root, "x"), { config: SMALL, preset: "tiny" })).toThrow(/exactly one/);
     expect(() => writeSyntheticModel(join(root, "y"), { preset: "huge" as "tiny" })).toThrow(/"huge"/);
     expect(() => writeSyntheticModel(join(root, "z"), { config: SMALL, dtype: "int8" as "float16" })).toThrow(/"int8"/);
-    expect(() => writeSyntheticModel(join(root, "w"), { config: { ...SMALL, architectures: ["GPTJForCausalLM"] } })).toThrow(/GPTJForCausalLM/);
+    expect(() => writeSyntheticModel(join(root, "w"), { config: { ...SMALL, architectures: ["GPTJForCausalLM"] } }))
+      .toThrow(/GPTJForCausalLM/);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -115,15 +130,18 @@ test("argument errors name the bad value", () => {
 test("ensureModel in concurrent processes yields one complete model and no temp leftovers", async () => {
   const cacheDir = tempDir();
   try {
-    const script = `import { ensureModel } from ${JSON.stringify(new URL("../../../lib/model/demo_model.ts", import.meta.url).pathname)};
+    const script = `import { ensureModel } from ${
+      JSON.stringify(new URL("../../../lib/model/demo_model.ts", import.meta.url).pathname)
+    };
       console.log(await ensureModel("tiny", { cacheDir: ${JSON.stringify(cacheDir)} }));`;
-    const run = () => new Promise<string>((resolve, reject) => {
-      const p = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-      let out = "", err = "";
-      p.stdout.on("data", (d) => (out += d));
-      p.stderr.on("data", (d) => (err += d));
-      p.on("close", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`exit ${code}: ${err}`))));
-    });
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        const p = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+        let out = "", err = "";
+        p.stdout.on("data", (d) => (out += d));
+        p.stderr.on("data", (d) => (err += d));
+        p.on("close", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`exit ${code}: ${err}`))));
+      });
     const dirs = await Promise.all([run(), run(), run()]);
     const expected = cachedModelDir("tiny", { cacheDir });
     expect(dirs).toEqual([expected, expected, expected]);

@@ -20,7 +20,9 @@ test("encode/decode round-trips unicode text", () => {
   for (const t of texts) expect(tok.decode(tok.encode(t))).toBe(t);
   const r = rng(11);
   for (let i = 0; i < 30; i++) {
-    const t = String.fromCodePoint(...Array.from({ length: 20 }, () => [0x20 + Math.floor(r() * 95), 0xe9, 0x4e2d, 0x1f600][Math.floor(r() * 4)]!));
+    const t = String.fromCodePoint(
+      ...Array.from({ length: 20 }, () => [0x20 + Math.floor(r() * 95), 0xe9, 0x4e2d, 0x1f600][Math.floor(r() * 4)]!),
+    );
     expect(tok.decode(tok.encode(t))).toBe(t);
   }
   expect(tok.encode("Hello")).toEqual([9707]);
@@ -51,7 +53,10 @@ test("the chat template renders Qwen3's format", () => {
     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n" +
       "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n",
   );
-  const noThink = tok.applyChatTemplate([{ role: "user", content: "x" }], { addGenerationPrompt: true, variables: { enable_thinking: false } });
+  const noThink = tok.applyChatTemplate([{ role: "user", content: "x" }], {
+    addGenerationPrompt: true,
+    variables: { enable_thinking: false },
+  });
   expect(noThink.endsWith("<|im_start|>assistant\n<think>\n\n</think>\n\n")).toBe(true);
   // The rendered prompt tokenizes with the special tokens as single ids.
   expect(tok.encode(prompt).filter((id) => id === 151644).length).toBe(2);
@@ -59,15 +64,25 @@ test("the chat template renders Qwen3's format", () => {
 
 test("templates see bos/eos tokens; a model without a template says so", () => {
   const tokenizerJson = {
-    normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: null,
+    post_processor: null,
+    decoder: null,
+    added_tokens: [],
     model: { type: "WordLevel", vocab: { a: 0, "</s>": 1, "<s>": 2 }, unk_token: "a" },
   };
-  const t = new ModelTokenizer(tokenizerJson, { bos_token: { content: "<s>" }, eos_token: "</s>", chat_template: "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}" });
+  const t = new ModelTokenizer(tokenizerJson, {
+    bos_token: { content: "<s>" },
+    eos_token: "</s>",
+    chat_template: "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}",
+  });
   expect(t.applyChatTemplate([{ role: "user", content: "q" }])).toBe("<s>q</s>");
   expect(t.eosTokenIds).toEqual([1]);
   const none = new ModelTokenizer(tokenizerJson, {}, { source: "/models/x" });
   expect(none.hasChatTemplate).toBe(false);
   expect(() => none.applyChatTemplate([])).toThrow(ModelFormatError);
   expect(() => none.applyChatTemplate([])).toThrow(/\/models\/x: the model has no chat template/);
-  expect(() => new ModelTokenizer(tokenizerJson, { chat_template: "{% for %}" })).toThrow(/chat template does not parse/);
+  expect(() => new ModelTokenizer(tokenizerJson, { chat_template: "{% for %}" })).toThrow(
+    /chat template does not parse/,
+  );
 });

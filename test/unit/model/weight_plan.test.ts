@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ModelFormatError } from "../../../lib/core/errors.ts";
-import { parseModelSpec, type ModelSpec } from "../../../lib/model/config.ts";
+import { type ModelSpec, parseModelSpec } from "../../../lib/model/config.ts";
 import { planWeightLoad } from "../../../lib/model/loader.ts";
 import { presetConfig } from "../../../lib/model/presets.ts";
-import { writeSafetensorsFile, type TensorSource } from "../../../lib/model/safetensors_writer.ts";
+import { type TensorSource, writeSafetensorsFile } from "../../../lib/model/safetensors_writer.ts";
 import { openModelWeights } from "../../../lib/model/shards.ts";
 import { parseWeightName, requiredWeights, weightName, weightShape } from "../../../lib/model/weight_names.ts";
 
@@ -23,7 +23,9 @@ test("names map to slots and back", () => {
   expect(parseWeightName("model.layers.0.self_attn.rotary_emb.inv_freq")).toBeNull();
   expect(() => weightName(0, "embed")).toThrow(/layer must be -1, got 0/);
   expect(() => weightName(-1, "q")).toThrow(/layer >= 0, got -1/);
-  for (const slot of requiredWeights(tinyLlama.native)) expect(parseWeightName(slot.name)).toEqual({ layer: slot.layer, kind: slot.kind });
+  for (const slot of requiredWeights(tinyLlama.native)) {
+    expect(parseWeightName(slot.name)).toEqual({ layer: slot.layer, kind: slot.kind });
+  }
 });
 
 test("required weights: q/k norm only for Qwen3, lm_head only when untied, HF shapes", () => {
@@ -44,10 +46,16 @@ test("required weights: q/k norm only for Qwen3, lm_head only when untied, HF sh
 });
 
 /** A directory whose single shard holds every tensor of `spec`, edited by `edit`. */
-function checkpoint(spec: ModelSpec, edit: (tensors: TensorSource[]) => TensorSource[]): { dir: string; cleanup: () => void } {
+function checkpoint(
+  spec: ModelSpec,
+  edit: (tensors: TensorSource[]) => TensorSource[],
+): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "lmpool-plan-"));
   const tensors: TensorSource[] = requiredWeights(spec.native).map((s) => ({
-    name: s.name, dtype: "BF16", shape: s.shape, data: (emit) => emit(new Uint8Array(s.shape.reduce((a, b) => a * b, 1) * 2)),
+    name: s.name,
+    dtype: "BF16",
+    shape: s.shape,
+    data: (emit) => emit(new Uint8Array(s.shape.reduce((a, b) => a * b, 1) * 2)),
   }));
   writeSafetensorsFile(join(dir, "model.safetensors"), edit(tensors));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
@@ -67,11 +75,23 @@ function planError(spec: ModelSpec, edit: (t: TensorSource[]) => TensorSource[])
 }
 
 test("a complete checkpoint plans every slot; extra tensors are ignored", () => {
-  const { dir, cleanup } = checkpoint(tinyLlama, (t) => [...t, { name: "model.layers.0.self_attn.rotary_emb.inv_freq", dtype: "F32", shape: [8], data: new Uint8Array(32) }]);
+  const { dir, cleanup } = checkpoint(
+    tinyLlama,
+    (
+      t,
+    ) => [...t, {
+      name: "model.layers.0.self_attn.rotary_emb.inv_freq",
+      dtype: "F32",
+      shape: [8],
+      data: new Uint8Array(32),
+    }],
+  );
   try {
     const plan = planWeightLoad(tinyLlama, openModelWeights(dir));
     expect(plan.map((p) => p.slot.name)).toEqual(requiredWeights(tinyLlama.native).map((s) => s.name));
-    expect(plan.every((p) => p.dtype === "bf16" && p.tensor.numel === p.slot.shape.reduce((a, b) => a * b, 1))).toBe(true);
+    expect(plan.every((p) => p.dtype === "bf16" && p.tensor.numel === p.slot.shape.reduce((a, b) => a * b, 1))).toBe(
+      true,
+    );
   } finally {
     cleanup();
   }
@@ -89,12 +109,19 @@ test("every missing tensor is named", () => {
 });
 
 test("every misshaped or unsupported-dtype tensor is named with what was expected", () => {
-  const msg = planError(tiny, (t) => t.map((x) => {
-    if (x.name === "model.layers.1.mlp.up_proj.weight") return { ...x, shape: [64, 128], data: new Uint8Array(64 * 128 * 2) };
-    if (x.name === "model.layers.0.self_attn.v_proj.weight") return { ...x, shape: [32, 64, 1], data: new Uint8Array(32 * 64 * 2) };
-    if (x.name === "model.layers.0.input_layernorm.weight") return { ...x, dtype: "F64", data: new Uint8Array(64 * 8) };
-    return x;
-  }));
+  const msg = planError(tiny, (t) =>
+    t.map((x) => {
+      if (x.name === "model.layers.1.mlp.up_proj.weight") {
+        return { ...x, shape: [64, 128], data: new Uint8Array(64 * 128 * 2) };
+      }
+      if (x.name === "model.layers.0.self_attn.v_proj.weight") {
+        return { ...x, shape: [32, 64, 1], data: new Uint8Array(32 * 64 * 2) };
+      }
+      if (x.name === "model.layers.0.input_layernorm.weight") {
+        return { ...x, dtype: "F64", data: new Uint8Array(64 * 8) };
+      }
+      return x;
+    }));
   expect(msg).toContain("model.layers.1.mlp.up_proj.weight has shape [64, 128], expected [128, 64]");
   expect(msg).toContain("model.layers.0.self_attn.v_proj.weight has shape [32, 64, 1], expected [32, 64]");
   expect(msg).toContain("model.layers.0.input_layernorm.weight has dtype F64; supported: BF16, F16, F32");

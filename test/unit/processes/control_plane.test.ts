@@ -15,7 +15,14 @@ afterEach(async () => {
 
 const quiet = () => {};
 async function start(onLauncherGone?: (r: string) => void) {
-  const plane = await ControlPlane.listen({ socketPath: tempSocketPath("cp"), epoch: 1, pid: 1, heartbeat: false, log: quiet, onLauncherGone });
+  const plane = await ControlPlane.listen({
+    socketPath: tempSocketPath("cp"),
+    epoch: 1,
+    pid: 1,
+    heartbeat: false,
+    log: quiet,
+    onLauncherGone,
+  });
   cleanups.push(() => plane.close());
   return plane;
 }
@@ -34,7 +41,8 @@ const doc = promptTokens(3, 320);
 test("routes follow the snapshots workers send; a delta gap triggers a snapshot request", async () => {
   const plane = await start();
   const launcher = await client(plane, "launcher");
-  expect((await launcher.request({ type: "hello", role: "launcher", epoch: 1, pid: 10 }, { expect: ["ready"] })).role).toBe("control");
+  expect((await launcher.request({ type: "hello", role: "launcher", epoch: 1, pid: 10 }, { expect: ["ready"] })).role)
+    .toBe("control");
   const workers = await Promise.all([0, 1].map((r) => client(plane, `w${r}`)));
   const fromControl: Message[] = [];
   workers[1]!.onMessage((m) => fromControl.push(m));
@@ -42,15 +50,63 @@ test("routes follow the snapshots workers send; a delta gap triggers a snapshot 
   workers[0]!.send({ type: "block_snapshot", snapshot: snapshot(0) });
   workers[1]!.send({ type: "block_snapshot", snapshot: snapshot(1, { entries: chainEntries(hashesOf(doc)) }) });
   await until(() => plane.scheduler.blocks.healthyRanks().length === 2);
-  const ask = (id: string) => launcher.request({ type: "route_query", requestId: id, blockHashes: hashesOf(doc), promptTokens: doc.length + 5, maxTokens: 8 }, { expect: ["route_result"] });
+  const ask = (id: string) =>
+    launcher.request({
+      type: "route_query",
+      requestId: id,
+      blockHashes: hashesOf(doc),
+      promptTokens: doc.length + 5,
+      maxTokens: 8,
+    }, { expect: ["route_result"] });
   expect(await ask("a")).toMatchObject({ rank: 1, reason: "prefix-hit", matchedBlocks: 20, feasible: true });
   // Rank 1 reports the request queued and allocated: its reservation ends.
   const cap = { numBlocks: 1000, blockSize: 16, numFree: 978, numReclaimable: 0 };
-  workers[1]!.send({ type: "block_delta", delta: { rank: 1, epoch: 1, baseVersion: 1, version: 2, capacity: cap, load: IDLE, added: [], removed: [], touched: [] }, queued: ["a"], allocated: ["a"] });
+  workers[1]!.send({
+    type: "block_delta",
+    delta: {
+      rank: 1,
+      epoch: 1,
+      baseVersion: 1,
+      version: 2,
+      capacity: cap,
+      load: IDLE,
+      added: [],
+      removed: [],
+      touched: [],
+    },
+    queued: ["a"],
+    allocated: ["a"],
+  });
   await until(() => plane.scheduler.reservations.size === 0);
   // A delta on a version the table does not hold: the worker is asked for a full snapshot once.
-  workers[1]!.send({ type: "block_delta", delta: { rank: 1, epoch: 1, baseVersion: 5, version: 6, capacity: cap, load: IDLE, added: [], removed: [], touched: [] } });
-  workers[1]!.send({ type: "block_delta", delta: { rank: 1, epoch: 1, baseVersion: 6, version: 7, capacity: cap, load: IDLE, added: [], removed: [], touched: [] } });
+  workers[1]!.send({
+    type: "block_delta",
+    delta: {
+      rank: 1,
+      epoch: 1,
+      baseVersion: 5,
+      version: 6,
+      capacity: cap,
+      load: IDLE,
+      added: [],
+      removed: [],
+      touched: [],
+    },
+  });
+  workers[1]!.send({
+    type: "block_delta",
+    delta: {
+      rank: 1,
+      epoch: 1,
+      baseVersion: 6,
+      version: 7,
+      capacity: cap,
+      load: IDLE,
+      added: [],
+      removed: [],
+      touched: [],
+    },
+  });
   await until(() => fromControl.length > 0);
   await new Promise((r) => setTimeout(r, 20));
   expect(fromControl.map((m) => m.type)).toEqual(["snapshot_request"]);
@@ -64,7 +120,13 @@ test("a worker that disconnects leaves the page table; a rank with no worker can
   const plane = await start();
   const launcher = await client(plane, "launcher");
   await launcher.request({ type: "hello", role: "launcher", epoch: 1, pid: 10 }, { expect: ["ready"] });
-  const err = await launcher.request({ type: "route_query", requestId: "x", blockHashes: [], promptTokens: 4, maxTokens: 1 }).catch((e) => e);
+  const err = await launcher.request({
+    type: "route_query",
+    requestId: "x",
+    blockHashes: [],
+    promptTokens: 4,
+    maxTokens: 1,
+  }).catch((e) => e);
   expect((err as RemoteError).code).toBe("no_healthy_rank");
   const w = await client(plane, "w0");
   w.send({ type: "hello", role: "worker", rank: 0, epoch: 3, pid: 30 });

@@ -5,8 +5,19 @@ import { Connection, type ConnectionOptions } from "../../../lib/protocol/connec
 import { encodeFrame } from "../../../lib/protocol/frame_codec.ts";
 import { encodeUnchecked } from "../../../lib/protocol/message_codec.ts";
 import type { Message } from "../../../lib/protocol/messages.ts";
-import { RemoteError, RequestTimeoutError, ConnectionClosedError, type ProtocolError } from "../../../lib/protocol/protocol_errors.ts";
-import { connectUnix, listenUnix, tempSocketPath, type ByteStream, type UnixServer } from "../../../lib/runtime/unix_socket.ts";
+import {
+  ConnectionClosedError,
+  type ProtocolError,
+  RemoteError,
+  RequestTimeoutError,
+} from "../../../lib/protocol/protocol_errors.ts";
+import {
+  type ByteStream,
+  connectUnix,
+  listenUnix,
+  tempSocketPath,
+  type UnixServer,
+} from "../../../lib/runtime/unix_socket.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -46,11 +57,15 @@ test("one-way messages arrive intact, in order", async () => {
     right.onMessage((m) => {
       got.push(m);
       if (got.length === 50) r();
-    }),
+    })
   );
-  for (let i = 0; i < 50; i++) left.send({ type: "token_delta", items: [{ requestId: `r${i}`, tokenIds: [i, i + 1], text: "" }] });
+  for (let i = 0; i < 50; i++) {
+    left.send({ type: "token_delta", items: [{ requestId: `r${i}`, tokenIds: [i, i + 1], text: "" }] });
+  }
   await done;
-  expect(got.map((m) => (m.type === "token_delta" ? m.items[0]!.requestId : ""))).toEqual(Array.from({ length: 50 }, (_, i) => `r${i}`));
+  expect(got.map((m) => (m.type === "token_delta" ? m.items[0]!.requestId : ""))).toEqual(
+    Array.from({ length: 50 }, (_, i) => `r${i}`),
+  );
 });
 
 test("requests are correlated with their replies even when answered out of order", async () => {
@@ -61,11 +76,21 @@ test("requests are correlated with their replies even when answered out of order
     if (held.length === 3) {
       for (const q of held.reverse()) {
         if (q.type !== "route_query") continue;
-        right.reply(q, { type: "route_result", requestId: q.requestId, rank: q.promptTokens, reason: "test", matchedBlocks: 0, feasible: true });
+        right.reply(q, {
+          type: "route_result",
+          requestId: q.requestId,
+          rank: q.promptTokens,
+          reason: "test",
+          matchedBlocks: 0,
+          feasible: true,
+        });
       }
     }
   });
-  const ask = (n: number) => left.request({ type: "route_query", requestId: `q${n}`, blockHashes: [], promptTokens: n, maxTokens: 1 }, { expect: ["route_result"] });
+  const ask = (n: number) =>
+    left.request({ type: "route_query", requestId: `q${n}`, blockHashes: [], promptTokens: n, maxTokens: 1 }, {
+      expect: ["route_result"],
+    });
   const [a, b, c] = await Promise.all([ask(1), ask(2), ask(3)]);
   expect([a.requestId, a.rank, b.requestId, b.rank, c.requestId, c.rank]).toEqual(["q1", 1, "q2", 2, "q3", 3]);
 });
@@ -88,7 +113,13 @@ test("an unanswered request times out with RequestTimeoutError naming it; a late
 test("an error reply rejects the request with RemoteError carrying code and field", async () => {
   const { left, right } = await connectionPair();
   right.onMessage((m) => right.replyError(m, "capacity", "no room", "promptTokens"));
-  const err = await left.request({ type: "route_query", requestId: "x", blockHashes: [], promptTokens: 1, maxTokens: 1 }).catch((e) => e);
+  const err = await left.request({
+    type: "route_query",
+    requestId: "x",
+    blockHashes: [],
+    promptTokens: 1,
+    maxTokens: 1,
+  }).catch((e) => e);
   expect(err).toBeInstanceOf(RemoteError);
   expect((err as RemoteError).code).toBe("capacity");
   expect((err as RemoteError).details.field).toBe("promptTokens");
@@ -104,7 +135,16 @@ test("malformed frames are rejected with an error naming type/field, and the con
   left.onMessage((m) => errorsBack.push(m));
   // A schema mismatch in a request (its id comes back as replyTo), an unknown type, undecodable
   // bytes, garbage, and a huge length, then a good message.
-  s1.write(encodeUnchecked({ type: "route_query", id: 99, requestId: "r", blockHashes: "nope", promptTokens: 1, maxTokens: 1 }));
+  s1.write(
+    encodeUnchecked({
+      type: "route_query",
+      id: 99,
+      requestId: "r",
+      blockHashes: "nope",
+      promptTokens: 1,
+      maxTokens: 1,
+    }),
+  );
   s1.write(encodeUnchecked({ type: "warp", x: 1 }));
   s1.write(encodeFrame(new Uint8Array([0x92, 0x01])));
   s1.write(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]));
@@ -158,7 +198,9 @@ test("a peer that stops sending is declared dead after missLimit heartbeats; pen
   const [s1] = await streamPair(); // the other end never writes anything
   const conn = new Connection(s1, { name: "watcher", heartbeat: { intervalMs: 20, missLimit: 3 }, ...quiet });
   const t0 = Date.now();
-  const closed = new Promise<{ reason: string; dead: boolean; at: number }>((r) => conn.onClose((i) => r({ ...i, at: Date.now() })));
+  const closed = new Promise<{ reason: string; dead: boolean; at: number }>((r) =>
+    conn.onClose((i) => r({ ...i, at: Date.now() }))
+  );
   const pending = conn.request({ type: "stats_request" }, { timeoutMs: 5000 }).catch((e) => e);
   const info = await closed;
   expect(info.dead).toBe(true);

@@ -1,12 +1,17 @@
 // Frame boundaries, split chunks, and resynchronisation after garbage or bad lengths.
 import { expect, test } from "bun:test";
-import { encodeFrame, FrameDecoder, FRAME_HEADER_BYTES } from "../../../lib/protocol/frame_codec.ts";
+import { encodeFrame, FRAME_HEADER_BYTES, FrameDecoder } from "../../../lib/protocol/frame_codec.ts";
 
 const bytes = (...v: number[]) => new Uint8Array(v);
-const okPayloads = (r: ReturnType<FrameDecoder["push"]>) => r.filter((x) => x.ok).map((x) => (x.ok ? Array.from(x.payload) : []));
+const okPayloads = (r: ReturnType<FrameDecoder["push"]>) =>
+  r.filter((x) => x.ok).map((x) => (x.ok ? Array.from(x.payload) : []));
 
 test("frames split at every byte boundary decode to the same payloads", () => {
-  const stream = new Uint8Array([...encodeFrame(bytes(1, 2, 3)), ...encodeFrame(bytes(9)), ...encodeFrame(new Uint8Array(300).fill(7))]);
+  const stream = new Uint8Array([
+    ...encodeFrame(bytes(1, 2, 3)),
+    ...encodeFrame(bytes(9)),
+    ...encodeFrame(new Uint8Array(300).fill(7)),
+  ]);
   for (const step of [1, 2, 3, 5, 8, 13, stream.length]) {
     const d = new FrameDecoder();
     const got: number[][] = [];

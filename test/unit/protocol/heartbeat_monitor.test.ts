@@ -5,7 +5,12 @@ function rig() {
   let t = 1_000_000;
   const dead: number[] = [];
   const beats: number[] = [];
-  const m = new HeartbeatMonitor({ intervalMs: 1000, missLimit: 5 }, (seq) => beats.push(seq), (silent) => dead.push(silent), () => t);
+  const m = new HeartbeatMonitor(
+    { intervalMs: 1000, missLimit: 5 },
+    (seq) => beats.push(seq),
+    (silent) => dead.push(silent),
+    () => t,
+  );
   const tickEvery = (ms: number, until: number) => {
     while (t < until && dead.length === 0) {
       t += ms;

@@ -23,7 +23,8 @@ export function roundTrip(m: Message): Message {
 export const decodeUnchecked = (raw: unknown) => decodeMessage(encodeUnchecked(raw).subarray(8));
 
 /** Compares with byte arrays as plain arrays (msgpackr may hand back a Buffer). */
-export const plain = (m: unknown) => JSON.parse(JSON.stringify(m, (_k, v) => (v instanceof Uint8Array ? Array.from(v) : v)));
+export const plain = (m: unknown) =>
+  JSON.parse(JSON.stringify(m, (_k, v) => (v instanceof Uint8Array ? Array.from(v) : v)));
 
 /**
  * Every sample survives the round trip, and the byte field `key` of the first comes back as a
@@ -47,7 +48,13 @@ export function expectRejectedField(raw: unknown, field: string): void {
  * For each bad value, decoding `withBytes(bad)` fails naming `messageType` and `field`, with a
  * message that says the `size` bytes expected.
  */
-export function expectBytesFieldRejected(messageType: string, field: string, size: number, bads: unknown[], withBytes: (bad: unknown) => unknown): void {
+export function expectBytesFieldRejected(
+  messageType: string,
+  field: string,
+  size: number,
+  bads: unknown[],
+  withBytes: (bad: unknown) => unknown,
+): void {
   for (const bad of bads) {
     const d = decodeUnchecked(withBytes(bad));
     expect(d.ok).toBe(false);

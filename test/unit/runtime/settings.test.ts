@@ -58,12 +58,18 @@ test("a bad value is a RangeError naming the variable and the value", () => {
   expect(() => parseSetting("LMPOOL_NVLINK_PAIRS", "0:1")).toThrow(/LMPOOL_NVLINK_PAIRS.*"0:1"/);
   expect(() => parseSetting("LMPOOL_NVLINK_PAIRS", "2-2")).toThrow(/LMPOOL_NVLINK_PAIRS.*itself/);
   expect(() => parseSetting("OMP_NUM_THREADS", "0")).toThrow(RangeError);
-  expect(() => parseSetting("LMPOOL_CODEC_WARMUP", "1.5")).toThrow('LMPOOL_CODEC_WARMUP must be a non-negative integer, got "1.5"');
+  expect(() => parseSetting("LMPOOL_CODEC_WARMUP", "1.5")).toThrow(
+    'LMPOOL_CODEC_WARMUP must be a non-negative integer, got "1.5"',
+  );
 });
 
 test("a bad value in the environment fails the process that reads it, naming it", () => {
   const child = Bun.spawnSync({
-    cmd: [process.execPath, "-e", `import("${ROOT}ffi/loader.ts").then((m) => m.loadLibrary()).catch((e) => { console.error(e.message); process.exit(3); })`],
+    cmd: [
+      process.execPath,
+      "-e",
+      `import("${ROOT}ffi/loader.ts").then((m) => m.loadLibrary()).catch((e) => { console.error(e.message); process.exit(3); })`,
+    ],
     env: { ...process.env, LMPOOL_CUDA_PDL: "yes" },
     stderr: "pipe",
   });

@@ -3,7 +3,13 @@
 // order; a close right after a large write still delivers everything before the peer sees the end;
 // a peer's close reaches the other side as a clean close.
 import { afterEach, expect, test } from "bun:test";
-import { connectUnix, listenUnix, tempSocketPath, type ByteStream, type UnixServer } from "../../../lib/runtime/unix_socket.ts";
+import {
+  type ByteStream,
+  connectUnix,
+  listenUnix,
+  tempSocketPath,
+  type UnixServer,
+} from "../../../lib/runtime/unix_socket.ts";
 
 const servers: UnixServer[] = [];
 afterEach(async () => {
@@ -31,7 +37,7 @@ function drain(s: ByteStream): Promise<{ bytes: Uint8Array; error?: Error }> {
       let at = 0;
       for (const c of chunks) bytes.set(c, (at += c.length) - c.length);
       resolve({ bytes, ...(error ? { error } : {}) });
-    }),
+    })
   );
 }
 

@@ -11,7 +11,11 @@ function setup(apiKey?: string): { engine: FakeEngine; app: ServerApp } {
 
 function post(app: ServerApp, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return app.fetch(
-    new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) }),
+    new Request(`http://x${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
   );
 }
 
@@ -21,7 +25,14 @@ type Json = any;
 describe("completions", () => {
   test("non-streaming: text, usage, finish_reason, and the request the engine saw", async () => {
     const { engine, app } = setup();
-    const res = await post(app, "/v1/completions", { model: "served", prompt: "hello", max_tokens: 5, temperature: 0, seed: 3, stop: "zz" });
+    const res = await post(app, "/v1/completions", {
+      model: "served",
+      prompt: "hello",
+      max_tokens: 5,
+      temperature: 0,
+      seed: 3,
+      stop: "zz",
+    });
     expect(res.status).toBe(200);
     const body: Json = await res.json();
     expect(body.object).toBe("text_completion");
@@ -51,20 +62,28 @@ describe("completions", () => {
 
   test("prompt lists and token ids: choice index = prompt * n + j; usage counts each prompt once", async () => {
     const { engine, app } = setup();
-    const body: Json = await (await post(app, "/v1/completions", { prompt: ["ab", "cde"], n: 2, max_tokens: 2 })).json();
+    const body: Json = await (await post(app, "/v1/completions", { prompt: ["ab", "cde"], n: 2, max_tokens: 2 }))
+      .json();
     expect(body.choices.map((c: Json) => c.index)).toEqual([0, 1, 2, 3]);
     expect(body.usage.prompt_tokens).toBe(5);
     expect(engine.requests.map((r) => r.promptTokenIds.length)).toEqual([2, 2, 3, 3]);
     const ids: Json = await (await post(app, "/v1/completions", { prompt: [[65, 66], [67]], max_tokens: 1 })).json();
     expect(ids.choices).toHaveLength(2);
     expect(engine.requests.slice(4).map((r) => r.promptTokenIds)).toEqual([[65, 66], [67]]);
-    const flat: Json = await (await post(app, "/v1/completions", { prompt: [70, 71, 72], max_tokens: 1, echo: true })).json();
+    const flat: Json = await (await post(app, "/v1/completions", { prompt: [70, 71, 72], max_tokens: 1, echo: true }))
+      .json();
     expect(flat.choices[0].text.startsWith("FGH")).toBe(true);
   });
 
   test("streaming: chunks add up to the text, usage chunk last, then [DONE]", async () => {
     const { app } = setup();
-    const res = await post(app, "/v1/completions", { prompt: "hey", max_tokens: 4, seed: 1, stream: true, stream_options: { include_usage: true } });
+    const res = await post(app, "/v1/completions", {
+      prompt: "hey",
+      max_tokens: 4,
+      seed: 1,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const events = await readSse(res);
     expect(events.at(-1)).toBe("[DONE]");
@@ -111,7 +130,9 @@ describe("chat completions", () => {
   test("streaming: role first, content deltas, finish_reason, usage, [DONE]; logprobs per token", async () => {
     const { app } = setup();
     const req = { messages: [{ role: "user", content: "x" }], max_tokens: 4, seed: 2, logprobs: true, n: 2 };
-    const events = await readSse(await post(app, "/v1/chat/completions", { ...req, stream: true, stream_options: { include_usage: true } }));
+    const events = await readSse(
+      await post(app, "/v1/chat/completions", { ...req, stream: true, stream_options: { include_usage: true } }),
+    );
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1) as Json[];
     expect(chunks[0].choices[0].delta).toEqual({ role: "assistant", content: "" });
@@ -133,14 +154,26 @@ describe("chat completions", () => {
     await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "x" }] });
     expect(engine.requests[0]!.params.maxTokens).toBe(64 - "<user>x\n<assistant>".length);
     const capped = createApp({ engine, defaultChatMaxTokens: 5 });
-    await capped.fetch(new Request("http://x/v1/chat/completions", { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "x" }] }) }));
+    await capped.fetch(
+      new Request("http://x/v1/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ messages: [{ role: "user", content: "x" }] }),
+      }),
+    );
     expect(engine.requests[1]!.params.maxTokens).toBe(5);
   });
 
   test("x-session-id header (else user) becomes the session id; cache_salt passes through", async () => {
     const { engine, app } = setup();
-    await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "x" }], max_tokens: 1, user: "u1" }, { "x-session-id": "s9" });
-    await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "x" }], max_tokens: 1, user: "u1", cache_salt: "t" });
+    await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "x" }], max_tokens: 1, user: "u1" }, {
+      "x-session-id": "s9",
+    });
+    await post(app, "/v1/chat/completions", {
+      messages: [{ role: "user", content: "x" }],
+      max_tokens: 1,
+      user: "u1",
+      cache_salt: "t",
+    });
     expect(engine.requests[0]!.options.sessionId).toBe("s9");
     expect(engine.requests[1]!.options.sessionId).toBe("u1");
     expect(engine.requests[1]!.options.cacheSalt).toBe("t");
@@ -155,15 +188,50 @@ describe("bad input never reaches the engine", () => {
     ["wrong type", "/v1/completions", { prompt: "a", max_tokens: "ten" }, 400, "max_tokens", /"ten"/],
     ["missing prompt", "/v1/completions", { max_tokens: 2 }, 400, "prompt", /prompt/],
     ["missing messages", "/v1/chat/completions", { max_tokens: 2 }, 400, "messages", /messages/],
-    ["bad message content", "/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "image_url" }] }] }, 400, "messages[0].content", /text parts/],
+    [
+      "bad message content",
+      "/v1/chat/completions",
+      { messages: [{ role: "user", content: [{ type: "image_url" }] }] },
+      400,
+      "messages[0].content",
+      /text parts/,
+    ],
     ["non-JSON body", "/v1/completions", "{not json", 400, null, /not valid JSON/],
     ["body not an object", "/v1/completions", "[1,2]", 400, null, /JSON object/],
-    ["prompt over max_model_len", "/v1/completions", { prompt: "x".repeat(70) }, 400, "prompt", /64 tokens.*70 input tokens/],
-    ["prompt + max_tokens over max_model_len", "/v1/completions", { prompt: "x".repeat(60), max_tokens: 10 }, 400, "max_tokens", /64 tokens.*70 tokens \(60 in the prompt, 10 in the completion\)/],
+    [
+      "prompt over max_model_len",
+      "/v1/completions",
+      { prompt: "x".repeat(70) },
+      400,
+      "prompt",
+      /64 tokens.*70 input tokens/,
+    ],
+    [
+      "prompt + max_tokens over max_model_len",
+      "/v1/completions",
+      { prompt: "x".repeat(60), max_tokens: 10 },
+      400,
+      "max_tokens",
+      /64 tokens.*70 tokens \(60 in the prompt, 10 in the completion\)/,
+    ],
     ["token id outside vocab", "/v1/completions", { prompt: [1, 999] }, 400, "prompt", /999/],
     ["empty prompt", "/v1/completions", { prompt: "" }, 400, "prompt", /empty/],
-    ["min_tokens > max_tokens", "/v1/completions", { prompt: "a", max_tokens: 2, min_tokens: 3 }, 400, "min_tokens", /3/],
-    ["unsupported penalty", "/v1/completions", { prompt: "a", presence_penalty: 0.5 }, 400, "presence_penalty", /not supported/],
+    [
+      "min_tokens > max_tokens",
+      "/v1/completions",
+      { prompt: "a", max_tokens: 2, min_tokens: 3 },
+      400,
+      "min_tokens",
+      /3/,
+    ],
+    [
+      "unsupported penalty",
+      "/v1/completions",
+      { prompt: "a", presence_penalty: 0.5 },
+      400,
+      "presence_penalty",
+      /not supported/,
+    ],
     ["unknown model", "/v1/completions", { prompt: "a", model: "gpt-9" }, 404, "model", /gpt-9/],
   ];
   for (const [name, path, body, status, param, message] of cases) {
@@ -197,7 +265,9 @@ describe("routing, auth, health and draining", () => {
   test("API key: /v1 needs the Bearer key; probes stay open", async () => {
     const { app } = setup("sekret");
     const body = { prompt: "a", max_tokens: 1 };
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "sekret" }] as Record<string, string>[]) {
+    for (
+      const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "sekret" }] as Record<string, string>[]
+    ) {
       const res = await post(app, "/v1/completions", body, headers);
       expect(res.status).toBe(401);
       expect(((await res.json()) as Json).error.code).toBe("invalid_api_key");
@@ -212,7 +282,9 @@ describe("routing, auth, health and draining", () => {
     const models: Json = await (await app.fetch(new Request("http://x/v1/models"))).json();
     expect(models.data.map((m: Json) => m.id)).toEqual(["served"]);
     expect(models.data[0].max_model_len).toBe(64);
-    expect(((await (await app.fetch(new Request("http://x/version"))).json()) as Json).version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(((await (await app.fetch(new Request("http://x/version"))).json()) as Json).version).toMatch(
+      /^\d+\.\d+\.\d+/,
+    );
     const tok: Json = await (await post(app, "/tokenize", { prompt: "AB" })).json();
     expect(tok).toEqual({ count: 2, max_model_len: 64, tokens: [65, 66], token_strs: null });
     const chatTok: Json = await (await post(app, "/tokenize", { messages: [{ role: "user", content: "q" }] })).json();
@@ -256,7 +328,12 @@ describe("failures and disconnects", () => {
   test("a client that cancels mid-stream aborts its engine requests", async () => {
     const { engine, app } = setup();
     engine.tokenDelayMs = 2;
-    const res = await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "a" }], max_tokens: 40, n: 2, stream: true });
+    const res = await post(app, "/v1/chat/completions", {
+      messages: [{ role: "user", content: "a" }],
+      max_tokens: 40,
+      n: 2,
+      stream: true,
+    });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     for (let i = 0; i < 4; i++) await reader.read(); // two role chunks, then content
@@ -272,7 +349,13 @@ describe("failures and disconnects", () => {
     const { engine, app } = setup();
     engine.tokenDelayMs = 2;
     const client = new AbortController();
-    const pending = app.fetch(new Request("http://x/v1/completions", { method: "POST", body: JSON.stringify({ prompt: "a", max_tokens: 60 }), signal: client.signal }));
+    const pending = app.fetch(
+      new Request("http://x/v1/completions", {
+        method: "POST",
+        body: JSON.stringify({ prompt: "a", max_tokens: 60 }),
+        signal: client.signal,
+      }),
+    );
     await new Promise((r) => setTimeout(r, 10));
     client.abort();
     await pending;
@@ -315,7 +398,9 @@ describe("metrics", () => {
     expect(after).toContain(`vllm:prompt_tokens_total${labels} 5`);
     expect(after).toContain(`vllm:generation_tokens_total${labels} 6`);
     expect(after).toContain('vllm:request_success_total{model_name="served",engine="0",finished_reason="length"} 2');
-    expect(after).toContain('vllm:cache_config_info{model_name="served",engine="0",block_size="4",num_gpu_blocks="100"} 1');
+    expect(after).toContain(
+      'vllm:cache_config_info{model_name="served",engine="0",block_size="4",num_gpu_blocks="100"} 1',
+    );
     expect(after).toContain('lmpool_route_decisions_total{model_name="served",decision="prefix_hit"} 3');
     expect(after).toContain('lmpool_transfer_bytes_total{model_name="served"} 4096');
     expect(after).toContain('lmpool_http_requests_in_flight{model_name="served"} 0\n');

@@ -1,6 +1,12 @@
 // A small GenerationEngine test double for the server's unit tests: a character tokenizer
 // (id = char code), and a generator that emits letters derived from the seed, one token per tick.
-import type { ChatMessage, EngineStats, GenerationEngine, ServedModelInfo, TextTokenizer } from "../../../lib/core/engine_api.ts";
+import type {
+  ChatMessage,
+  EngineStats,
+  GenerationEngine,
+  ServedModelInfo,
+  TextTokenizer,
+} from "../../../lib/core/engine_api.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../../../lib/core/outputs.ts";
 import { resolveSamplingParams, type SamplingParams } from "../../../lib/core/sampling_params.ts";
 
@@ -14,7 +20,8 @@ export class CharTokenizer implements TextTokenizer {
     return ids.filter((i) => i !== 0).map((i) => String.fromCharCode(i)).join("");
   }
   applyChatTemplate(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): string {
-    return messages.map((m) => `<${m.role}>${m.content}\n`).join("") + (options?.addGenerationPrompt ? "<assistant>" : "");
+    return messages.map((m) => `<${m.role}>${m.content}\n`).join("") +
+      (options?.addGenerationPrompt ? "<assistant>" : "");
   }
 }
 
@@ -28,7 +35,14 @@ export interface RecordedRequest {
 
 export class FakeEngine implements GenerationEngine {
   readonly tokenizer = new CharTokenizer();
-  readonly model: ServedModelInfo = { name: "fake-model", maxModelLen: 64, vocabSize: 256, blockSize: 4, backend: "cpu", numRanks: 1 };
+  readonly model: ServedModelInfo = {
+    name: "fake-model",
+    maxModelLen: 64,
+    vocabSize: 256,
+    blockSize: 4,
+    backend: "cpu",
+    numRanks: 1,
+  };
   healthy = true;
   /** Delay per token in ms (0 = next microtask). */
   tokenDelayMs = 0;
@@ -42,9 +56,17 @@ export class FakeEngine implements GenerationEngine {
   private generated = 0;
   private counter = 0;
 
-  async *stream(input: PromptInput, params: Partial<SamplingParams> = {}, options: RequestOptions = {}): AsyncGenerator<StreamDelta> {
+  async *stream(
+    input: PromptInput,
+    params: Partial<SamplingParams> = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<StreamDelta> {
     const p = resolveSamplingParams(params);
-    const promptTokenIds = typeof input === "string" ? this.tokenizer.encode(input) : "promptTokenIds" in input ? input.promptTokenIds : this.tokenizer.encode(input.prompt);
+    const promptTokenIds = typeof input === "string"
+      ? this.tokenizer.encode(input)
+      : "promptTokenIds" in input
+      ? input.promptTokenIds
+      : this.tokenizer.encode(input.prompt);
     const rec: RecordedRequest = { promptTokenIds, params: p, options };
     this.requests.push(rec);
     const requestId = options.requestId ?? `fake-${this.counter++}`;
@@ -69,7 +91,13 @@ export class FakeEngine implements GenerationEngine {
         const piece = String.fromCharCode(id);
         text += piece;
         const last = i === p.maxTokens - 1;
-        const delta: StreamDelta = { requestId, tokenIds: [id], text: piece, finished: false, logprobs: p.logprobs ? [-0.5] : undefined };
+        const delta: StreamDelta = {
+          requestId,
+          tokenIds: [id],
+          text: piece,
+          finished: false,
+          logprobs: p.logprobs ? [-0.5] : undefined,
+        };
         if (last) break;
         yield delta;
       }
@@ -101,10 +129,16 @@ export class FakeEngine implements GenerationEngine {
     }
   }
 
-  async generate(inputs: PromptInput | PromptInput[], params?: Partial<SamplingParams>, options?: RequestOptions): Promise<RequestOutput[]> {
+  async generate(
+    inputs: PromptInput | PromptInput[],
+    params?: Partial<SamplingParams>,
+    options?: RequestOptions,
+  ): Promise<RequestOutput[]> {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const outs: RequestOutput[] = [];
-    for (const input of list) for await (const d of this.stream(input, params, options)) if (d.output) outs.push(d.output);
+    for (const input of list) {
+      for await (const d of this.stream(input, params, options)) if (d.output) outs.push(d.output);
+    }
     return outs;
   }
 
@@ -115,8 +149,18 @@ export class FakeEngine implements GenerationEngine {
     return {
       ranks: [
         {
-          rank: 0, numRunning: this.live, numWaiting: 0, numBlocks: 100, blockSize: 4, numFreeBlocks: 100 - used, numReclaimableBlocks: 0,
-          kvUsage: used / 100, prefixQueryTokens: 10, prefixHitTokens: 4, numFinished: this.finished, numGeneratedTokens: this.generated,
+          rank: 0,
+          numRunning: this.live,
+          numWaiting: 0,
+          numBlocks: 100,
+          blockSize: 4,
+          numFreeBlocks: 100 - used,
+          numReclaimableBlocks: 0,
+          kvUsage: used / 100,
+          prefixQueryTokens: 10,
+          prefixHitTokens: 4,
+          numFinished: this.finished,
+          numGeneratedTokens: this.generated,
         },
       ],
       routing: { prefix_hit: 3, load_balance: 2 },

@@ -2,7 +2,7 @@
 // of the JSON and SSE shapes, and a TCP disconnect mid-stream aborting the engine requests.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startHttpServer, type HttpServer } from "../../../lib/runtime/http_server.ts";
+import { type HttpServer, startHttpServer } from "../../../lib/runtime/http_server.ts";
 import { createApp } from "../../../lib/server/app.ts";
 import { FakeEngine } from "./fake_engine.ts";
 
@@ -28,9 +28,19 @@ describe("openai client over HTTP", () => {
     const c = await client.completions.create({ model: "fake", prompt: "hello", max_tokens: 4, seed: 1 });
     expect(c.choices[0]!.text).toHaveLength(4);
     expect(c.usage?.total_tokens).toBe(9);
-    const chat = await client.chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+    const chat = await client.chat.completions.create({
+      model: "fake",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 3,
+    });
     expect(chat.choices[0]!.message.content).toHaveLength(3);
-    const stream = await client.chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hi" }], max_tokens: 3, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: "fake",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = "";
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const chunk of stream) {
@@ -44,7 +54,9 @@ describe("openai client over HTTP", () => {
   });
 
   test("errors surface as typed openai errors", async () => {
-    const bad = await client.completions.create({ model: "fake", prompt: "a", temperature: -1 }).catch((e: unknown) => e);
+    const bad = await client.completions.create({ model: "fake", prompt: "a", temperature: -1 }).catch((e: unknown) =>
+      e
+    );
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("temperature");
     const wrongKey = new OpenAI({ baseURL: `${http.url}/v1`, apiKey: "nope", maxRetries: 0 });
@@ -55,7 +67,9 @@ describe("openai client over HTTP", () => {
     engine.tokenDelayMs = 3;
     const before = engine.requests.length;
     const abort = new AbortController();
-    const stream = await client.completions.create({ model: "fake", prompt: "a", max_tokens: 50, stream: true }, { signal: abort.signal });
+    const stream = await client.completions.create({ model: "fake", prompt: "a", max_tokens: 50, stream: true }, {
+      signal: abort.signal,
+    });
     let got = 0;
     try {
       for await (const _ of stream) if (++got === 3) abort.abort();
@@ -72,7 +86,8 @@ describe("openai client over HTTP", () => {
     engine.tokenDelayMs = 3;
     const before = engine.requests.length;
     const abort = new AbortController();
-    const pending = client.completions.create({ model: "fake", prompt: "a", max_tokens: 50 }, { signal: abort.signal }).catch((e: unknown) => e);
+    const pending = client.completions.create({ model: "fake", prompt: "a", max_tokens: 50 }, { signal: abort.signal })
+      .catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 20));
     expect(engine.live).toBe(1);
     abort.abort();
@@ -90,12 +105,17 @@ describe("serve() shutdown", () => {
     const fake = new FakeEngine();
     fake.tokenDelayMs = 1;
     const running = await serve({ engine: fake, port: 0 });
-    const res = await fetch(`${running.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "a", max_tokens: 20, stream: true }) });
+    const res = await fetch(`${running.url}/v1/completions`, {
+      method: "POST",
+      body: JSON.stringify({ prompt: "a", max_tokens: 20, stream: true }),
+    });
     const reader = res.body!.getReader();
     let sse = new TextDecoder().decode((await reader.read()).value);
     let closed = false;
     const closing = running.close().then(() => (closed = true));
-    expect((await fetch(`${running.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "a" }) })).status).toBe(503);
+    expect(
+      (await fetch(`${running.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "a" }) })).status,
+    ).toBe(503);
     expect((await fetch(`${running.url}/health`)).status).toBe(503);
     expect(closed).toBe(false);
     for (let r = await reader.read(); !r.done; r = await reader.read()) sse += new TextDecoder().decode(r.value);

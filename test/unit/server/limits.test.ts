@@ -2,8 +2,8 @@
 // limits, streams that fail mid-way, and the bounded drain, against the GenerationEngine double.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { WorkerDiedError } from "../../../lib/core/errors.ts";
-import { startHttpServer, type HttpServer } from "../../../lib/runtime/http_server.ts";
-import { createApp, type AppOptions, type ServerApp } from "../../../lib/server/app.ts";
+import { type HttpServer, startHttpServer } from "../../../lib/runtime/http_server.ts";
+import { type AppOptions, createApp, type ServerApp } from "../../../lib/server/app.ts";
 import { FLOAT32_MAX, isFloat32In } from "../../../lib/server/number_schemas.ts";
 import { inlinePromptTokenizer } from "../../../lib/server/prompt_tokenizer.ts";
 import { MAX_SEED } from "../../../lib/server/schemas.ts";
@@ -20,7 +20,11 @@ function setup(o: Partial<AppOptions> = {}): { engine: FakeEngine; app: ServerAp
 
 function post(app: ServerApp, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return app.fetch(
-    new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) }),
+    new Request(`http://x${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
   );
 }
 
@@ -42,7 +46,12 @@ describe("body size limit", () => {
       const res = await post(app, path, big);
       expect({ path, status: res.status }).toEqual({ path, status: 413 });
       const err: Json = await res.json();
-      expect(err.error).toEqual({ message: expect.stringContaining(`${big.length} bytes exceeds --max-request-bytes 100`), type: "invalid_request_error", param: null, code: "request_too_large" });
+      expect(err.error).toEqual({
+        message: expect.stringContaining(`${big.length} bytes exceeds --max-request-bytes 100`),
+        type: "invalid_request_error",
+        param: null,
+        code: "request_too_large",
+      });
     }
     expect(engine.requests).toHaveLength(2); // only the small generation requests ran
   });
@@ -60,7 +69,12 @@ describe("body size limit", () => {
     beforeAll(async () => {
       engine = new FakeEngine();
       const app = createApp({ engine, maxRequestBytes: 1000 });
-      http = await startHttpServer({ hostname: "127.0.0.1", port: 0, fetch: app.fetch, maxRequestBodySize: 1000 + 64 * 1024 });
+      http = await startHttpServer({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: app.fetch,
+        maxRequestBodySize: 1000 + 64 * 1024,
+      });
     });
     afterAll(() => http.stop(true));
 
@@ -75,7 +89,11 @@ describe("body size limit", () => {
           await sleep(2);
         }
       }
-      const res = await fetch(`${http.url}/v1/completions`, { method: "POST", body: body() as unknown as ReadableStream<Uint8Array>, headers: { "content-type": "application/json" } });
+      const res = await fetch(`${http.url}/v1/completions`, {
+        method: "POST",
+        body: body() as unknown as ReadableStream<Uint8Array>,
+        headers: { "content-type": "application/json" },
+      });
       expect(res.status).toBe(413);
       const err: Json = await res.json();
       expect(err.error.code).toBe("request_too_large");
@@ -85,7 +103,10 @@ describe("body size limit", () => {
     });
 
     test("a declared Content-Length over the limit is refused before the body is read", async () => {
-      const res = await fetch(`${http.url}/tokenize`, { method: "POST", body: JSON.stringify({ prompt: "z".repeat(5000) }) });
+      const res = await fetch(`${http.url}/tokenize`, {
+        method: "POST",
+        body: JSON.stringify({ prompt: "z".repeat(5000) }),
+      });
       expect(res.status).toBe(413);
       expect(((await res.json()) as Json).error.message).toContain("exceeds --max-request-bytes 1000");
     });
@@ -98,7 +119,13 @@ describe("prompt characters are bounded before tokenizing", () => {
     const engine = new FakeEngine();
     let encoded = 0;
     const tok = engine.tokenizer;
-    const spy = { ...tok, eosTokenIds: tok.eosTokenIds, encode: (t: string) => (encoded++, tok.encode(t)), decode: tok.decode.bind(tok), applyChatTemplate: tok.applyChatTemplate.bind(tok) };
+    const spy = {
+      ...tok,
+      eosTokenIds: tok.eosTokenIds,
+      encode: (t: string) => (encoded++, tok.encode(t)),
+      decode: tok.decode.bind(tok),
+      applyChatTemplate: tok.applyChatTemplate.bind(tok),
+    };
     const app = createApp({ engine, tokenizer: inlinePromptTokenizer(spy, 4) });
     return { app, encodedCount: () => encoded };
   }
@@ -110,14 +137,24 @@ describe("prompt characters are bounded before tokenizing", () => {
       ["/v1/completions", { prompt: long }, "prompt"],
       ["/v1/completions", { prompt: ["ok", long] }, "prompt[1]"],
       ["/v1/chat/completions", { messages: [{ role: "user", content: long }] }, "messages"],
-      ["/v1/chat/completions", { messages: [{ role: "user", content: long.slice(200) }, { role: "user", content: long.slice(200) }, { role: "user", content: long.slice(100) }] }, "messages"],
+      ["/v1/chat/completions", {
+        messages: [{ role: "user", content: long.slice(200) }, { role: "user", content: long.slice(200) }, {
+          role: "user",
+          content: long.slice(100),
+        }],
+      }, "messages"],
       ["/tokenize", { prompt: long }, "prompt"],
       ["/tokenize", { messages: [{ role: "user", content: long }] }, "messages"],
     ];
     for (const [path, body, param] of cases) {
       const res = await post(app, path, body);
       const err: Json = await res.json();
-      expect({ path, param, status: res.status, got: err.error.param }).toEqual({ path, param, status: 400, got: param });
+      expect({ path, param, status: res.status, got: err.error.param }).toEqual({
+        path,
+        param,
+        status: 400,
+        got: param,
+      });
       expect(err.error.code).toBe("context_length_exceeded");
       expect(err.error.message).toContain("64 tokens");
     }
@@ -171,15 +208,28 @@ describe("numbers are checked as float32 and int32", () => {
   test("the message names the range and the value", async () => {
     const { app } = setup();
     const err: Json = await (await post(app, "/v1/completions", { prompt: "a", temperature: 1e308 })).json();
-    expect(err.error.message).toBe("Invalid value for 'temperature': must be a finite float32 in [0, 3.4e38] (got 1e+308)");
-    const chat: Json = await (await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "a" }], max_completion_tokens: 2 ** 31, top_logprobs: 2 ** 31 })).json();
+    expect(err.error.message).toBe(
+      "Invalid value for 'temperature': must be a finite float32 in [0, 3.4e38] (got 1e+308)",
+    );
+    const chat: Json = await (await post(app, "/v1/chat/completions", {
+      messages: [{ role: "user", content: "a" }],
+      max_completion_tokens: 2 ** 31,
+      top_logprobs: 2 ** 31,
+    })).json();
     expect(chat.error.param).toBe("max_completion_tokens");
     expect(chat.error.message).toContain("[1, 2147483647]");
   });
 
   test("edge values that fit pass: the largest seed with n choices, float32 max temperature, top_p 1", async () => {
     const { engine, app } = setup();
-    const res = await post(app, "/v1/completions", { prompt: "a", max_tokens: 1, seed: MAX_SEED, n: 128, temperature: 3.4e38, top_p: 1 });
+    const res = await post(app, "/v1/completions", {
+      prompt: "a",
+      max_tokens: 1,
+      seed: MAX_SEED,
+      n: 128,
+      temperature: 3.4e38,
+      top_p: 1,
+    });
     expect(res.status).toBe(200);
     expect(engine.requests.at(-1)!.params.seed).toBe(Number.MAX_SAFE_INTEGER);
   });
@@ -230,7 +280,12 @@ describe("request time limit", () => {
   test("streaming: an error event, the usage so far, then [DONE]", async () => {
     const { engine, app } = setup();
     engine.tokenDelayMs = 5;
-    const res = await post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "a" }], max_tokens: 40, stream: true, stream_options: { include_usage: true } }, {
+    const res = await post(app, "/v1/chat/completions", {
+      messages: [{ role: "user", content: "a" }],
+      max_tokens: 40,
+      stream: true,
+      stream_options: { include_usage: true },
+    }, {
       "x-request-timeout": "0.1",
     });
     expect(res.status).toBe(200);
@@ -264,7 +319,14 @@ describe("streams that fail mid-way", () => {
   test("a worker that dies mid-stream: error event (worker_died), usage so far, [DONE]; the non-streamed form is a 503 saying why", async () => {
     const { engine, app } = setup();
     engine.failAfterFirstToken = new WorkerDiedError("worker 1 died while running x: exited with code 9", 1);
-    const events = await readSse(await post(app, "/v1/completions", { prompt: "a", max_tokens: 5, stream: true, stream_options: { include_usage: true } }));
+    const events = await readSse(
+      await post(app, "/v1/completions", {
+        prompt: "a",
+        max_tokens: 5,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
     expect(events.at(-1)).toBe("[DONE]");
     expect((events.at(-3) as Json).error).toMatchObject({ code: "worker_died", type: "server_error" });
     expect((events.at(-2) as Json).usage.completion_tokens).toBe(1);
@@ -284,7 +346,11 @@ describe("streams that fail mid-way", () => {
     engine.stream = async function* (input, params, options) {
       for await (const d of stream(input, params, options)) {
         if (d.finished) {
-          yield { ...d, finishReason: "error", error: { name: "RangeError", message: "row 0: temperature inf must be finite" } };
+          yield {
+            ...d,
+            finishReason: "error",
+            error: { name: "RangeError", message: "row 0: temperature inf must be finite" },
+          };
           return;
         }
         yield d;
@@ -302,7 +368,12 @@ describe("bounded drain", () => {
   test("past the deadline: streams end with a shutdown error and [DONE], non-streamed requests get 503", async () => {
     const { engine, app } = setup();
     engine.tokenDelayMs = 5;
-    const stream = await post(app, "/v1/completions", { prompt: "a", max_tokens: 60, stream: true, stream_options: { include_usage: true } });
+    const stream = await post(app, "/v1/completions", {
+      prompt: "a",
+      max_tokens: 60,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const plain = post(app, "/v1/completions", { prompt: "b", max_tokens: 60 });
     await sleep(20);
     expect(app.context.lifecycle.inFlight).toBe(2);
@@ -349,7 +420,13 @@ describe("health and rank metrics", () => {
     engine.stats = () => {
       const s = base();
       s.ranks.push({ ...s.ranks[0]!, rank: 1, leakedBlocks: 3 });
-      s.health = { ranks: [{ rank: 0, up: true, restarts: 0 }, { rank: 1, up: false, restarts: 2 }, { rank: 2, up: true, restarts: 1 }] };
+      s.health = {
+        ranks: [{ rank: 0, up: true, restarts: 0 }, { rank: 1, up: false, restarts: 2 }, {
+          rank: 2,
+          up: true,
+          restarts: 1,
+        }],
+      };
       s.routing = { ...s.routing, healthy_ranks: 2, reservations: 4, cached_blocks: 17, control_plane_restarts: 1 };
       return s;
     };
@@ -371,6 +448,13 @@ describe("health and rank metrics", () => {
   test("the rank series are there from start-up, before any request", async () => {
     const { app } = setup();
     const text = await (await app.fetch(new Request("http://x/metrics"))).text();
-    for (const name of ["lmpool_healthy_ranks", "lmpool_rank_up", "lmpool_worker_restarts_total", "lmpool_kv_leaked_blocks"]) expect(text).toContain(`${name}{`);
+    for (
+      const name of [
+        "lmpool_healthy_ranks",
+        "lmpool_rank_up",
+        "lmpool_worker_restarts_total",
+        "lmpool_kv_leaked_blocks",
+      ]
+    ) expect(text).toContain(`${name}{`);
   });
 });

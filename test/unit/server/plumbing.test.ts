@@ -60,7 +60,7 @@ describe("sse", () => {
     let closed = false;
     async function* chunks() {
       try {
-        for (let i = 0; ; i++) yield { i };
+        for (let i = 0;; i++) yield { i };
       } finally {
         closed = true;
       }
@@ -80,7 +80,12 @@ describe("progress", () => {
     const p = byteProgress("Gen", { write: (t) => lines.push(t), isTTY: false });
     for (const done of [0, 5, 10, 15, 55, 100]) p.update(done, 100);
     p.done();
-    expect(lines).toEqual(["Gen   0% (0.0/0.0 MB)\n", "Gen  10% (0.0/0.0 MB)\n", "Gen  55% (0.0/0.0 MB)\n", "Gen 100% (0.0/0.0 MB)\n"]);
+    expect(lines).toEqual([
+      "Gen   0% (0.0/0.0 MB)\n",
+      "Gen  10% (0.0/0.0 MB)\n",
+      "Gen  55% (0.0/0.0 MB)\n",
+      "Gen 100% (0.0/0.0 MB)\n",
+    ]);
   });
 
   test("one redrawn line on a terminal, ended by done()", () => {

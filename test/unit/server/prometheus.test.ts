@@ -1,6 +1,13 @@
 // Prometheus text exposition: escaping, counters' _total convention, cumulative histogram buckets.
 import { describe, expect, test } from "bun:test";
-import { escapeLabelValue, formatLabels, LabeledCounter, LabeledHistogram, renderCounter, renderGauge } from "../../../lib/server/prometheus.ts";
+import {
+  escapeLabelValue,
+  formatLabels,
+  LabeledCounter,
+  LabeledHistogram,
+  renderCounter,
+  renderGauge,
+} from "../../../lib/server/prometheus.ts";
 import { ServerMetrics, TTFT_BUCKETS } from "../../../lib/server/metrics.ts";
 import { FakeEngine } from "./fake_engine.ts";
 
@@ -12,8 +19,12 @@ describe("prometheus text", () => {
   });
 
   test("gauges and counters have HELP/TYPE; counter samples end in _total", () => {
-    expect(renderGauge("g", "a gauge", [{ labels: { e: "0" }, value: 0.25 }])).toBe('# HELP g a gauge\n# TYPE g gauge\ng{e="0"} 0.25\n');
-    expect(renderCounter("c", "a counter", [{ labels: {}, value: 3 }])).toBe("# HELP c a counter\n# TYPE c counter\nc_total 3\n");
+    expect(renderGauge("g", "a gauge", [{ labels: { e: "0" }, value: 0.25 }])).toBe(
+      '# HELP g a gauge\n# TYPE g gauge\ng{e="0"} 0.25\n',
+    );
+    expect(renderCounter("c", "a counter", [{ labels: {}, value: 3 }])).toBe(
+      "# HELP c a counter\n# TYPE c counter\nc_total 3\n",
+    );
     expect(renderCounter("c_total", "h", [{ labels: {}, value: 1 }])).toContain("# TYPE c counter\nc_total 1\n");
   });
 
@@ -44,7 +55,14 @@ describe("server metrics", () => {
   test("engine stats render per rank with vLLM names and the lmpool series", () => {
     const m = new ServerMetrics("m");
     const stats = new FakeEngine().stats();
-    stats.ranks.push({ ...stats.ranks[0]!, rank: 1, numRunning: 7, kvUsage: 0.5, numFreeBlocks: 40, numReclaimableBlocks: 10 });
+    stats.ranks.push({
+      ...stats.ranks[0]!,
+      rank: 1,
+      numRunning: 7,
+      kvUsage: 0.5,
+      numFreeBlocks: 40,
+      numReclaimableBlocks: 10,
+    });
     const text = m.render(stats, 3);
     expect(text).toContain('vllm:num_requests_running{model_name="m",engine="1"} 7\n');
     expect(text).toContain('vllm:kv_cache_usage_perc{model_name="m",engine="1"} 0.5\n');
@@ -60,7 +78,16 @@ describe("server metrics", () => {
 
   test("a recorded request lands in TTFT/ITL/e2e and the token counters under its rank", () => {
     const m = new ServerMetrics("m");
-    m.recordRequest({ arrivalMs: 1000, firstTokenMs: 1030, interTokenMs: [10, 20], finishMs: 1100, rank: 2, promptTokens: 7, generationTokens: 3, finishReason: "stop" });
+    m.recordRequest({
+      arrivalMs: 1000,
+      firstTokenMs: 1030,
+      interTokenMs: [10, 20],
+      finishMs: 1100,
+      rank: 2,
+      promptTokens: 7,
+      generationTokens: 3,
+      finishReason: "stop",
+    });
     const labels = { model_name: "m", engine: "2" };
     expect(m.ttft.count(labels)).toBe(1);
     expect(m.itl.count(labels)).toBe(2);

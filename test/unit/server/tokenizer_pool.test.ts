@@ -42,7 +42,8 @@ describe("per-token character bound", () => {
     expect(maxInputCharsPerToken({ ...json, pre_tokenizer: { type: "WhitespaceSplit" } })).toBe(Infinity);
     expect(maxInputCharsPerToken({ ...json, added_tokens: [{ content: "<m>", lstrip: true }] })).toBe(Infinity);
     expect(maxInputCharsPerToken({ model: { type: "WordPiece", vocab: { a: 1 } } })).toBe(Infinity);
-    expect(maxInputCharsPerToken({ model: { type: "BPE", vocab: { abc: 0 } }, normalizer: null, pre_tokenizer: null })).toBe(3);
+    expect(maxInputCharsPerToken({ model: { type: "BPE", vocab: { abc: 0 } }, normalizer: null, pre_tokenizer: null }))
+      .toBe(3);
   });
 });
 
@@ -55,7 +56,9 @@ describe("tokenizer pool", () => {
     expect(ids).toEqual(inline.encode(text));
     const messages = [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: text }];
     const chat = await tok.encodeChat(messages, { addGenerationPrompt: true, addSpecialTokens: false });
-    expect(chat).toEqual(inline.encode(inline.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false }));
+    expect(chat).toEqual(
+      inline.encode(inline.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false }),
+    );
     const many = ids.concat(ids);
     expect(await tok.decode(many)).toBe(inline.decode(many));
   });
@@ -63,18 +66,28 @@ describe("tokenizer pool", () => {
   test("a template that refuses the messages is a 400 on messages, on a thread and inline", async () => {
     const strict = mkdtempSync(join(tmpdir(), "lmpool-template-"));
     for (const f of ["tokenizer.json", "tokenizer_config.json"]) copyFileSync(join(dir, f), join(strict, f));
-    writeFileSync(join(strict, "chat_template.jinja"), "{% if messages[0].role != 'user' %}{{ raise_exception('the first message must be the user') }}{% endif %}{{ messages[0].content }}");
+    writeFileSync(
+      join(strict, "chat_template.jinja"),
+      "{% if messages[0].role != 'user' %}{{ raise_exception('the first message must be the user') }}{% endif %}{{ messages[0].content }}",
+    );
     const strictPool = await TokenizerPool.start({ dir: strict, threads: 1 });
     try {
       const tok = pooledPromptTokenizer(ModelTokenizer.fromDir(strict), strictPool);
       for (const content of ["x".repeat(INLINE_LIMIT_CHARS), "short"]) {
-        const err = await rejection(tok.encodeChat([{ role: "assistant", content }], { addGenerationPrompt: true, addSpecialTokens: false }));
+        const err = await rejection(
+          tok.encodeChat([{ role: "assistant", content }], { addGenerationPrompt: true, addSpecialTokens: false }),
+        );
         expect(err).toBeInstanceOf(ApiError);
         expect((err as ApiError).status).toBe(400);
         expect((err as ApiError).param).toBe("messages");
         expect((err as ApiError).message).toContain("the first message must be the user");
       }
-      expect(await tok.encodeChat([{ role: "user", content: "x".repeat(INLINE_LIMIT_CHARS) }], { addGenerationPrompt: true, addSpecialTokens: false })).toEqual(
+      expect(
+        await tok.encodeChat([{ role: "user", content: "x".repeat(INLINE_LIMIT_CHARS) }], {
+          addGenerationPrompt: true,
+          addSpecialTokens: false,
+        }),
+      ).toEqual(
         inline.encode("x".repeat(INLINE_LIMIT_CHARS), { addSpecialTokens: false }),
       );
     } finally {
@@ -104,7 +117,9 @@ describe("tokenizer pool", () => {
   test("a job past its time limit fails with 503 and the thread is replaced", async () => {
     const slow = await TokenizerPool.start({ dir, threads: 1, jobTimeoutMs: 50, log: () => {} });
     try {
-      const err = await rejection(slow.run({ op: "encode", text: "lorem ipsum dolor sit amet ".repeat(100_000), addSpecialTokens: true }));
+      const err = await rejection(
+        slow.run({ op: "encode", text: "lorem ipsum dolor sit amet ".repeat(100_000), addSpecialTokens: true }),
+      );
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).code).toBe("tokenizer_timeout");
       // The replacement thread loads the tokenizer, then serves again.
@@ -153,11 +168,18 @@ describe("a 3 MB prompt through the app", () => {
       last = now;
     }, 10);
     try {
-      const res = await app.fetch(new Request("http://x/tokenize", { method: "POST", body: JSON.stringify({ prompt }) }));
+      const res = await app.fetch(
+        new Request("http://x/tokenize", { method: "POST", body: JSON.stringify({ prompt }) }),
+      );
       expect(res.status).toBe(200);
       const body: Json = await res.json();
       expect(body.count).toBeGreaterThan(500_000);
-      const chat = await app.fetch(new Request("http://x/v1/chat/completions", { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: prompt }], max_tokens: 1 }) }));
+      const chat = await app.fetch(
+        new Request("http://x/v1/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({ messages: [{ role: "user", content: prompt }], max_tokens: 1 }),
+        }),
+      );
       expect(chat.status).toBe(200);
       expect(engine.requests.at(-1)!.promptTokenIds.length).toBeGreaterThan(500_000);
     } finally {

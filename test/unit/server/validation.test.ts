@@ -1,6 +1,6 @@
 // Request schemas and the mapping of their errors to OpenAI error bodies that name field and value.
 import { describe, expect, test } from "bun:test";
-import { ApiError, fromZodError, formatParamPath, toApiError } from "../../../lib/server/errors.ts";
+import { ApiError, formatParamPath, fromZodError, toApiError } from "../../../lib/server/errors.ts";
 import { chatCompletionRequestSchema, completionRequestSchema } from "../../../lib/server/schemas.ts";
 import { checkContextLength, paramsForChoice, toSamplingParams } from "../../../lib/server/sampling.ts";
 import { CapacityError } from "../../../lib/core/errors.ts";
@@ -39,19 +39,35 @@ describe("completion schema", () => {
 
 describe("chat schema", () => {
   test("message paths are named like messages[1].role", () => {
-    const e = errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }, { role: "robot", content: "b" }] });
+    const e = errorOf(chatCompletionRequestSchema, {
+      messages: [{ role: "user", content: "a" }, { role: "robot", content: "b" }],
+    });
     expect(e.param).toBe("messages[1].role");
     expect(e.message).toContain('"robot"');
     expect(errorOf(chatCompletionRequestSchema, { messages: [] }).param).toBe("messages");
-    expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] }).message).toContain("tools are not supported");
+    expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] }).message)
+      .toContain("tools are not supported");
     expect(formatParamPath(["a", 0, "b"])).toBe("a[0].b");
   });
 });
 
 describe("sampling and limits", () => {
   test("maps fields and snake_cases resolveSamplingParams errors", () => {
-    const p = toSamplingParams({ temperature: 0.5, top_k: 3, stop: "x", stop_token_ids: [9], ignore_eos: true, min_tokens: 1 }, 8, true);
-    expect(p).toMatchObject({ temperature: 0.5, topK: 3, stop: ["x"], stopTokenIds: [9], ignoreEos: true, minTokens: 1, maxTokens: 8, logprobs: true });
+    const p = toSamplingParams(
+      { temperature: 0.5, top_k: 3, stop: "x", stop_token_ids: [9], ignore_eos: true, min_tokens: 1 },
+      8,
+      true,
+    );
+    expect(p).toMatchObject({
+      temperature: 0.5,
+      topK: 3,
+      stop: ["x"],
+      stopTokenIds: [9],
+      ignoreEos: true,
+      minTokens: 1,
+      maxTokens: 8,
+      logprobs: true,
+    });
     let err: unknown;
     try {
       toSamplingParams({ min_tokens: 5 }, 2, false);
@@ -71,7 +87,9 @@ describe("sampling and limits", () => {
 
   test("context length check names both numbers", () => {
     expect(() => checkContextLength(10, 6, 16, "prompt")).not.toThrow();
-    expect(() => checkContextLength(10, 7, 16, "prompt")).toThrow(/16 tokens.*17 tokens \(10 in the prompt, 7 in the completion\)/);
+    expect(() => checkContextLength(10, 7, 16, "prompt")).toThrow(
+      /16 tokens.*17 tokens \(10 in the prompt, 7 in the completion\)/,
+    );
     expect(() => checkContextLength(16, 1, 16, "messages")).toThrow(/16 input tokens/);
   });
 

@@ -3,11 +3,15 @@
 // path's logic over views of the other workers' stores) and a TransferExecutor; one
 // GlobalBlockManager fed by the workers' real snapshots/deltas; one TransferCoordinator whose link
 // calls the executors. Used by the transaction, fault and concurrency tests.
-import { prefixBlockHashes, type BlockHash } from "../../../lib/core/block_hash.ts";
-import { realClock, type Clock } from "../../../lib/core/clock.ts";
+import { type BlockHash, prefixBlockHashes } from "../../../lib/core/block_hash.ts";
+import { type Clock, realClock } from "../../../lib/core/clock.ts";
 import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
 import { GlobalBlockManager } from "../../../lib/global/global_block_manager.ts";
-import { TransferCoordinator, type CoordinatorPhase, type PhaseMessage } from "../../../lib/transfer/control/transfer_coordinator.ts";
+import {
+  type CoordinatorPhase,
+  type PhaseMessage,
+  TransferCoordinator,
+} from "../../../lib/transfer/control/transfer_coordinator.ts";
 import { resolveTransferConfig } from "../../../lib/transfer/control/transfer_config.ts";
 import { TransferCostModel } from "../../../lib/transfer/control/transfer_cost_model.ts";
 import type { PlanCandidate, TransferPlan } from "../../../lib/transfer/control/transfer_plan.ts";
@@ -17,7 +21,11 @@ import { HostCopyDataPath } from "../../../lib/transfer/paths/host/host_copy_dat
 import type { KvDataPath, PackedKvStore } from "../../../lib/transfer/paths/kv_data_path.ts";
 import { KvPeerChannel } from "../../../lib/transfer/paths/host/kv_peer_channel.ts";
 import { PerPeerDataPath } from "../../../lib/transfer/worker/per_peer_data_path.ts";
-import { TransferExecutor, type TransferFaultHook, type TransferPhaseMessage } from "../../../lib/transfer/worker/transfer_executor.ts";
+import {
+  TransferExecutor,
+  type TransferFaultHook,
+  type TransferPhaseMessage,
+} from "../../../lib/transfer/worker/transfer_executor.ts";
 import { tempSocketPath } from "../../../lib/runtime/unix_socket.ts";
 import { makeSeq, prefill } from "../local/fixtures.ts";
 import { SignalNetwork } from "./paths/ipc/fake_ipc.ts";
@@ -43,13 +51,23 @@ export class HostKvStore implements PackedKvStore {
   gather(ids: Int32Array): Uint8Array {
     const out = new Uint8Array(ids.length * this.blockBytes);
     for (let lw = 0; lw < this.layers * 2; lw++) {
-      ids.forEach((b, i) => out.set(this.data.subarray(this.#offset(lw, b), this.#offset(lw, b) + this.chunk), (lw * ids.length + i) * this.chunk));
+      ids.forEach((b, i) =>
+        out.set(
+          this.data.subarray(this.#offset(lw, b), this.#offset(lw, b) + this.chunk),
+          (lw * ids.length + i) * this.chunk,
+        )
+      );
     }
     return out;
   }
   scatter(ids: Int32Array, packed: Uint8Array): void {
     for (let lw = 0; lw < this.layers * 2; lw++) {
-      ids.forEach((b, i) => this.data.set(packed.subarray((lw * ids.length + i) * this.chunk, (lw * ids.length + i + 1) * this.chunk), this.#offset(lw, b)));
+      ids.forEach((b, i) =>
+        this.data.set(
+          packed.subarray((lw * ids.length + i) * this.chunk, (lw * ids.length + i + 1) * this.chunk),
+          this.#offset(lw, b),
+        )
+      );
     }
   }
   /** Bytes of one block, all layers (for comparisons). */
@@ -133,7 +151,9 @@ class StoreView implements IpcPeerView {
   copyInto(srcIds: Int32Array, dstIds: Int32Array) {
     let landed = false;
     const land = () => {
-      if (!landed) srcIds.forEach((s, i) => this.to.scatter(Int32Array.of(dstIds[i]!), this.from.gather(Int32Array.of(s))));
+      if (!landed) {
+        srcIds.forEach((s, i) => this.to.scatter(Int32Array.of(dstIds[i]!), this.from.gather(Int32Array.of(s))));
+      }
       landed = true;
     };
     return { wait: async () => (land(), true), dispose: () => {} };
@@ -141,7 +161,8 @@ class StoreView implements IpcPeerView {
   dispose(): void {}
 }
 
-const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) => `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
+const entryKey = (e: Pick<BlockEntry, "hash" | "block" | "generation" | "refCount">) =>
+  `${e.hash}@${e.block}g${e.generation}r${e.refCount}`;
 
 export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> {
   const n = o.ranks ?? 2;
@@ -154,15 +175,34 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
   for (let rank = 0; rank < n; rank++) {
     const bm = new BlockManager({ numBlocks, blockSize: BS, rank, epoch: 7 });
     const kv = stores[rank]!;
-    const channel = await KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} });
+    const channel = await KvPeerChannel.listen({
+      rank,
+      socketPath: paths[rank]!,
+      peerSocketPath: (r) => paths[r]!,
+      log: () => {},
+    });
     const host = new HostCopyDataPath(kv, channel);
     let dataPath: KvDataPath = host;
     if (signals) {
       const peers = stores.map((_, r) => r).filter((r) => r !== rank);
-      const ipc = new IpcDataPath({ rank, blockBytes: kv.blockBytes, views: new Map(peers.map((r) => [r, new StoreView(kv, stores[r]!)])), signals: signals.line(rank), timeoutMs: 1000, log: () => {} });
+      const ipc = new IpcDataPath({
+        rank,
+        blockBytes: kv.blockBytes,
+        views: new Map(peers.map((r) => [r, new StoreView(kv, stores[r]!)])),
+        signals: signals.line(rank),
+        timeoutMs: 1000,
+        log: () => {},
+      });
       dataPath = new PerPeerDataPath({ rank, host, direct: [{ name: "ipc", path: ipc, peers }], log: () => {} });
     }
-    const executor = new TransferExecutor({ rank, epoch: 7, blocks: bm, dataPath, faults: o.faults?.(rank), clock: o.clock });
+    const executor = new TransferExecutor({
+      rank,
+      epoch: 7,
+      blocks: bm,
+      dataPath,
+      faults: o.faults?.(rank),
+      clock: o.clock,
+    });
     workers.push({ rank, bm, kv, channel, executor, ...(signals ? { signals } : {}) });
     table.applySnapshot(bm.snapshot(IDLE));
   }
@@ -215,9 +255,18 @@ export async function makeCluster(o: ClusterOptions = {}): Promise<TestCluster> 
         const i = bm.blockInfo(block);
         pins += i.pinCount;
         // Read without bm.snapshot(): that would start a new report version behind the table's back.
-        if (i.hash !== null) published.push(entryKey({ hash: i.hash, block, generation: i.generation, refCount: i.refCount }));
+        if (i.hash !== null) {
+          published.push(entryKey({ hash: i.hash, block, generation: i.generation, refCount: i.refCount }));
+        }
       }
-      return { free: bm.numFreeBlocks, reclaimable: bm.numReclaimableBlocks, reserved: bm.numReservedBlocks, live: bm.numLiveBlocks, pins, published: published.sort() };
+      return {
+        free: bm.numFreeBlocks,
+        reclaimable: bm.numReclaimableBlocks,
+        reserved: bm.numReservedBlocks,
+        live: bm.numLiveBlocks,
+        pins,
+        published: published.sort(),
+      };
     },
     tableEntries(rank) {
       return [...(table.table(rank)?.entries.values() ?? [])].map(entryKey).sort();
@@ -241,7 +290,14 @@ export function cachePrompt(w: TestWorker, tokens: number[], seed: number): Bloc
 }
 
 /** A copy/move candidate of the leading `count` blocks of `hashes`, as the page table has them on `src`. */
-export function candidateOf(c: TestCluster, src: number, dst: number, hashes: readonly BlockHash[], mode: "copy" | "move" = "copy", count = hashes.length): PlanCandidate {
+export function candidateOf(
+  c: TestCluster,
+  src: number,
+  dst: number,
+  hashes: readonly BlockHash[],
+  mode: "copy" | "move" = "copy",
+  count = hashes.length,
+): PlanCandidate {
   const t = c.table.table(src)!;
   const blocks = hashes.slice(0, count).map((h) => {
     const e = t.entries.get(h);

@@ -6,7 +6,16 @@ test("every warm-up sample is a valid message, and every transfer message type i
   const samples = transferSampleMessages();
   for (const m of samples) expect(validateMessage(m)).toMatchObject({ ok: true });
   const types = new Set(samples.map((m) => m.type));
-  for (const t of ["transfer_prepare", "transfer_execute", "transfer_publish", "transfer_finalize", "transfer_abort", "transfer_ack"]) expect(types.has(t as never)).toBe(true);
+  for (
+    const t of [
+      "transfer_prepare",
+      "transfer_execute",
+      "transfer_publish",
+      "transfer_finalize",
+      "transfer_abort",
+      "transfer_ack",
+    ]
+  ) expect(types.has(t as never)).toBe(true);
 });
 
 test("the warm-up round-trips the samples and reports its time", () => {

@@ -6,7 +6,14 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { CoordinatorPhase } from "../../../lib/transfer/control/transfer_coordinator.ts";
 import type { TransferPhaseName, TransferRole } from "../../../lib/transfer/worker/transfer_executor.ts";
-import { cachePrompt, candidateOf, makeCluster, tokens, type ClusterOptions, type TestCluster } from "./cluster_fixture.ts";
+import {
+  cachePrompt,
+  candidateOf,
+  type ClusterOptions,
+  makeCluster,
+  type TestCluster,
+  tokens,
+} from "./cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];
 afterEach(async () => {
@@ -36,7 +43,12 @@ function expectUnchanged(c: TestCluster, before: { state: unknown; table: string
 }
 
 const WORKER_FAULTS: [TransferPhaseName, TransferRole][] = [
-  ["prepare", "src"], ["prepare", "dst"], ["execute", "src"], ["execute", "dst"], ["publish", "dst"], ["finalize", "src"],
+  ["prepare", "src"],
+  ["prepare", "dst"],
+  ["execute", "src"],
+  ["execute", "dst"],
+  ["publish", "dst"],
+  ["finalize", "src"],
 ];
 
 for (const path of ["host", "ipc"] as const) {
@@ -46,7 +58,12 @@ for (const path of ["host", "ipc"] as const) {
         for (const [phase, role] of WORKER_FAULTS) {
           test(`${mode}: ${phase} fails on the ${role === "src" ? "source" : "destination"}`, async () => {
             const target = role === "src" ? 0 : 1;
-            const { c, hashes, before } = await setUp({ dataPath: path, faults: (rank) => (rank === target ? (p, r) => (p === phase && r === role ? "fail" : undefined) : undefined) });
+            const { c, hashes, before } = await setUp({
+              dataPath: path,
+              faults: (
+                rank,
+              ) => (rank === target ? (p, r) => (p === phase && r === role ? "fail" : undefined) : undefined),
+            });
             const out = await c.coordinator.start(candidateOf(c, 0, 1, hashes, mode), 2000).done;
             expect(out.status).toBe("aborted");
             expect(out.failedPhase).toBe(phase as CoordinatorPhase);
@@ -61,7 +78,10 @@ for (const path of ["host", "ipc"] as const) {
     describe("a destination holding the chain's parent", () => {
       for (const phase of ["execute", "publish"] as const) {
         test(`${phase} fails on the destination: the parent it kept is released`, async () => {
-          const c = await makeCluster({ dataPath: path, faults: (rank) => (rank === 1 ? (p, r) => (p === phase && r === "dst" ? "fail" : undefined) : undefined) });
+          const c = await makeCluster({
+            dataPath: path,
+            faults: (rank) => (rank === 1 ? (p, r) => (p === phase && r === "dst" ? "fail" : undefined) : undefined),
+          });
           clusters.push(c);
           const hashes = cachePrompt(c.workers[0]!, tokens(13), 1);
           cachePrompt(c.workers[1]!, tokens(5), 2); // the parent of the two blocks moved
@@ -91,7 +111,10 @@ for (const path of ["host", "ipc"] as const) {
     });
 
     test("a destination finalize failure after the source committed keeps the copy (nothing to undo)", async () => {
-      const { c, hashes } = await setUp({ dataPath: path, faults: (rank) => (rank === 1 ? (p) => (p === "finalize" ? "fail" : undefined) : undefined) });
+      const { c, hashes } = await setUp({
+        dataPath: path,
+        faults: (rank) => (rank === 1 ? (p) => (p === "finalize" ? "fail" : undefined) : undefined),
+      });
       const out = await c.coordinator.start(candidateOf(c, 0, 1, hashes), 2000).done;
       expect(out.status).toBe("completed");
       expect(hashes.every((h) => c.workers[1]!.bm.cachedBlockOf(h) !== undefined)).toBe(true);
@@ -99,10 +122,17 @@ for (const path of ["host", "ipc"] as const) {
     });
 
     describe("a hang ends at the plan's deadline", () => {
-      for (const [phase, role] of [["prepare", "dst"], ["execute", "dst"], ["execute", "src"], ["publish", "dst"]] as const) {
+      for (
+        const [phase, role] of [["prepare", "dst"], ["execute", "dst"], ["execute", "src"], ["publish", "dst"]] as const
+      ) {
         test(`${phase} hangs on the ${role}`, async () => {
           const target = role === "src" ? 0 : 1;
-          const { c, hashes, before } = await setUp({ dataPath: path, faults: (rank) => (rank === target ? (p, r) => (p === phase && r === role ? "hang" : undefined) : undefined) });
+          const { c, hashes, before } = await setUp({
+            dataPath: path,
+            faults: (
+              rank,
+            ) => (rank === target ? (p, r) => (p === phase && r === role ? "hang" : undefined) : undefined),
+          });
           const t0 = Date.now();
           const out = await c.coordinator.start(candidateOf(c, 0, 1, hashes), 150).done;
           expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
@@ -116,7 +146,10 @@ for (const path of ["host", "ipc"] as const) {
 
     test("a vanished control plane: each worker aborts its side at the deadline", async () => {
       // The link loses every message after prepare: no execute, no abort ever arrives.
-      const { c, hashes, before } = await setUp({ dataPath: path, silent: (_rank, m) => m.type !== "transfer_prepare" });
+      const { c, hashes, before } = await setUp({
+        dataPath: path,
+        silent: (_rank, m) => m.type !== "transfer_prepare",
+      });
       const out = c.coordinator.start(candidateOf(c, 0, 1, hashes), 120).done;
       await new Promise((r) => setTimeout(r, 40));
       expect(c.state(1).reserved).toBe(hashes.length);

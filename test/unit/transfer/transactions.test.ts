@@ -2,7 +2,14 @@
 // sockets, real snapshots/deltas into the page table): copy and move semantics, visibility only at
 // publish, idempotent phases, stale-generation refusal, and concurrent plans in both directions.
 import { afterEach, expect, test } from "bun:test";
-import { cachePrompt, candidateOf, makeCluster, tokens, type ClusterOptions, type TestCluster } from "./cluster_fixture.ts";
+import {
+  cachePrompt,
+  candidateOf,
+  type ClusterOptions,
+  makeCluster,
+  type TestCluster,
+  tokens,
+} from "./cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];
 afterEach(async () => {
@@ -20,7 +27,9 @@ test("copy: byte-exact payload, destination invisible until publish, source keep
     pipelinePhases: false, // the hook looks at the destination between execute and publish
     beforePhase: (plan, phase) => {
       if (phase !== "publish") return;
-      sawBeforePublish = plan.blocks.filter((b) => c.table.table(1)!.entries.has(b.hash) || c.workers[1]!.bm.cachedBlockOf(b.hash) !== undefined).map((b) => b.hash);
+      sawBeforePublish = plan.blocks.filter((b) =>
+        c.table.table(1)!.entries.has(b.hash) || c.workers[1]!.bm.cachedBlockOf(b.hash) !== undefined
+      ).map((b) => b.hash);
       expect(c.state(1).reserved).toBe(4);
     },
   });
@@ -52,7 +61,13 @@ test("copy: byte-exact payload, destination invisible until publish, source keep
   expect(w1!.bm.lookupPrefix(makeSeq(tokens(17), 4))).toEqual(hashes.map((h) => w1!.bm.cachedBlockOf(h)!));
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
   expect(c.sent.filter((m) => m.planId === plan.planId).map((m) => `${m.type}@${m.rank}`)).toEqual([
-    "transfer_prepare@1", "transfer_prepare@0", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
+    "transfer_prepare@1",
+    "transfer_prepare@0",
+    "transfer_execute@0",
+    "transfer_execute@1",
+    "transfer_publish@1",
+    "transfer_finalize@0",
+    "transfer_finalize@1",
   ]);
 });
 
@@ -66,12 +81,20 @@ test("pipelined phases: execute and publish go out before any ack; the plan comp
   expect(out.status).toBe("completed");
   const sent = c.sent.filter((m) => m.planId === plan.planId);
   expect(sent.map((m) => `${m.type}@${m.rank}`)).toEqual([
-    "transfer_prepare@1", "transfer_prepare@0", "transfer_execute@0", "transfer_execute@1", "transfer_publish@1", "transfer_finalize@0", "transfer_finalize@1",
+    "transfer_prepare@1",
+    "transfer_prepare@0",
+    "transfer_execute@0",
+    "transfer_execute@1",
+    "transfer_publish@1",
+    "transfer_finalize@0",
+    "transfer_finalize@1",
   ]);
   // The payload moves over a socket: no execute can have been answered when publish went out.
   const publish = sent.find((m) => m.type === "transfer_publish")!;
   expect(publish.answeredBefore.filter((a) => a.startsWith("transfer_execute"))).toEqual([]);
-  for (const h of hashes) expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
+  for (const h of hashes) {
+    expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
+  }
   expect(hashes.every((h) => c.table.table(1)!.entries.has(h))).toBe(true);
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
@@ -91,14 +114,19 @@ test("over the CUDA IPC path the destination says ready at prepare, before its e
   const { plan, done } = c.coordinator.start(candidateOf(c, 0, 1, hashes), 2000);
   expect((await done).status).toBe("completed");
   expect(signalsBeforeExecute).toEqual([`1->0 ready ${plan.planId}`]);
-  expect(w1!.signals!.log.filter((l) => l.endsWith(plan.planId))).toEqual([`1->0 ready ${plan.planId}`, `0->1 done ${plan.planId}`]);
-  for (const h of hashes) expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
+  expect(w1!.signals!.log.filter((l) => l.endsWith(plan.planId))).toEqual([
+    `1->0 ready ${plan.planId}`,
+    `0->1 done ${plan.planId}`,
+  ]);
+  for (const h of hashes) {
+    expect(w1!.kv.blockContent(w1!.bm.cachedBlockOf(h)!)).toEqual(w0!.kv.blockContent(w0!.bm.cachedBlockOf(h)!));
+  }
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
 
 test("move: the destination publishes, the source frees only its unreferenced suffix", async () => {
   const c = await cluster();
-  const [w0, w1] = c.workers;
+  const [w0] = c.workers;
   const hashes = cachePrompt(w0!, tokens(17), 2);
   const { makeSeq, prefill } = await import("../local/fixtures.ts");
   const holder = makeSeq(tokens(9), 4); // holds the first two blocks
@@ -108,7 +136,11 @@ test("move: the destination publishes, the source frees only its unreferenced su
   expect(out).toMatchObject({ status: "completed", released: 2 });
   expect(hashes.map((h) => c.table.table(0)!.entries.has(h))).toEqual([true, true, false, false]);
   expect(hashes.map((h) => c.table.table(1)!.entries.has(h))).toEqual([true, true, true, true]);
-  expect(c.coordinator.counters()).toMatchObject({ transfer_completed: 1, transfer_released_blocks: 2, transfer_blocks: 4 });
+  expect(c.coordinator.counters()).toMatchObject({
+    transfer_completed: 1,
+    transfer_released_blocks: 2,
+    transfer_blocks: 4,
+  });
   w0!.bm.free(holder);
   for (const w of c.workers) w.bm.checkInvariants({ drained: true });
 });
@@ -162,7 +194,17 @@ test("phases are idempotent: a repeated message gets the same answer and changes
   const hashes = cachePrompt(w0!, tokens(12), 4);
   c.report();
   const cand = candidateOf(c, 0, 1, hashes);
-  const prepare = { type: "transfer_prepare" as const, planId: "p1", mode: "copy" as const, srcRank: 0, dstRank: 1, srcEpoch: 7, dstEpoch: 7, blocks: cand.blocks, deadline: Date.now() + 5000 };
+  const prepare = {
+    type: "transfer_prepare" as const,
+    planId: "p1",
+    mode: "copy" as const,
+    srcRank: 0,
+    dstRank: 1,
+    srcEpoch: 7,
+    dstEpoch: 7,
+    blocks: cand.blocks,
+    deadline: Date.now() + 5000,
+  };
   const a = await w1!.executor.handle(prepare);
   const b = await w1!.executor.handle(prepare);
   expect(b).toEqual(a);
@@ -171,7 +213,14 @@ test("phases are idempotent: a repeated message gets the same answer and changes
   expect(await w0!.executor.handle(prepare)).toMatchObject({ ok: true });
   expect(await w0!.executor.handle(prepare)).toMatchObject({ ok: true });
   expect(c.state(0).pins).toBe(3);
-  const exec = { type: "transfer_execute" as const, planId: "p1", srcRank: 0, dstRank: 1, srcBlocks: cand.blocks.map((x) => x.srcBlock), dstBlocks: a.dstBlocks! };
+  const exec = {
+    type: "transfer_execute" as const,
+    planId: "p1",
+    srcRank: 0,
+    dstRank: 1,
+    srcBlocks: cand.blocks.map((x) => x.srcBlock),
+    dstBlocks: a.dstBlocks!,
+  };
   const [e0, e1] = await Promise.all([w0!.executor.handle(exec), w1!.executor.handle(exec)]);
   expect(e0.ok && e1.ok).toBe(true);
   expect(await w1!.executor.handle(exec)).toEqual(e1); // not received twice
@@ -186,7 +235,10 @@ test("phases are idempotent: a repeated message gets the same answer and changes
   // Abort after commit changes nothing; an unknown plan's abort is remembered, refusing its prepare.
   expect((await w0!.executor.handle({ type: "transfer_abort", planId: "p1", reason: "late" })).ok).toBe(false);
   expect((await w1!.executor.handle({ type: "transfer_abort", planId: "p2", reason: "early" })).ok).toBe(true);
-  expect(await w1!.executor.handle({ ...prepare, planId: "p2" })).toMatchObject({ ok: false, error: expect.stringMatching(/aborted before its prepare/) });
+  expect(await w1!.executor.handle({ ...prepare, planId: "p2" })).toMatchObject({
+    ok: false,
+    error: expect.stringMatching(/aborted before its prepare/),
+  });
   expect((await w1!.executor.handle({ type: "transfer_publish", planId: "p3" })).error).toMatch(/unknown plan p3/);
   expect(c.state(1)).toMatchObject({ reserved: 0, reclaimable: 3 });
   // The coordinator returns the same outcome for a plan id it already runs.
@@ -204,7 +256,9 @@ test("concurrent plans on one pair, in both directions, all complete with exact 
   const x = cachePrompt(w1!, tokens(36, 4000), 7);
   c.report();
   const content = new Map<string, number[]>();
-  for (const [w, hs] of [[w0!, [...a, ...b]], [w1!, x]] as const) for (const h of hs) content.set(h, w.kv.blockContent(w.bm.cachedBlockOf(h)!));
+  for (const [w, hs] of [[w0!, [...a, ...b]], [w1!, x]] as const) {
+    for (const h of hs) content.set(h, w.kv.blockContent(w.bm.cachedBlockOf(h)!));
+  }
   const runs = [
     c.coordinator.start(candidateOf(c, 0, 1, a), 3000),
     c.coordinator.start(candidateOf(c, 1, 0, x), 3000),
@@ -214,7 +268,9 @@ test("concurrent plans on one pair, in both directions, all complete with exact 
   const outs = await Promise.all(runs.map((r) => r.done));
   expect(outs.map((o) => o.status)).toEqual(["completed", "completed", "completed"]);
   const arrived = (to: number, hashes: string[]) => {
-    for (const h of hashes) expect(c.workers[to]!.kv.blockContent(c.workers[to]!.bm.cachedBlockOf(h)!)).toEqual(content.get(h)!);
+    for (const h of hashes) {
+      expect(c.workers[to]!.kv.blockContent(c.workers[to]!.bm.cachedBlockOf(h)!)).toEqual(content.get(h)!);
+    }
   };
   arrived(1, [...a, ...b]);
   arrived(0, x);
@@ -232,7 +288,11 @@ test("payloads in flight: the source's from execute to finalize, the destination
     beforePhase: (plan, phase) => {
       seen[`${plan.planId}:${phase}`] = c.workers.map((w) => w.executor.payloadsInFlight);
     },
-    faults: (rank) => (rank === 1 ? (phase, role, planId) => (phase === "execute" && role === "dst" && planId === "t-2" ? "hang" : undefined) : undefined),
+    faults: (
+      rank,
+    ) => (rank === 1
+      ? (phase, role, planId) => (phase === "execute" && role === "dst" && planId === "t-2" ? "hang" : undefined)
+      : undefined),
   });
   const hashes = cachePrompt(c.workers[0]!, tokens(17), 1);
   c.report();

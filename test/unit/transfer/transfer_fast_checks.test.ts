@@ -8,7 +8,24 @@ import { messageSchema, type MessageType } from "../../../lib/protocol/messages.
 import { TRANSFER_FAST_CHECKS } from "../../../lib/transfer/transfer_fast_checks.ts";
 
 type Fields = Record<string, unknown>;
-const BAD_VALUES: unknown[] = [undefined, null, -1, 1.5, NaN, Infinity, -Infinity, 2 ** 60, "", "x", true, [], [1, -1], [0.5], {}, { a: 1 }];
+const BAD_VALUES: unknown[] = [
+  undefined,
+  null,
+  -1,
+  1.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  2 ** 60,
+  "",
+  "x",
+  true,
+  [],
+  [1, -1],
+  [0.5],
+  {},
+  { a: 1 },
+];
 
 /** Copies of `m` with one field (top level, or of its first block) replaced, deleted or added. */
 function mutations(m: Fields): Fields[] {
@@ -36,7 +53,16 @@ function mutations(m: Fields): Fields[] {
 const samples = transferSampleMessages().filter((m) => m.type in TRANSFER_FAST_CHECKS) as unknown as Fields[];
 
 test("every transfer message type has a fast check, and every sample passes it", () => {
-  for (const t of ["transfer_prepare", "transfer_execute", "transfer_publish", "transfer_finalize", "transfer_abort", "transfer_ack"]) expect(Object.hasOwn(TRANSFER_FAST_CHECKS, t)).toBe(true);
+  for (
+    const t of [
+      "transfer_prepare",
+      "transfer_execute",
+      "transfer_publish",
+      "transfer_finalize",
+      "transfer_abort",
+      "transfer_ack",
+    ]
+  ) expect(Object.hasOwn(TRANSFER_FAST_CHECKS, t)).toBe(true);
   for (const m of samples) expect(TRANSFER_FAST_CHECKS[m.type as string]!(m)).toBe(true);
 });
 

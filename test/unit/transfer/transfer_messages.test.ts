@@ -6,7 +6,18 @@ import "../../../lib/transfer/transfer_messages.ts";
 import { roundTrip } from "../protocol/round_trip.ts";
 
 const samples: Message[] = [
-  { type: "transfer_prepare", id: 1, planId: "p1", mode: "copy", srcRank: 0, dstRank: 1, srcEpoch: 1, dstEpoch: 1, blocks: [{ hash: "h", parent: "", srcBlock: 3, generation: 2 }], deadline: 1e12 },
+  {
+    type: "transfer_prepare",
+    id: 1,
+    planId: "p1",
+    mode: "copy",
+    srcRank: 0,
+    dstRank: 1,
+    srcEpoch: 1,
+    dstEpoch: 1,
+    blocks: [{ hash: "h", parent: "", srcBlock: 3, generation: 2 }],
+    deadline: 1e12,
+  },
   { type: "transfer_execute", planId: "p1", srcRank: 0, dstRank: 1, srcBlocks: [3] },
   { type: "transfer_publish", planId: "p1" },
   { type: "transfer_finalize", planId: "p1", mode: "move" },
@@ -23,5 +34,7 @@ test("every phase message is registered with a fast check and survives encode/de
 });
 
 test("a bad phase message is still refused by its schema, naming the field", () => {
-  expect(() => roundTrip({ type: "transfer_ack", planId: "p1", phase: "launch", rank: 1, ok: true } as unknown as Message)).toThrow(/transfer_ack.*"phase"/);
+  expect(() =>
+    roundTrip({ type: "transfer_ack", planId: "p1", phase: "launch", rank: 1, ok: true } as unknown as Message)
+  ).toThrow(/transfer_ack.*"phase"/);
 });

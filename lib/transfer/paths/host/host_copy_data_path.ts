@@ -4,7 +4,7 @@
  * CUDA the fallback for peers without a direct path and after one breaks.
  * @module
  */
-import { TransferPayloadError, type KvDataPath, type KvTransferJob, type PackedKvStore } from "../kv_data_path.ts";
+import { type KvDataPath, type KvTransferJob, type PackedKvStore, TransferPayloadError } from "../kv_data_path.ts";
 import type { KvPeerChannel } from "./kv_peer_channel.ts";
 
 /** KvDataPath through host memory and a {@link KvPeerChannel}. */
@@ -32,7 +32,9 @@ export class HostCopyDataPath implements KvDataPath {
     const packed = await this.#channel.receive(job.planId, job.peerRank);
     const want = job.dstBlocks.length * this.#kv.blockBytes;
     if (packed.byteLength !== want) {
-      throw new TransferPayloadError(`plan ${job.planId}: payload from rank ${job.peerRank} has ${packed.byteLength} bytes, expected ${want} (${job.dstBlocks.length} blocks)`);
+      throw new TransferPayloadError(
+        `plan ${job.planId}: payload from rank ${job.peerRank} has ${packed.byteLength} bytes, expected ${want} (${job.dstBlocks.length} blocks)`,
+      );
     }
     this.#kv.scatter(job.dstBlocks, packed);
     return packed.byteLength;

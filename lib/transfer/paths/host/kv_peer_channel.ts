@@ -12,7 +12,7 @@
  * (big-endian). The payload is written as is, without a copy into the frame.
  * @module
  */
-import { connectUnix, listenUnix, type ByteStream, type UnixServer } from "../../../runtime/unix_socket.ts";
+import { type ByteStream, connectUnix, listenUnix, type UnixServer } from "../../../runtime/unix_socket.ts";
 
 const MAGIC = 0x4c4b5631; // "LKV1"
 const HEADER_BYTES = 20;
@@ -64,6 +64,7 @@ export class KvPeerChannel {
 
   /** Starts listening on `options.socketPath`. */
   static async listen(options: KvPeerChannelOptions): Promise<KvPeerChannel> {
+    // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
     let self: KvPeerChannel | undefined;
     const early: ByteStream[] = [];
     const server = await listenUnix(options.socketPath, (s) => (self ? self.#accept(s) : early.push(s)));
@@ -74,9 +75,13 @@ export class KvPeerChannel {
 
   /** Sends `payload` for `planId` to `peerRank` (one frame). Resolves once handed to the socket. */
   async send(planId: string, peerRank: number, payload: Uint8Array): Promise<void> {
-    if (this.#closed) throw new TransferCancelledError(`kv channel of rank ${this.rank} is closed; cannot send plan ${planId}`);
+    if (this.#closed) {
+      throw new TransferCancelledError(`kv channel of rank ${this.rank} is closed; cannot send plan ${planId}`);
+    }
     const id = new TextEncoder().encode(planId);
-    if (id.length === 0 || id.length > MAX_PLAN_ID_BYTES) throw new RangeError(`plan id must be 1..${MAX_PLAN_ID_BYTES} bytes, got ${id.length}`);
+    if (id.length === 0 || id.length > MAX_PLAN_ID_BYTES) {
+      throw new RangeError(`plan id must be 1..${MAX_PLAN_ID_BYTES} bytes, got ${id.length}`);
+    }
     const header = new Uint8Array(HEADER_BYTES + id.length);
     const dv = new DataView(header.buffer);
     dv.setUint32(0, MAGIC);
@@ -86,7 +91,9 @@ export class KvPeerChannel {
     header.set(id, HEADER_BYTES);
     const stream = await this.#connection(peerRank);
     // A small frame (a signal) leaves in one write, so the peer reads it whole at one wake-up.
-    const sent = payload.byteLength <= SMALL_FRAME_BYTES ? stream.write(joined(header, payload)) : stream.write(header) && stream.write(payload);
+    const sent = payload.byteLength <= SMALL_FRAME_BYTES
+      ? stream.write(joined(header, payload))
+      : stream.write(header) && stream.write(payload);
     if (!sent) {
       this.#out.delete(peerRank);
       throw new TransferCancelledError(`kv channel ${this.rank}->${peerRank} closed while sending plan ${planId}`);
@@ -103,7 +110,11 @@ export class KvPeerChannel {
     const got = this.#arrived.get(planId);
     if (got) {
       this.#arrived.delete(planId);
-      if (got.from !== fromRank) return Promise.reject(new RangeError(`plan ${planId}: payload came from rank ${got.from}, expected rank ${fromRank}`));
+      if (got.from !== fromRank) {
+        return Promise.reject(
+          new RangeError(`plan ${planId}: payload came from rank ${got.from}, expected rank ${fromRank}`),
+        );
+      }
       return Promise.resolve(got.payload);
     }
     return new Promise((resolve, reject) => this.#waiting.set(planId, { from: fromRank, resolve, reject }));
@@ -115,7 +126,9 @@ export class KvPeerChannel {
    */
   divert(suffix: string, handler: (from: number, planId: string, payload: Uint8Array) => void): void {
     if (suffix.length === 0) throw new RangeError("divert needs a non-empty plan id suffix");
-    if (this.#diverted.has(suffix)) throw new RangeError(`plan id suffix ${JSON.stringify(suffix)} is already diverted`);
+    if (this.#diverted.has(suffix)) {
+      throw new RangeError(`plan id suffix ${JSON.stringify(suffix)} is already diverted`);
+    }
     this.#diverted.set(suffix, handler);
   }
 
@@ -135,7 +148,9 @@ export class KvPeerChannel {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const [id, w] of this.#waiting) w.reject(new TransferCancelledError(`kv channel of rank ${this.rank} closed while receiving plan ${id}`));
+    for (const [id, w] of this.#waiting) {
+      w.reject(new TransferCancelledError(`kv channel of rank ${this.rank} closed while receiving plan ${id}`));
+    }
     this.#waiting.clear();
     this.#arrived.clear();
     for (const c of this.#out.values()) void c.then((s) => s.close(), () => {});
@@ -176,7 +191,11 @@ export class KvPeerChannel {
       try {
         handler(from, planId, payload);
       } catch (e) {
-        (this.#o.log ?? console.error)(`[kv ${this.rank}] handler of ${JSON.stringify(suffix)} frames failed on ${JSON.stringify(planId)} from rank ${from}: ${(e as Error).message}`);
+        (this.#o.log ?? console.error)(
+          `[kv ${this.rank}] handler of ${JSON.stringify(suffix)} frames failed on ${
+            JSON.stringify(planId)
+          } from rank ${from}: ${(e as Error).message}`,
+        );
       }
       return;
     }
@@ -187,8 +206,9 @@ export class KvPeerChannel {
     const w = this.#waiting.get(planId);
     if (w) {
       this.#waiting.delete(planId);
-      if (w.from !== from) w.reject(new RangeError(`plan ${planId}: payload came from rank ${from}, expected rank ${w.from}`));
-      else w.resolve(payload);
+      if (w.from !== from) {
+        w.reject(new RangeError(`plan ${planId}: payload came from rank ${from}, expected rank ${w.from}`));
+      } else w.resolve(payload);
       return;
     }
     const now = Date.now();

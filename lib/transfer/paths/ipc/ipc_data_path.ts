@@ -29,7 +29,7 @@
 import type { KvTransferJob } from "../kv_data_path.ts";
 import { TransferCancelledError } from "../host/kv_peer_channel.ts";
 import type { IpcSignal, IpcSignalLine } from "./ipc_signals.ts";
-import { TransferTimeoutError, type DirectDataPath, type PendingTransfer } from "../direct_data_path.ts";
+import { type DirectDataPath, type PendingTransfer, TransferTimeoutError } from "../direct_data_path.ts";
 
 /** This worker's mapping of one peer's KV cache (ffi/kv_transfer.ts RemoteKvCache behind it; a fake in tests). */
 export interface IpcPeerView {
@@ -101,9 +101,14 @@ export class IpcDataPath implements DirectDataPath {
     const view = this.#usable(job, "send to");
     const dstBlocks = await this.#awaitReady(job);
     const cancelled = this.#cancelled.get(job.planId);
-    const mismatch = dstBlocks.length !== job.srcBlocks.length || (job.dstBlocks.length > 0 && !sameIds(dstBlocks, job.dstBlocks));
+    const mismatch = dstBlocks.length !== job.srcBlocks.length ||
+      (job.dstBlocks.length > 0 && !sameIds(dstBlocks, job.dstBlocks));
     if (cancelled !== undefined || mismatch) {
-      const why = cancelled !== undefined ? `the plan was cancelled (${cancelled})` : `the destination named blocks ${dstBlocks.join(",")} for source blocks ${job.srcBlocks.join(",")}${job.dstBlocks.length > 0 ? ` (the plan says ${job.dstBlocks.join(",")})` : ""}`;
+      const why = cancelled !== undefined
+        ? `the plan was cancelled (${cancelled})`
+        : `the destination named blocks ${dstBlocks.join(",")} for source blocks ${job.srcBlocks.join(",")}${
+          job.dstBlocks.length > 0 ? ` (the plan says ${job.dstBlocks.join(",")})` : ""
+        }`;
       this.#signal(job.peerRank, { kind: "done", planId: job.planId, error: `not copied: ${why}` });
       if (cancelled !== undefined) throw new TransferCancelledError(`plan ${job.planId} was cancelled: ${cancelled}`);
       throw new RangeError(`plan ${job.planId}: ${why}`);
@@ -113,7 +118,9 @@ export class IpcDataPath implements DirectDataPath {
       pending = view.copyInto(job.srcBlocks, dstBlocks);
     } catch (e) {
       // Nothing was enqueued: nothing will be written.
-      const reason = `plan ${job.planId}: the copy into rank ${job.peerRank}'s cache could not start: ${(e as Error).message}`;
+      const reason = `plan ${job.planId}: the copy into rank ${job.peerRank}'s cache could not start: ${
+        (e as Error).message
+      }`;
       this.#signal(job.peerRank, { kind: "done", planId: job.planId, error: reason });
       this.#breakPeer(job.peerRank, reason);
       throw new Error(reason, { cause: e });
@@ -131,11 +138,15 @@ export class IpcDataPath implements DirectDataPath {
     if (!complete) {
       // The pair is not trusted again. The destination hears only once the copy is over (or given
       // up on a while later), so its blocks stay reserved while the copy may still write them.
-      const reason = `plan ${job.planId}: the copy into rank ${job.peerRank}'s cache not complete after ${this.#o.timeoutMs} ms`;
+      const reason =
+        `plan ${job.planId}: the copy into rank ${job.peerRank}'s cache not complete after ${this.#o.timeoutMs} ms`;
       this.#breakPeer(job.peerRank, reason);
       void pending
         .wait(this.#o.timeoutMs / 2)
-        .then((landed) => (landed ? `${reason} (it completed later)` : `${reason} (nor ${this.#o.timeoutMs / 2} ms later)`), (e: Error) => `${reason}; then it failed: ${e.message}`)
+        .then(
+          (landed) => (landed ? `${reason} (it completed later)` : `${reason} (nor ${this.#o.timeoutMs / 2} ms later)`),
+          (e: Error) => `${reason}; then it failed: ${e.message}`,
+        )
         .then((error) => {
           pending.dispose();
           this.#signal(job.peerRank, { kind: "done", planId: job.planId, error });
@@ -199,20 +210,28 @@ export class IpcDataPath implements DirectDataPath {
   dropPeer(peer: number, reason: string): void {
     if (!this.#views.has(peer) || this.#broken.has(peer)) return;
     this.#broken.set(peer, `its CUDA IPC pair was dropped (${reason})`);
-    for (const w of this.#readyWaiters.values()) if (w.from === peer) w.reject(new Error(`the CUDA IPC pair with rank ${peer} was dropped: ${reason}`));
+    for (const w of this.#readyWaiters.values()) {
+      if (w.from === peer) w.reject(new Error(`the CUDA IPC pair with rank ${peer} was dropped: ${reason}`));
+    }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const w of [...this.#readyWaiters.values()]) w.reject(new TransferCancelledError(`the CUDA IPC data path of rank ${this.#o.rank} closed`));
+    for (const w of [...this.#readyWaiters.values()]) {
+      w.reject(new TransferCancelledError(`the CUDA IPC data path of rank ${this.#o.rank} closed`));
+    }
     for (const w of [...this.#doneWaiters.values()]) w.settle(`the CUDA IPC data path of rank ${this.#o.rank} closed`);
     for (const [peer, view] of this.#views) {
       this.#views.delete(peer);
       try {
         view.dispose();
       } catch (e) {
-        this.#log(`[worker ${this.#o.rank}] closing the CUDA IPC mapping of rank ${peer}'s cache failed: ${(e as Error).message}`);
+        this.#log(
+          `[worker ${this.#o.rank}] closing the CUDA IPC mapping of rank ${peer}'s cache failed: ${
+            (e as Error).message
+          }`,
+        );
       }
     }
   }
@@ -221,14 +240,20 @@ export class IpcDataPath implements DirectDataPath {
   #usable(job: KvTransferJob, what: string): IpcPeerView {
     // A source may not know the destination's blocks yet (empty): its `ready` names them.
     if (job.srcBlocks.length !== job.dstBlocks.length && (what !== "send to" || job.dstBlocks.length > 0)) {
-      throw new RangeError(`plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`);
+      throw new RangeError(
+        `plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`,
+      );
     }
     if (this.#closed) throw new TransferCancelledError(`the CUDA IPC data path of rank ${this.#o.rank} is closed`);
     const cancelled = this.#cancelled.get(job.planId);
     if (cancelled !== undefined) throw new TransferCancelledError(`plan ${job.planId} was cancelled: ${cancelled}`);
     const view = this.#views.get(job.peerRank);
     const broken = this.#broken.get(job.peerRank);
-    if (!view || broken !== undefined) throw new Error(`plan ${job.planId}: cannot ${what} rank ${job.peerRank} over CUDA IPC: ${broken ?? "no mapping of its cache"}`);
+    if (!view || broken !== undefined) {
+      throw new Error(
+        `plan ${job.planId}: cannot ${what} rank ${job.peerRank} over CUDA IPC: ${broken ?? "no mapping of its cache"}`,
+      );
+    }
     return view;
   }
 
@@ -243,9 +268,15 @@ export class IpcDataPath implements DirectDataPath {
     if (arrived !== undefined) {
       this.#readyArrived.delete(job.planId);
       if (arrived.from === job.peerRank) return Promise.resolve(arrived.dstBlocks);
-      return Promise.reject(new RangeError(`plan ${job.planId}: ready came from rank ${arrived.from}, the destination is rank ${job.peerRank}`));
+      return Promise.reject(
+        new RangeError(
+          `plan ${job.planId}: ready came from rank ${arrived.from}, the destination is rank ${job.peerRank}`,
+        ),
+      );
     }
-    if (this.#readyWaiters.has(job.planId)) return Promise.reject(new RangeError(`plan ${job.planId} is already being sent`));
+    if (this.#readyWaiters.has(job.planId)) {
+      return Promise.reject(new RangeError(`plan ${job.planId} is already being sent`));
+    }
     return new Promise<Int32Array>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
@@ -255,9 +286,17 @@ export class IpcDataPath implements DirectDataPath {
         done();
         // A ready arriving later must not wait for a copy that will not come.
         this.cancel(job.planId, "the source stopped waiting for it");
-        reject(new TransferTimeoutError(`plan ${job.planId}: rank ${job.peerRank} did not ask for the copy within ${this.#o.timeoutMs} ms`));
+        reject(
+          new TransferTimeoutError(
+            `plan ${job.planId}: rank ${job.peerRank} did not ask for the copy within ${this.#o.timeoutMs} ms`,
+          ),
+        );
       }, this.#o.timeoutMs);
-      this.#readyWaiters.set(job.planId, { from: job.peerRank, resolve: (ids) => (done(), resolve(ids)), reject: (e) => (done(), reject(e)) });
+      this.#readyWaiters.set(job.planId, {
+        from: job.peerRank,
+        resolve: (ids) => (done(), resolve(ids)),
+        reject: (e) => (done(), reject(e)),
+      });
     });
   }
 
@@ -266,17 +305,29 @@ export class IpcDataPath implements DirectDataPath {
       const w = this.#doneWaiters.get(s.planId);
       // A report nobody waits for (the receive timed out or closed) changes nothing.
       if (!w) return;
-      if (w.from !== from) return this.#log(`[worker ${this.#o.rank}] dropped a done signal of plan ${s.planId} from rank ${from}; the source is rank ${w.from}`);
+      if (w.from !== from) {
+        return this.#log(
+          `[worker ${this.#o.rank}] dropped a done signal of plan ${s.planId} from rank ${from}; the source is rank ${w.from}`,
+        );
+      }
       return w.settle(s.error);
     }
     const cancelled = this.#cancelled.get(s.planId);
-    const broken = this.#views.has(from) ? this.#broken.get(from) : `rank ${this.#o.rank} has no CUDA IPC mapping of rank ${from}'s cache`;
-    const refusal = cancelled !== undefined ? `the plan was cancelled (${cancelled})` : broken ?? (this.#closed ? "the source's data path is closed" : undefined);
-    if (refusal !== undefined) return this.#signal(from, { kind: "done", planId: s.planId, error: `not copied: ${refusal}` });
+    const broken = this.#views.has(from)
+      ? this.#broken.get(from)
+      : `rank ${this.#o.rank} has no CUDA IPC mapping of rank ${from}'s cache`;
+    const refusal = cancelled !== undefined
+      ? `the plan was cancelled (${cancelled})`
+      : broken ?? (this.#closed ? "the source's data path is closed" : undefined);
+    if (refusal !== undefined) {
+      return this.#signal(from, { kind: "done", planId: s.planId, error: `not copied: ${refusal}` });
+    }
     const w = this.#readyWaiters.get(s.planId);
     if (w) {
       if (w.from === from) w.resolve(s.dstBlocks);
-      else w.reject(new RangeError(`plan ${s.planId}: ready came from rank ${from}, the destination is rank ${w.from}`));
+      else {w.reject(
+          new RangeError(`plan ${s.planId}: ready came from rank ${from}, the destination is rank ${w.from}`),
+        );}
       return;
     }
     this.#readyArrived.set(s.planId, { from, dstBlocks: s.dstBlocks });
@@ -285,7 +336,9 @@ export class IpcDataPath implements DirectDataPath {
 
   /** Sends a signal whose loss only costs the receiver a timeout. */
   #signal(peer: number, s: IpcSignal): void {
-    this.#o.signals.send(peer, s).catch((e: Error) => this.#log(`[worker ${this.#o.rank}] could not send ${s.kind} of plan ${s.planId} to rank ${peer}: ${e.message}`));
+    this.#o.signals.send(peer, s).catch((e: Error) =>
+      this.#log(`[worker ${this.#o.rank}] could not send ${s.kind} of plan ${s.planId} to rank ${peer}: ${e.message}`)
+    );
   }
 
   #breakPeer(peer: number, reason: string): void {

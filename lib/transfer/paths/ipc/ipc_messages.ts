@@ -39,7 +39,14 @@ const offerFields = {
 };
 
 /** Worker -> control plane (request; reply ipc_answer): this rank's part of one stage with peerRank. */
-const IpcOfferMessage = z.object({ type: z.literal("ipc_offer"), ...envelope, rank: Count, epoch: Count, peerRank: Count, ...offerFields });
+const IpcOfferMessage = z.object({
+  type: z.literal("ipc_offer"),
+  ...envelope,
+  rank: Count,
+  epoch: Count,
+  peerRank: Count,
+  ...offerFields,
+});
 
 /**
  * Control plane -> worker (reply to ipc_offer): the partner's offer of the same stage, or in

@@ -13,9 +13,8 @@
  * path (NCCL or host). Never throws; bounded by the rendezvous timeout.
  * @module
  */
-import type { HeartbeatOptions } from "../../../protocol/heartbeat_monitor.ts";
 import type { MessageOf } from "../../../protocol/messages.ts";
-import { meetPartner, safely } from "../control_rendezvous.ts";
+import { meetPartner, type PairSetupOptions, safely } from "../control_rendezvous.ts";
 import type { IpcPeerView } from "./ipc_data_path.ts";
 import { pairName } from "../direct_data_path.ts";
 // The CUDA IPC messages register themselves with the codec when this module loads.
@@ -33,20 +32,11 @@ export interface IpcViewFactory {
   openView(handle: Uint8Array, numBlocks: number): IpcPeerView;
 }
 
-/** Options of {@link setUpIpcPeers}. */
-export interface IpcPeerSetupOptions {
-  rank: number;
-  epoch: number;
-  /** Partners to pair with (direct NVLink, another device). */
-  peers: readonly number[];
-  controlSocketPath: string;
+/** Options of {@link setUpIpcPeers}: `peers` are partners on another device; `rendezvousTimeoutMs` bounds the whole start-up of one pair. */
+export interface IpcPeerSetupOptions extends PairSetupOptions {
   factory: IpcViewFactory;
-  /** Bound on the whole start-up of one pair (the partner may still be loading its model). */
-  rendezvousTimeoutMs: number;
   /** Where plans with a partner go when its pair does not come up, for the log line (e.g. "try NCCL next"). */
   fallback: string;
-  heartbeat?: Partial<HeartbeatOptions> | false;
-  log?: (line: string) => void;
 }
 
 /** The partners whose caches are mapped, and why the others are not. */
@@ -66,22 +56,37 @@ export async function setUpIpcPeers(o: IpcPeerSetupOptions): Promise<IpcPeerSetu
       const r = await setUpPair(o, peer, exported.ok ? exported.value : undefined, local);
       if ("view" in r) {
         out.views.set(peer, r.view);
-        log(`[worker ${o.rank}] CUDA IPC pair ${pairName(o.rank, peer)} up: rank ${peer}'s cache (${r.view.numBlocks} blocks) mapped`);
+        log(
+          `[worker ${o.rank}] CUDA IPC pair ${
+            pairName(o.rank, peer)
+          } up: rank ${peer}'s cache (${r.view.numBlocks} blocks) mapped`,
+        );
       } else {
         out.failed.set(peer, r.error);
-        log(`[worker ${o.rank}] CUDA IPC pair ${pairName(o.rank, peer)} is not available, plans with rank ${peer} ${o.fallback}: ${r.error}`);
+        log(
+          `[worker ${o.rank}] CUDA IPC pair ${
+            pairName(o.rank, peer)
+          } is not available, plans with rank ${peer} ${o.fallback}: ${r.error}`,
+        );
       }
     }),
   );
   return out;
 }
 
-async function setUpPair(o: IpcPeerSetupOptions, peer: number, handle: Uint8Array | undefined, local: string | undefined): Promise<{ view: IpcPeerView } | { error: string }> {
+async function setUpPair(
+  o: IpcPeerSetupOptions,
+  peer: number,
+  handle: Uint8Array | undefined,
+  local: string | undefined,
+): Promise<{ view: IpcPeerView } | { error: string }> {
   const deadline = Date.now() + o.rendezvousTimeoutMs;
   const base = { type: "ipc_offer" as const, rank: o.rank, epoch: o.epoch, peerRank: peer };
   let theirs: MessageOf<"ipc_answer">;
   try {
-    const mine = handle ? { handle, numBlocks: o.factory.numBlocks, blockBytes: o.factory.blockBytes } : { error: local ?? "no handle" };
+    const mine = handle
+      ? { handle, numBlocks: o.factory.numBlocks, blockBytes: o.factory.blockBytes }
+      : { error: local ?? "no handle" };
     theirs = await meetPartner(o, peer, { ...base, stage: "handle", ...mine }, "ipc_answer", deadline);
   } catch (e) {
     return { error: `rendezvous through the control plane failed: ${(e as Error).message}` };
@@ -89,8 +94,13 @@ async function setUpPair(o: IpcPeerSetupOptions, peer: number, handle: Uint8Arra
   // Both sides reached stage 1, so both go through stage 2, whatever happened: that is how each
   // learns whether the other side mapped its cache.
   let problem = local ?? theirs.error;
-  if (problem === undefined && (theirs.handle === undefined || theirs.numBlocks === undefined || theirs.blockBytes === undefined)) problem = `rank ${peer} offered no handle`;
-  if (problem === undefined && theirs.blockBytes !== o.factory.blockBytes) problem = `rank ${peer}'s blocks have ${theirs.blockBytes} bytes, rank ${o.rank}'s ${o.factory.blockBytes}`;
+  if (
+    problem === undefined &&
+    (theirs.handle === undefined || theirs.numBlocks === undefined || theirs.blockBytes === undefined)
+  ) problem = `rank ${peer} offered no handle`;
+  if (problem === undefined && theirs.blockBytes !== o.factory.blockBytes) {
+    problem = `rank ${peer}'s blocks have ${theirs.blockBytes} bytes, rank ${o.rank}'s ${o.factory.blockBytes}`;
+  }
   let view: IpcPeerView | undefined;
   if (problem === undefined) {
     const opened = safely(() => o.factory.openView(theirs.handle!, theirs.numBlocks!));
@@ -99,7 +109,13 @@ async function setUpPair(o: IpcPeerSetupOptions, peer: number, handle: Uint8Arra
   }
   let partner: MessageOf<"ipc_answer">;
   try {
-    partner = await meetPartner(o, peer, { ...base, stage: "opened", ...(problem !== undefined ? { error: problem } : {}) }, "ipc_answer", deadline);
+    partner = await meetPartner(
+      o,
+      peer,
+      { ...base, stage: "opened", ...(problem !== undefined ? { error: problem } : {}) },
+      "ipc_answer",
+      deadline,
+    );
   } catch (e) {
     problem ??= `rendezvous through the control plane failed after mapping: ${(e as Error).message}`;
   }

@@ -40,10 +40,16 @@ export class IpcRendezvous {
       answer({ peerRank, stage, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
       return;
     }
-    const partner = this.#waiting.match(offer, owner, answer, { peerRank, stage, error: `superseded by a newer offer of rank ${rank}` }, stage);
+    const partner = this.#waiting.match(offer, owner, answer, {
+      peerRank,
+      stage,
+      error: `superseded by a newer offer of rank ${rank}`,
+    }, stage);
     if (!partner) return;
     const both = [offer, partner.offer];
-    if (stage === "handle" && both.every((o) => o.handle !== undefined && o.error === undefined)) this.#counts.ipc_handles_relayed++;
+    if (stage === "handle" && both.every((o) => o.handle !== undefined && o.error === undefined)) {
+      this.#counts.ipc_handles_relayed++;
+    }
     if (stage === "opened" && both.every((o) => o.error === undefined)) this.#counts.ipc_pairs_opened++;
     partner.answer(relayed(offer));
     answer(relayed(partner.offer));

@@ -13,7 +13,11 @@
 import type { KvPeerChannel } from "../host/kv_peer_channel.ts";
 
 /** A signal about one plan. */
-export type IpcSignal = { kind: "ready"; planId: string; dstBlocks: Int32Array } | { kind: "done"; planId: string; error?: string };
+export type IpcSignal = { kind: "ready"; planId: string; dstBlocks: Int32Array } | {
+  kind: "done";
+  planId: string;
+  error?: string;
+};
 
 /** Sends signals to peers and delivers theirs (a KvPeerChannel underneath; in memory in tests). */
 export interface IpcSignalLine {
@@ -34,7 +38,9 @@ const FAILED = 0;
 export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
   return {
     send: (peerRank, signal) => {
-      if (signal.kind === "ready") return channel.send(signal.planId + SUFFIX.ready, peerRank, int32Bytes(signal.dstBlocks));
+      if (signal.kind === "ready") {
+        return channel.send(signal.planId + SUFFIX.ready, peerRank, int32Bytes(signal.dstBlocks));
+      }
       const error = signal.error === undefined ? new Uint8Array(0) : new TextEncoder().encode(signal.error);
       const payload = new Uint8Array(1 + error.length);
       payload[0] = signal.error === undefined ? OK : FAILED;
@@ -46,12 +52,18 @@ export function ipcSignalsOverChannel(channel: KvPeerChannel): IpcSignalLine {
       channel.divert(SUFFIX.ready, (from, key, payload) => {
         const planId = planOf(key, SUFFIX.ready);
         // A malformed list names no block: the source then refuses the copy (its block count differs).
-        handler(from, { kind: "ready", planId, dstBlocks: payload.length % 4 === 0 ? int32sOf(payload) : new Int32Array(0) });
+        handler(from, {
+          kind: "ready",
+          planId,
+          dstBlocks: payload.length % 4 === 0 ? int32sOf(payload) : new Int32Array(0),
+        });
       });
       channel.divert(SUFFIX.done, (from, key, payload) => {
         const planId = planOf(key, SUFFIX.done);
         if (payload[0] === OK && payload.length === 1) return handler(from, { kind: "done", planId });
-        const error = payload[0] === FAILED ? new TextDecoder().decode(payload.subarray(1)) : `malformed done signal (${payload.length} bytes, status ${payload[0]})`;
+        const error = payload[0] === FAILED
+          ? new TextDecoder().decode(payload.subarray(1))
+          : `malformed done signal (${payload.length} bytes, status ${payload[0]})`;
         handler(from, { kind: "done", planId, error });
       });
     },

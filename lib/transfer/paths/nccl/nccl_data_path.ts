@@ -11,7 +11,7 @@
  * host path.
  * @module
  */
-import { TransferTimeoutError, type PendingTransfer } from "../direct_data_path.ts";
+import { type PendingTransfer, TransferTimeoutError } from "../direct_data_path.ts";
 import type { KvDataPath, KvTransferJob } from "../kv_data_path.ts";
 
 /** The blocks a pair moves (ffi/kv_transfer.ts KvBlocks). */
@@ -91,7 +91,9 @@ export class NcclDataPath implements KvDataPath {
   async #run(job: KvTransferJob, side: "send" | "recv", ids: Int32Array): Promise<number> {
     // The sender may not know the destination's blocks (pipelined phases); the receiver does.
     if ((side === "recv" || job.dstBlocks.length > 0) && job.srcBlocks.length !== job.dstBlocks.length) {
-      throw new RangeError(`plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`);
+      throw new RangeError(
+        `plan ${job.planId}: ${job.srcBlocks.length} source blocks but ${job.dstBlocks.length} destination blocks`,
+      );
     }
     const cancelled = this.#cancelled.get(job.planId);
     if (cancelled !== undefined) throw new Error(`plan ${job.planId} was cancelled: ${cancelled}`);
@@ -100,11 +102,14 @@ export class NcclDataPath implements KvDataPath {
       const why = this.#broken.get(job.peerRank) ?? "no NCCL pair with that rank";
       throw new Error(`plan ${job.planId}: cannot ${side} with rank ${job.peerRank}: ${why}`);
     }
-    const pending = side === "send" ? pair.send(this.#kv, ids, this.#o.segmentBytes) : pair.recv(this.#kv, ids, this.#o.segmentBytes);
+    const pending = side === "send"
+      ? pair.send(this.#kv, ids, this.#o.segmentBytes)
+      : pair.recv(this.#kv, ids, this.#o.segmentBytes);
     this.#posted.set(job.planId, job.peerRank);
     try {
       if (!(await pending.wait(this.#o.timeoutMs))) {
-        const reason = `plan ${job.planId}: ${side} with rank ${job.peerRank} not complete after ${this.#o.timeoutMs} ms`;
+        const reason =
+          `plan ${job.planId}: ${side} with rank ${job.peerRank} not complete after ${this.#o.timeoutMs} ms`;
         this.#breakPair(job.peerRank, reason);
         throw new TransferTimeoutError(reason);
       }

@@ -60,7 +60,12 @@ const NcclPairStatusMessage = z.object({
 });
 
 /** Control plane -> worker: the partner has no working direct pair; use the host path for peerRank. */
-const NcclPairDownMessage = z.object({ type: z.literal("nccl_pair_down"), ...envelope, peerRank: Count, reason: z.string() });
+const NcclPairDownMessage = z.object({
+  type: z.literal("nccl_pair_down"),
+  ...envelope,
+  peerRank: Count,
+  reason: z.string(),
+});
 
 /** The NCCL pair messages by type, as the protocol's registry holds them. */
 const NCCL_SCHEMAS = {

@@ -11,9 +11,8 @@
  * timeout, refused) is logged on one line naming it and the cause, and left to the host path.
  * @module
  */
-import type { HeartbeatOptions } from "../../../protocol/heartbeat_monitor.ts";
 import type { MessageOf } from "../../../protocol/messages.ts";
-import { meetPartner, safely } from "../control_rendezvous.ts";
+import { meetPartner, type PairSetupOptions, safely } from "../control_rendezvous.ts";
 import type { PairLink } from "./nccl_data_path.ts";
 import { pairName } from "../direct_data_path.ts";
 // The NCCL pair messages register themselves with the codec when this module loads.
@@ -30,21 +29,12 @@ export interface NcclPairFactory {
 }
 
 /** Options of {@link setUpNcclPairs}. */
-export interface NcclPairSetupOptions {
-  rank: number;
-  epoch: number;
+export interface NcclPairSetupOptions extends PairSetupOptions {
   /** This worker's CUDA device. */
   device: number;
-  /** Partners to pair with. */
-  peers: readonly number[];
-  controlSocketPath: string;
   factory: NcclPairFactory;
   /** Bound on creating one pair once both ranks met. */
   timeoutMs: number;
-  /** Bound on waiting for a partner to reach the rendezvous (it may still be loading its model). */
-  rendezvousTimeoutMs: number;
-  heartbeat?: Partial<HeartbeatOptions> | false;
-  log?: (line: string) => void;
 }
 
 /** The pairs that came up, and why the others did not. */
@@ -75,7 +65,14 @@ export async function setUpNcclPairs(o: NcclPairSetupOptions): Promise<NcclPairS
     }
     let answer: MessageOf<"nccl_id">;
     try {
-      const offer = { type: "nccl_id_offer" as const, rank: o.rank, epoch: o.epoch, peerRank: peer, ...(offered ? { uniqueId: offered } : {}), ...(problem !== undefined ? { unavailable: problem } : {}) };
+      const offer = {
+        type: "nccl_id_offer" as const,
+        rank: o.rank,
+        epoch: o.epoch,
+        peerRank: peer,
+        ...(offered ? { uniqueId: offered } : {}),
+        ...(problem !== undefined ? { unavailable: problem } : {}),
+      };
       answer = await meetPartner(o, peer, offer, "nccl_id");
     } catch (e) {
       fail(`rendezvous through the control plane failed: ${(e as Error).message}`);
@@ -93,11 +90,17 @@ export async function setUpNcclPairs(o: NcclPairSetupOptions): Promise<NcclPairS
     const t0 = performance.now();
     const created = safely(() => o.factory.createPair(answer.uniqueId!, pairRank, o.device, o.timeoutMs));
     if (!created.ok) {
-      fail(`creating the pair (rank ${pairRank} on device ${o.device}, timeout ${o.timeoutMs} ms) failed: ${created.error}`);
+      fail(
+        `creating the pair (rank ${pairRank} on device ${o.device}, timeout ${o.timeoutMs} ms) failed: ${created.error}`,
+      );
       continue;
     }
     out.pairs.set(peer, created.value);
-    log(`[worker ${o.rank}] NCCL pair ${pair} up (pair rank ${pairRank} on device ${o.device}) in ${(performance.now() - t0).toFixed(0)} ms`);
+    log(
+      `[worker ${o.rank}] NCCL pair ${pair} up (pair rank ${pairRank} on device ${o.device}) in ${
+        (performance.now() - t0).toFixed(0)
+      } ms`,
+    );
   }
   return out;
 }

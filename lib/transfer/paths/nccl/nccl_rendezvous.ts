@@ -47,13 +47,19 @@ export class NcclRendezvous {
       answer({ peerRank, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
       return;
     }
-    const partner = this.#waiting.match(offer, owner, answer, { peerRank, error: `superseded by a newer offer of rank ${rank}` });
+    const partner = this.#waiting.match(offer, owner, answer, {
+      peerRank,
+      error: `superseded by a newer offer of rank ${rank}`,
+    });
     if (!partner) return;
     const lo = rank < peerRank ? offer : partner.offer;
     const hi = rank < peerRank ? partner.offer : offer;
-    const why = lo.unavailable !== undefined ? `rank ${lo.rank} cannot join: ${lo.unavailable}`
-      : hi.unavailable !== undefined ? `rank ${hi.rank} cannot join: ${hi.unavailable}`
-      : lo.uniqueId === undefined ? `rank ${lo.rank} (the lower rank) offered no unique id`
+    const why = lo.unavailable !== undefined
+      ? `rank ${lo.rank} cannot join: ${lo.unavailable}`
+      : hi.unavailable !== undefined
+      ? `rank ${hi.rank} cannot join: ${hi.unavailable}`
+      : lo.uniqueId === undefined
+      ? `rank ${lo.rank} (the lower rank) offered no unique id`
       : undefined;
     if (why) {
       this.#counts.nccl_offers_refused++;
@@ -78,8 +84,17 @@ export class NcclRendezvous {
     const other = this.#status.get(key(peerRank, rank));
     if (!other || other.ok === ok) return;
     this.#counts.nccl_pairs_dropped++;
-    if (ok) this.#o.sendPairDown(rank, peerRank, `rank ${peerRank} has no direct pair with rank ${rank}: ${other.error ?? "unknown reason"}`);
-    else this.#o.sendPairDown(peerRank, rank, `rank ${rank} lost its direct pair with rank ${peerRank}: ${m.error ?? "unknown reason"}`);
+    if (ok) {
+      this.#o.sendPairDown(
+        rank,
+        peerRank,
+        `rank ${peerRank} has no direct pair with rank ${rank}: ${other.error ?? "unknown reason"}`,
+      );
+    } else {this.#o.sendPairDown(
+        peerRank,
+        rank,
+        `rank ${rank} lost its direct pair with rank ${peerRank}: ${m.error ?? "unknown reason"}`,
+      );}
   }
 
   /** Forgets a dead rank's statuses and offers. */

@@ -5,34 +5,71 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { DEFAULT_TRANSFER_OPTIONS, resolveTransferConfig, resolveTransferOptions } from "../../../../lib/transfer/control/transfer_config.ts";
+import {
+  DEFAULT_TRANSFER_OPTIONS,
+  resolveTransferConfig,
+  resolveTransferOptions,
+} from "../../../../lib/transfer/control/transfer_config.ts";
 import { DEFAULT_TRANSFER_TUNING, splitTransferSettings } from "../../../../lib/transfer/control/transfer_tuning.ts";
-import { interpolateCurve, parseResiduals, parseTransferProfile, sizeBucket, TransferCostModel } from "../../../../lib/transfer/control/transfer_cost_model.ts";
+import {
+  interpolateCurve,
+  parseResiduals,
+  parseTransferProfile,
+  sizeBucket,
+  TransferCostModel,
+} from "../../../../lib/transfer/control/transfer_cost_model.ts";
 
 describe("transfer config", () => {
   test("defaults: auto, caps 8 per chain and 128 per pair, zero fixed latency", () => {
     const c = resolveTransferConfig();
     expect(c).toEqual({ ...DEFAULT_TRANSFER_OPTIONS, ...DEFAULT_TRANSFER_TUNING });
-    expect(c).toMatchObject({ mode: "auto", backgroundCopyMaxBlocks: 8, backgroundCopyBatchMaxBlocks: 128, fallbackFixedMs: 0 });
+    expect(c).toMatchObject({
+      mode: "auto",
+      backgroundCopyMaxBlocks: 8,
+      backgroundCopyBatchMaxBlocks: 128,
+      fallbackFixedMs: 0,
+    });
   });
   test("a bare mode string and partial objects", () => {
     expect(resolveTransferConfig("force").mode).toBe("force");
-    expect(resolveTransferConfig({ background: false, safetyRatio: 3 })).toMatchObject({ mode: "auto", background: false, safetyRatio: 3 });
+    expect(resolveTransferConfig({ background: false, safetyRatio: 3 })).toMatchObject({
+      mode: "auto",
+      background: false,
+      safetyRatio: 3,
+    });
   });
   test("bad values name the field and value", () => {
-    expect(() => resolveTransferConfig("always" as never)).toThrow('transfers mode must be one of off, auto, force, got "always"');
-    expect(() => resolveTransferConfig({ safetyRatio: -1 })).toThrow("transfers.safetyRatio must be a finite number >= 0, got -1");
-    expect(() => resolveTransferConfig({ backgroundCopyMaxBlocks: 2.5 })).toThrow(/backgroundCopyMaxBlocks must be an integer >= 1, got 2.5/);
+    expect(() => resolveTransferConfig("always" as never)).toThrow(
+      'transfers mode must be one of off, auto, force, got "always"',
+    );
+    expect(() => resolveTransferConfig({ safetyRatio: -1 })).toThrow(
+      "transfers.safetyRatio must be a finite number >= 0, got -1",
+    );
+    expect(() => resolveTransferConfig({ backgroundCopyMaxBlocks: 2.5 })).toThrow(
+      /backgroundCopyMaxBlocks must be an integer >= 1, got 2.5/,
+    );
     expect(() => resolveTransferConfig({ ewmaAlpha: 0 })).toThrow(/ewmaAlpha/);
-    expect(() => resolveTransferConfig({ foreground: "yes" as never })).toThrow(/transfers.foreground must be a boolean/);
+    expect(() => resolveTransferConfig({ foreground: "yes" as never })).toThrow(
+      /transfers.foreground must be a boolean/,
+    );
     expect(() => resolveTransferConfig({ bogus: 1 } as never)).toThrow(/unknown transfers setting "bogus"/);
   });
   test("the public options refuse an internal constant, which the tuning argument sets", () => {
-    expect(() => resolveTransferOptions({ mode: "auto", hotnessThreshold: 3 } as never)).toThrow(/transfers.hotnessThreshold is not a transfer option/);
-    expect(resolveTransferOptions({ mode: "force", dataPath: "host" }, { hotnessThreshold: 3, ewmaAlpha: 0.5 })).toMatchObject({ mode: "force", dataPath: "host", hotnessThreshold: 3, ewmaAlpha: 0.5 });
-    expect(() => resolveTransferOptions("auto", { ewmaAlpha: 2 })).toThrow(/transfers.ewmaAlpha must be in \(0, 1\], got 2/);
-    expect(() => resolveTransferOptions("auto", { safetyRatio: 3 } as never)).toThrow(/unknown transfer constant "safetyRatio"/);
-    expect(splitTransferSettings({ dataPath: "ipc", offloadIntoColderCache: true })).toEqual({ options: { dataPath: "ipc" }, tuning: { offloadIntoColderCache: true } });
+    expect(() => resolveTransferOptions({ mode: "auto", hotnessThreshold: 3 } as never)).toThrow(
+      /transfers.hotnessThreshold is not a transfer option/,
+    );
+    expect(resolveTransferOptions({ mode: "force", dataPath: "host" }, { hotnessThreshold: 3, ewmaAlpha: 0.5 }))
+      .toMatchObject({ mode: "force", dataPath: "host", hotnessThreshold: 3, ewmaAlpha: 0.5 });
+    expect(() => resolveTransferOptions("auto", { ewmaAlpha: 2 })).toThrow(
+      /transfers.ewmaAlpha must be in \(0, 1\], got 2/,
+    );
+    expect(() => resolveTransferOptions("auto", { safetyRatio: 3 } as never)).toThrow(
+      /unknown transfer constant "safetyRatio"/,
+    );
+    expect(splitTransferSettings({ dataPath: "ipc", offloadIntoColderCache: true })).toEqual({
+      options: { dataPath: "ipc" },
+      tuning: { offloadIntoColderCache: true },
+    });
   });
 });
 
@@ -46,31 +83,64 @@ describe("cost model", () => {
     expect(p.pairs.get("0->1")!.bytes).toEqual([1000, 4000, 16000]);
     expect(() => parseTransferProfile({ blockBytes: 0, pairs: {} })).toThrow(/blockBytes must be > 0/);
     expect(() => parseTransferProfile({ blockBytes: 1, pairs: { "0~1": { "1": 1 } } })).toThrow(/pair key "0~1"/);
-    expect(() => parseTransferProfile({ blockBytes: 1, pairs: { "0-1": { x: 1 } } })).toThrow(/size "x" is not a block count/);
+    expect(() => parseTransferProfile({ blockBytes: 1, pairs: { "0-1": { x: 1 } } })).toThrow(
+      /size "x" is not a block count/,
+    );
     expect(() => parseResiduals({ pairs: { "0-1": { "2": -1 } } })).toThrow(/must be a finite ms >= 0, got -1/);
   });
 
   test("the benchmark's profile schema: its default path's p95 curve per directed device pair", () => {
-    const point = (blocks: number, p95Ms: number) => ({ blocks, bytes: blocks * BLOCK, p50Ms: p95Ms / 2, p95Ms, meanMs: p95Ms, minMs: p95Ms / 3, gbps: 1, samples: 5, validated: true });
+    const point = (blocks: number, p95Ms: number) => ({
+      blocks,
+      bytes: blocks * BLOCK,
+      p50Ms: p95Ms / 2,
+      p95Ms,
+      meanMs: p95Ms,
+      minMs: p95Ms / 3,
+      gbps: 1,
+      samples: 5,
+      validated: true,
+    });
     const bench = {
-      schema: "lmpool.transfer-profile/v1", createdAt: "now", backend: "cuda", bytesPerBlock: BLOCK, defaultPath: "kernel", segmentBytes: 0, ncclChannels: 0,
+      schema: "lmpool.transfer-profile/v1",
+      createdAt: "now",
+      backend: "cuda",
+      bytesPerBlock: BLOCK,
+      defaultPath: "kernel",
+      segmentBytes: 0,
+      ncclChannels: 0,
       shape: { numLayers: 1, numKvHeads: 1, headDim: 1, blockSize: 1, dtype: "bf16" },
-      pairs: [{ srcDevice: 1, dstDevice: 0, paths: [{ path: "nccl", points: [point(1, 9)] }, { path: "kernel", points: [point(1, 0.1), point(8, 0.8)] }] }],
+      pairs: [{
+        srcDevice: 1,
+        dstDevice: 0,
+        paths: [{ path: "nccl", points: [point(1, 9)] }, { path: "kernel", points: [point(1, 0.1), point(8, 0.8)] }],
+      }],
     };
     const m = new TransferCostModel(resolveTransferConfig({ profile: bench }));
-    expect(m.estimate(1, 0, 4, BLOCK)).toEqual({ ms: expect.closeTo(0.4, 10), source: "profile", bytes: 4000, waitMs: 0 });
+    expect(m.estimate(1, 0, 4, BLOCK)).toEqual({
+      ms: expect.closeTo(0.4, 10),
+      source: "profile",
+      bytes: 4000,
+      waitMs: 0,
+    });
     expect(m.estimate(0, 1, 4, BLOCK).source).toBe("fallback");
-    expect(() => parseTransferProfile({ ...bench, defaultPath: "copy_engine" })).toThrow(/no copy_engine curve for 1 -> 0/);
+    expect(() => parseTransferProfile({ ...bench, defaultPath: "copy_engine" })).toThrow(
+      /no copy_engine curve for 1 -> 0/,
+    );
   });
 
   test("a profile and residuals may be given as file paths (as the transfer benchmark writes them)", () => {
     const dir = mkdtempSync(`${tmpdir()}/lmp-profile-`);
     writeFileSync(`${dir}/profile.json`, JSON.stringify(profileJson));
     writeFileSync(`${dir}/residuals.json`, JSON.stringify({ pairs: { "0-1": { "1": 0.5 } } }));
-    const m = new TransferCostModel(resolveTransferConfig({ profile: `${dir}/profile.json`, residuals: `${dir}/residuals.json` }));
+    const m = new TransferCostModel(
+      resolveTransferConfig({ profile: `${dir}/profile.json`, residuals: `${dir}/residuals.json` }),
+    );
     expect(m.estimate(0, 1, 1, BLOCK)).toEqual({ ms: 0.7, source: "profile", bytes: 1000, waitMs: 0 });
     expect(m.estimate(1, 0, 1, BLOCK).source).toBe("fallback"); // the profile has 0->1 only
-    expect(() => new TransferCostModel(resolveTransferConfig({ profile: `${dir}/missing.json` }))).toThrow(/cannot read the transfer profile/);
+    expect(() => new TransferCostModel(resolveTransferConfig({ profile: `${dir}/missing.json` }))).toThrow(
+      /cannot read the transfer profile/,
+    );
   });
 
   test("interpolation on payload bytes: flat below, linear between, last slope above", () => {
@@ -84,7 +154,13 @@ describe("cost model", () => {
   });
 
   test("estimate = residual(pair, bucket) + interference x data path; a mismatched block size is rescaled by bytes", () => {
-    const m = new TransferCostModel(resolveTransferConfig({ profile: profileJson, residuals: { pairs: { "0->1": { "4": 0.3 } } }, interferenceFactor: 2 }));
+    const m = new TransferCostModel(
+      resolveTransferConfig({
+        profile: profileJson,
+        residuals: { pairs: { "0->1": { "4": 0.3 } } },
+        interferenceFactor: 2,
+      }),
+    );
     expect(m.estimate(0, 1, 4, BLOCK)).toEqual({ ms: 0.3 + 2 * 0.5, source: "profile", bytes: 4000, waitMs: 0 });
     expect(m.estimate(0, 1, 2, BLOCK).ms).toBeCloseTo(2 * (0.2 + (0.3 * 1000) / 3000), 10); // bucket 2: no residual
     expect(m.profileMatches(BLOCK)).toBe(true);

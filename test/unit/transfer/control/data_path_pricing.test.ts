@@ -15,7 +15,13 @@ describe("pair data paths", () => {
     expect(p.pathOf(0, 1)).toEqual({ kind: "unknown" });
     p.observe(0, { kv_block_bytes: 10 }); // no data-path counters: changes nothing
     expect(p.pathOf(0, 1)).toEqual({ kind: "unknown" });
-    p.observe(0, { data_path_ipc_peers: 1, data_path_ipc_peer_1: 1, data_path_nccl_peers: 0, data_path_nccl_peer_1: 0, data_path_nccl_peer_2: 0 });
+    p.observe(0, {
+      data_path_ipc_peers: 1,
+      data_path_ipc_peer_1: 1,
+      data_path_nccl_peers: 0,
+      data_path_nccl_peer_1: 0,
+      data_path_nccl_peer_2: 0,
+    });
     expect(p.pathOf(0, 1)).toEqual({ kind: "direct", name: "ipc" });
     expect(p.pathOf(0, 2)).toEqual({ kind: "host" });
     expect(p.pathOf(1, 0)).toEqual({ kind: "direct", name: "ipc" }); // rank 1 has not reported: rank 0's view

@@ -3,10 +3,13 @@
 // completed plan (never an aborted one) into the control-plane stats.
 import { afterEach, expect, test } from "bun:test";
 import { summarize, TransferLatencyLog } from "../../../../lib/transfer/control/transfer_latency_log.ts";
-import { cachePrompt, candidateOf, makeCluster, tokens, type TestCluster } from "../cluster_fixture.ts";
+import { cachePrompt, candidateOf, makeCluster, type TestCluster, tokens } from "../cluster_fixture.ts";
 
 test("an empty log reports zero samples and no percentile keys", () => {
-  expect(new TransferLatencyLog().counters()).toEqual({ transfer_publish_samples: 0, transfer_publish_1block_samples: 0 });
+  expect(new TransferLatencyLog().counters()).toEqual({
+    transfer_publish_samples: 0,
+    transfer_publish_1block_samples: 0,
+  });
   expect(summarize([])).toBeUndefined();
 });
 
@@ -34,7 +37,13 @@ test("the window keeps the last `capacity` plans, oldest first", () => {
   for (let i = 1; i <= 5; i++) log.record(i, i);
   expect(log.recent()).toEqual([{ blocks: 3, publishMs: 3 }, { blocks: 4, publishMs: 4 }, { blocks: 5, publishMs: 5 }]);
   expect(log.total).toBe(5);
-  expect(log.counters()).toMatchObject({ transfer_publish_samples: 3, transfer_publish_ms_max: 5, transfer_publish_last_ms: 5, transfer_publish_last_blocks: 5, transfer_publish_1block_samples: 0 });
+  expect(log.counters()).toMatchObject({
+    transfer_publish_samples: 3,
+    transfer_publish_ms_max: 5,
+    transfer_publish_last_ms: 5,
+    transfer_publish_last_blocks: 5,
+    transfer_publish_1block_samples: 0,
+  });
   expect(log.counters().transfer_publish_1block_ms_p50).toBeUndefined();
 });
 
@@ -63,7 +72,12 @@ test("the coordinator records each completed plan's dispatch-to-publish time in 
   const four = await c.coordinator.start(candidateOf(c, 0, 1, long), 2000).done;
   expect(four.status).toBe("completed");
   const counters = c.coordinator.counters();
-  expect(counters).toMatchObject({ transfer_completed: 2, transfer_publish_samples: 2, transfer_publish_1block_samples: 1, transfer_publish_last_blocks: 4 });
+  expect(counters).toMatchObject({
+    transfer_completed: 2,
+    transfer_publish_samples: 2,
+    transfer_publish_1block_samples: 1,
+    transfer_publish_last_blocks: 4,
+  });
   expect(counters.transfer_publish_1block_ms_p50).toBe(one.publishMs!);
   expect(counters.transfer_publish_last_ms).toBe(four.publishMs!);
   expect(counters.transfer_publish_ms_max).toBe(Math.max(one.publishMs!, four.publishMs!));
@@ -87,7 +101,9 @@ test("the phase trace names each phase's acks with their round trips and the wor
   expect(done.status).toBe("completed");
   expect(lines).toHaveLength(1);
   // In-process links carry no handling time: "?" stands in for it.
-  expect(lines[0]).toMatch(/^\[transfer-trace\] t-\d+ background 1 blocks 0->1: publish [\d.]+ ms; prepare sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish sent \+[\d.]+: r1 [\d.]+ \(\?\)$/);
+  expect(lines[0]).toMatch(
+    /^\[transfer-trace\] t-\d+ background 1 blocks 0->1: publish [\d.]+ ms; prepare sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish sent \+[\d.]+: r1 [\d.]+ \(\?\)$/,
+  );
 });
 
 test("with timed acks the trace splits each round trip into the worker's handling, the way there and back", async () => {

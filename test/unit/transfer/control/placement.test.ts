@@ -6,7 +6,12 @@ import { describe, expect, test } from "bun:test";
 import type { BlockHash } from "../../../../lib/core/block_hash.ts";
 import { VirtualClock } from "../../../../lib/core/virtual_clock.ts";
 import { GlobalScheduler } from "../../../../lib/global/global_scheduler.ts";
-import { HotnessTracker, planPlacements, type HotChain, type PlacementEnv } from "../../../../lib/transfer/control/placement.ts";
+import {
+  type HotChain,
+  HotnessTracker,
+  type PlacementEnv,
+  planPlacements,
+} from "../../../../lib/transfer/control/placement.ts";
 import { PlacementLeases } from "../../../../lib/transfer/control/placement_leases.ts";
 import { NvlinkTopology } from "../../../../lib/global/topology.ts";
 import { resolveTransferConfig, type TransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
@@ -35,11 +40,26 @@ describe("hotness", () => {
 
 const HOT = hashesOf(promptTokens(1, 20 * 16)); // 20 blocks
 
-function world(o: { dstEntries?: number; srcLoad?: number; dstLoad?: number; dstFree?: number; config?: Partial<TransferConfig>; blockBytes?: number } = {}) {
+function world(
+  o: {
+    dstEntries?: number;
+    srcLoad?: number;
+    dstLoad?: number;
+    dstFree?: number;
+    config?: Partial<TransferConfig>;
+    blockBytes?: number;
+  } = {},
+) {
   const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
   const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
   s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0), load: load(o.srcLoad ?? 4000) }));
-  s.applySnapshot(snapshot(1, { entries: chainEntries(HOT.slice(0, o.dstEntries ?? 0), 500), load: load(o.dstLoad ?? 0), free: o.dstFree }));
+  s.applySnapshot(
+    snapshot(1, {
+      entries: chainEntries(HOT.slice(0, o.dstEntries ?? 0), 500),
+      load: load(o.dstLoad ?? 0),
+      free: o.dstFree,
+    }),
+  );
   const config = resolveTransferConfig({ mode: "auto", ...o.config });
   const busy = new Set<string>();
   const cooling = new Set<string>();
@@ -103,20 +123,39 @@ describe("background candidates", () => {
   test("candidates of one pair are deduplicated and coalesced up to 128 blocks", () => {
     const chains = Array.from({ length: 20 }, (_, k) => hashesOf(promptTokens(100 + k, 8 * 16)));
     const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
-    s.applySnapshot(snapshot(0, { entries: chains.flatMap((c, k) => chainEntries(c, 8 * k)), load: { ...IDLE, waitingTokens: 5000 } }));
+    s.applySnapshot(
+      snapshot(0, {
+        entries: chains.flatMap((c, k) => chainEntries(c, 8 * k)),
+        load: { ...IDLE, waitingTokens: 5000 },
+      }),
+    );
     s.applySnapshot(snapshot(1, {}));
     const { env } = world();
-    const e: PlacementEnv = { ...env, blocks: s.blocks, queueWork: (r) => s.blocks.table(r)!.load.waitingTokens, netFree: (r) => s.blocks.table(r)!.capacity.numFree };
+    const e: PlacementEnv = {
+      ...env,
+      blocks: s.blocks,
+      queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
+      netFree: (r) => s.blocks.table(r)!.capacity.numFree,
+    };
     const sharedTail = hashesOf(promptTokens(100, 6 * 16, 55, 32)); // the first 6 blocks of chains[0], then its own 2
     expect(sharedTail.slice(0, 6)).toEqual(chains[0]!.slice(0, 6));
-    s.applySnapshot(snapshot(0, { version: 2, entries: [...chains.flatMap((c, k) => chainEntries(c, 8 * k)), ...chainEntries(sharedTail, 900).slice(6)], load: { ...IDLE, waitingTokens: 5000 } }));
+    s.applySnapshot(
+      snapshot(0, {
+        version: 2,
+        entries: [...chains.flatMap((c, k) => chainEntries(c, 8 * k)), ...chainEntries(sharedTail, 900).slice(6)],
+        load: { ...IDLE, waitingTokens: 5000 },
+      }),
+    );
     const out = planPlacements(e, hot(chains[0]!, sharedTail, ...chains.slice(1)));
     expect(out).toHaveLength(1);
     const blocks = out[0]!.plan.blocks.map((b) => b.hash);
     expect(blocks.length).toBeLessThanOrEqual(128);
     expect(new Set(blocks).size).toBe(blocks.length);
     expect(blocks.slice(0, 10)).toEqual([...chains[0]!, ...sharedTail.slice(6)]);
-    expect(out[0]!.leases.slice(0, 2)).toEqual([{ hash: chains[0]![7]!, depth: 8 }, { hash: sharedTail[7]!, depth: 8 }]);
+    expect(out[0]!.leases.slice(0, 2)).toEqual([{ hash: chains[0]![7]!, depth: 8 }, {
+      hash: sharedTail[7]!,
+      depth: 8,
+    }]);
     expect(blocks.length).toBe(10 + 14 * 8); // 16 chains fit: the rest wait for the next pass
   });
 });
@@ -126,12 +165,25 @@ describe("placement leases", () => {
     const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]), config: { policy } });
     // Both hold the prefix; rank 1 carries a little more load, so lmpool alone prefers rank 0.
     s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0) }));
-    s.applySnapshot(snapshot(1, { entries: chainEntries(HOT.slice(0, 8), 500), load: { ...IDLE, numWaiting: 1, waitingTokens: 100 } }));
+    s.applySnapshot(
+      snapshot(1, {
+        entries: chainEntries(HOT.slice(0, 8), 500),
+        load: { ...IDLE, numWaiting: 1, waitingTokens: 100 },
+      }),
+    );
     const leases = new PlacementLeases({ bonusTokens: 512, clock: new VirtualClock({ startMs: now }) });
     s.routeAdvisor = leases;
     if (leaseFor !== undefined) leases.grant(HOT[7]!, 8, leaseFor, 1000);
     const tokens = [...promptTokens(1, 20 * 16), 5, 6, 7];
-    return { d: s.route({ requestId: `q${Math.random()}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 4 }), leases };
+    return {
+      d: s.route({
+        requestId: `q${Math.random()}`,
+        blockHashes: hashesOf(tokens),
+        promptTokens: tokens.length,
+        maxTokens: 4,
+      }),
+      leases,
+    };
   }
 
   test("routing prefers the lease's rank for its prefix while the lease lasts, for lmpool only", () => {
@@ -153,11 +205,20 @@ describe("leases on a partial copy", () => {
     const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
     s.applySnapshot(snapshot(0, { entries: chainEntries(LONG, 0), load: load(o.ownerQueue) }));
     s.applySnapshot(snapshot(1, { entries: chainEntries(LONG.slice(0, 8), 500), load: load(o.leaseQueue) }));
-    const leases = new PlacementLeases({ bonusTokens: 0, ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }), clock: new VirtualClock() });
+    const leases = new PlacementLeases({
+      bonusTokens: 0,
+      ...(o.skew === false ? {} : { minLoadSkewTokens: 256, minLoadSkewRatio: 1.5 }),
+      clock: new VirtualClock(),
+    });
     s.routeAdvisor = leases;
     leases.grant(LONG[7]!, 8, 1, 1000);
     const tokens = [...promptTokens(7, 40 * 16), 5, 6, 7];
-    return s.route({ requestId: `q${Math.random()}`, blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 4 });
+    return s.route({
+      requestId: `q${Math.random()}`,
+      blockHashes: hashesOf(tokens),
+      promptTokens: tokens.length,
+      maxTokens: 4,
+    });
   }
 
   test("while the owner is as much busier as placement required, its lease sends the request to the partial copy", () => {

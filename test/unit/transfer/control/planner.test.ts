@@ -6,11 +6,16 @@
 import { describe, expect, test } from "bun:test";
 import type { BlockEntry } from "../../../../lib/core/block_snapshot.ts";
 import { GlobalScheduler } from "../../../../lib/global/global_scheduler.ts";
-import { RoutingContext, type RouteQuery } from "../../../../lib/global/routing_context.ts";
+import { type RouteQuery, RoutingContext } from "../../../../lib/global/routing_context.ts";
 import { NvlinkTopology } from "../../../../lib/global/topology.ts";
 import { resolveTransferConfig, type TransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
 import { TransferCostModel } from "../../../../lib/transfer/control/transfer_cost_model.ts";
-import { planOffload, planPrefixCopy, queuedPrefillTokens, type PlannerEnv } from "../../../../lib/transfer/control/transfer_planner.ts";
+import {
+  type PlannerEnv,
+  planOffload,
+  planPrefixCopy,
+  queuedPrefillTokens,
+} from "../../../../lib/transfer/control/transfer_planner.ts";
 import { chainEntries, hashesOf, promptTokens, snapshot } from "../../global/page_table_fixture.ts";
 
 const shared = promptTokens(1, 800); // 50 blocks
@@ -20,7 +25,12 @@ function scheduler(pairs: [number, number][] = [[0, 1]]): GlobalScheduler {
   return new GlobalScheduler({ topology: new NvlinkTopology(3, pairs) });
 }
 
-function env(s: GlobalScheduler, q: RouteQuery, o: { config?: Partial<TransferConfig> | "force"; blockBytes?: number; inbound?: Set<string>; moving?: Set<string> } = {}): PlannerEnv {
+function env(
+  s: GlobalScheduler,
+  q: RouteQuery,
+  o: { config?: Partial<TransferConfig> | "force"; blockBytes?: number; inbound?: Set<string>; moving?: Set<string> } =
+    {},
+): PlannerEnv {
   const config = resolveTransferConfig(o.config ?? {});
   return {
     ctx: new RoutingContext(q, s.blocks, s.reservations, s.topology, s.config),
@@ -32,7 +42,12 @@ function env(s: GlobalScheduler, q: RouteQuery, o: { config?: Partial<TransferCo
   };
 }
 
-const query = (tokens: number[]): RouteQuery => ({ requestId: "q", blockHashes: hashesOf(tokens), promptTokens: tokens.length, maxTokens: 8 });
+const query = (tokens: number[]): RouteQuery => ({
+  requestId: "q",
+  blockHashes: hashesOf(tokens),
+  promptTokens: tokens.length,
+  maxTokens: 8,
+});
 
 describe("prefix copy", () => {
   function setUp() {
@@ -47,7 +62,14 @@ describe("prefix copy", () => {
     const s = setUp();
     const v = planPrefixCopy(env(s, query([...shared, ...promptTokens(5, 0, 5, 100)])), 1, true);
     if (!v.ok) throw new Error(v.detail);
-    expect(v.plan).toMatchObject({ kind: "prefix-copy", mode: "copy", src: 0, dst: 1, requestId: "q", estimateSource: "fallback" });
+    expect(v.plan).toMatchObject({
+      kind: "prefix-copy",
+      mode: "copy",
+      src: 0,
+      dst: 1,
+      requestId: "q",
+      estimateSource: "fallback",
+    });
     expect(v.plan.blocks.map((b) => b.hash)).toEqual(H.slice(10, 50));
     expect(v.plan.blocks[0]).toEqual({ hash: H[10]!, parent: H[9]!, srcBlock: 110, generation: 1 });
     expect(v.plan.savedMs).toBeCloseTo(40 * 16 * 0.02, 10);
@@ -68,7 +90,9 @@ describe("prefix copy", () => {
     for (const snap of s.blocks.toSnapshots()) noPair.applySnapshot(snap);
     expect(reason(planPrefixCopy(env(noPair, q), 1, true))).toBe("no_source");
     expect(reason(planPrefixCopy(env(s, q), 1, false))).toBe("target_capacity");
-    expect(reason(planPrefixCopy(env(s, q, { inbound: new Set(H.slice(10).map((h) => `1:${h}`)) }), 1, true))).toBe("inbound");
+    expect(reason(planPrefixCopy(env(s, q, { inbound: new Set(H.slice(10).map((h) => `1:${h}`)) }), 1, true))).toBe(
+      "inbound",
+    );
     const partial = planPrefixCopy(env(s, q, { inbound: new Set([`1:${H[20]}`]) }), 1, true);
     expect(partial.ok && partial.plan.blocks.map((b) => b.hash)).toEqual(H.slice(10, 20));
     expect(reason(planPrefixCopy(env(s, q, { moving: new Set([`0:${H[10]}`]) }), 1, true))).toBe("source_invalid");
@@ -111,7 +135,11 @@ describe("phase waits in the cost gate", () => {
     s.applySnapshot(snapshot(1, { entries: chainEntries(H.slice(0, 10), 200) }));
     const q = query([...shared, 1, 2, 3]);
     const ctx = new RoutingContext(q, s.blocks, s.reservations, s.topology, s.config);
-    const e = { ...env(s, q, { blockBytes: 29_360_128 }), ctx, queuedPrefillTokens: (r: number) => queuedPrefillTokens(ctx, r) };
+    const e = {
+      ...env(s, q, { blockBytes: 29_360_128 }),
+      ctx,
+      queuedPrefillTokens: (r: number) => queuedPrefillTokens(ctx, r),
+    };
     // The request's own reservation on rank 1 is what the copy spares: it is no queue.
     s.reservations.reserve("q", 1, 41, 41 * 16, 0);
     expect(queuedPrefillTokens(ctx, 1)).toBe(0);
@@ -151,7 +179,11 @@ describe("phase waits in the cost gate", () => {
 
 describe("offload", () => {
   const chain = (seed: number, n: number, first: number, access: number, refCount = 0): BlockEntry[] =>
-    chainEntries(hashesOf(promptTokens(seed, n * 16)), first, refCount).map((e) => ({ ...e, accessCount: access, lastAccess: first }));
+    chainEntries(hashesOf(promptTokens(seed, n * 16)), first, refCount).map((e) => ({
+      ...e,
+      accessCount: access,
+      lastAccess: first,
+    }));
 
   function setUp(dstFree = 100) {
     const s = scheduler();
@@ -177,22 +209,37 @@ describe("offload", () => {
     const { s, cold } = setUp(5);
     const v = planOffload(env(s, query(promptTokens(1, 800)), { config: "force" }), 1);
     expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual(cold.map((e) => e.block));
-    expect(planOffload(env(s, query(promptTokens(1, 800)), { config: "force" }), 0)).toMatchObject({ ok: false, reason: "no_shortage" });
+    expect(planOffload(env(s, query(promptTokens(1, 800)), { config: "force" }), 0)).toMatchObject({
+      ok: false,
+      reason: "no_shortage",
+    });
     const none = setUp(2).s;
-    expect(planOffload(env(none, query(promptTokens(1, 800)), { config: "force" }), 1)).toMatchObject({ ok: false, reason: "target_capacity" });
+    expect(planOffload(env(none, query(promptTokens(1, 800)), { config: "force" }), 1)).toMatchObject({
+      ok: false,
+      reason: "target_capacity",
+    });
     // Benefit counts discounted reuse: the cold chains were used once or five times, at 0.02 ms per token.
-    expect(planOffload(env(setUp().s, query(promptTokens(1, 800)), { blockBytes: 1e9 }), 1)).toMatchObject({ ok: false, reason: "cost" });
+    expect(planOffload(env(setUp().s, query(promptTokens(1, 800)), { blockBytes: 1e9 }), 1)).toMatchObject({
+      ok: false,
+      reason: "cost",
+    });
   });
 
   test("a chain whose parent stays behind (live) moves only if the target already has the parent", () => {
     const s = scheduler();
     const base = chain(21, 2, 0, 1, 1); // live root part
-    const tail = chainEntries(hashesOf(promptTokens(21, 5 * 16)), 0).slice(2).map((e, i) => ({ ...e, block: 10 + i, accessCount: 1 }));
+    const tail = chainEntries(hashesOf(promptTokens(21, 5 * 16)), 0).slice(2).map((e, i) => ({
+      ...e,
+      block: 10 + i,
+      accessCount: 1,
+    }));
     s.applySnapshot(snapshot(1, { entries: [...base, ...tail], numBlocks: 64, free: 0 }));
     s.applySnapshot(snapshot(0, { numBlocks: 64 }));
     s.reservations.reserve("pending", 1, 3, 0, 0);
     expect(planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1)).toMatchObject({ ok: false });
-    s.applySnapshot(snapshot(0, { version: 2, numBlocks: 64, entries: chainEntries(hashesOf(promptTokens(21, 2 * 16)), 40) }));
+    s.applySnapshot(
+      snapshot(0, { version: 2, numBlocks: 64, entries: chainEntries(hashesOf(promptTokens(21, 2 * 16)), 40) }),
+    );
     const v = planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1);
     expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual([10, 11, 12]);
   });
@@ -211,12 +258,16 @@ describe("offload into a partner's cache (offloadIntoColderCache)", () => {
     s.reservations.reserve("pending", 1, 3, 0, 0);
     return s;
   }
-  const offload = (s: GlobalScheduler) => planOffload(env(s, query([9, 9, 9]), { config: { mode: "force", offloadIntoColderCache: true } }), 1);
+  const offload = (s: GlobalScheduler) =>
+    planOffload(env(s, query([9, 9, 9]), { config: { mode: "force", offloadIntoColderCache: true } }), 1);
 
   test("by default a partner's cache is no room, however cold: only its free blocks are", () => {
     const s = setUp(keyed(21, 8, 40, 1, 0)); // 8 blocks, all colder than the moved chain
     expect(offload(s).ok).toBe(true);
-    expect(planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1)).toMatchObject({ ok: false, reason: "target_capacity" });
+    expect(planOffload(env(s, query([9, 9, 9]), { config: "force" }), 1)).toMatchObject({
+      ok: false,
+      reason: "target_capacity",
+    });
   });
 
   test("a partner without free blocks makes room by reclaiming cache colder than the moved chain", () => {
@@ -246,7 +297,10 @@ describe("offload into a partner's cache (offloadIntoColderCache)", () => {
     const underHot = keyed(21, 8, 40, 1, 0).map((e, i) => (i === 7 ? { ...e, accessCount: 5 } : e));
     expect(offload(setUp(underHot))).toMatchObject({ ok: false, reason: "target_hotter" });
     // A live partner cache is no room at all.
-    expect(offload(setUp(keyed(21, 8, 40, 1, 0).map((e) => ({ ...e, refCount: 1 }))))).toMatchObject({ ok: false, reason: "target_capacity" });
+    expect(offload(setUp(keyed(21, 8, 40, 1, 0).map((e) => ({ ...e, refCount: 1 }))))).toMatchObject({
+      ok: false,
+      reason: "target_capacity",
+    });
   });
 
   test("each chain displaces only cache colder than itself: the coldest chains take the free blocks", () => {
@@ -274,7 +328,9 @@ describe("offload into a partner's cache (offloadIntoColderCache)", () => {
     const parent = keyed(31, 2, 40, 1, 0); // the oldest cache on rank 0
     s.applySnapshot(snapshot(0, { entries: [...parent, ...keyed(32, 2, 50, 1, 10)], numBlocks: 4, free: 0 }));
     expect(offload(s)).toMatchObject({ ok: false, reason: "target_capacity" }); // 2 colder blocks besides the parent
-    s.applySnapshot(snapshot(0, { version: 2, entries: [...parent, ...keyed(32, 3, 50, 1, 10)], numBlocks: 5, free: 0 }));
+    s.applySnapshot(
+      snapshot(0, { version: 2, entries: [...parent, ...keyed(32, 3, 50, 1, 10)], numBlocks: 5, free: 0 }),
+    );
     const v = offload(s);
     expect(v.ok && v.plan.blocks.map((b) => b.srcBlock)).toEqual([10, 11, 12]);
     // Without the parent there, the chain cannot go at all.

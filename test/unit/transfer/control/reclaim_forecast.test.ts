@@ -4,11 +4,12 @@
 // simulation of that reclamation on random forests.
 import { describe, expect, test } from "bun:test";
 import type { BlockEntry } from "../../../../lib/core/block_snapshot.ts";
-import { isColder, ReclaimForecast, type Hotness } from "../../../../lib/transfer/control/reclaim_forecast.ts";
+import { type Hotness, isColder, ReclaimForecast } from "../../../../lib/transfer/control/reclaim_forecast.ts";
 import { RankTable } from "../../../../lib/global/rank_table.ts";
 import { chainEntries, hashesOf, promptTokens, snapshot } from "../../global/page_table_fixture.ts";
 
-const keyed = (entries: BlockEntry[], accessCount: number, lastAccess: number) => entries.map((e) => ({ ...e, accessCount, lastAccess }));
+const keyed = (entries: BlockEntry[], accessCount: number, lastAccess: number) =>
+  entries.map((e) => ({ ...e, accessCount, lastAccess }));
 const chain = (seed: number, n: number, first: number) => chainEntries(hashesOf(promptTokens(seed, n * 16)), first);
 const tableOf = (entries: BlockEntry[]) => new RankTable(snapshot(0, { entries }));
 const idle = (e: BlockEntry) => e.refCount === 0;
@@ -30,7 +31,13 @@ describe("ReclaimForecast", () => {
   test("a cold block above a hotter, live or kept block never counts: leaves go first", () => {
     const hashes = hashesOf(promptTokens(4, 3 * 16));
     const root = keyed(chainEntries(hashes.slice(0, 1), 0), 1, 0);
-    const branch = [hashes[1]!, hashes[2]!].map((h, i) => ({ ...root[0]!, hash: h, parent: hashes[0]!, block: 1 + i, lastAccess: 5 }));
+    const branch = [hashes[1]!, hashes[2]!].map((h, i) => ({
+      ...root[0]!,
+      hash: h,
+      parent: hashes[0]!,
+      block: 1 + i,
+      lastAccess: 5,
+    }));
     // root (coldest) has two children: one cold, one hot.
     const hot = { ...branch[1]!, accessCount: 9 };
     const f = new ReclaimForecast(tableOf([...root, branch[0]!, hot]), idle);
@@ -50,7 +57,15 @@ describe("ReclaimForecast", () => {
       const entries: BlockEntry[] = [];
       for (let i = 0; i < 40; i++) {
         const parent = i > 0 && rand() < 0.8 ? entries[Math.floor(rand() * i)]!.hash : "";
-        entries.push({ hash: `h${round}-${i}`, parent, block: i, generation: 1, refCount: rand() < 0.1 ? 1 : 0, accessCount: 1 + Math.floor(rand() * 3), lastAccess: Math.floor(rand() * 20) });
+        entries.push({
+          hash: `h${round}-${i}`,
+          parent,
+          block: i,
+          generation: 1,
+          refCount: rand() < 0.1 ? 1 : 0,
+          accessCount: 1 + Math.floor(rand() * 3),
+          lastAccess: Math.floor(rand() * 20),
+        });
       }
       const f = new ReclaimForecast(tableOf(entries), idle);
       for (let t = 0; t < 5; t++) {

@@ -12,7 +12,7 @@ import { NvlinkTopology } from "../../../../lib/global/topology.ts";
 import { resolveTransferConfig, type TransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
 import { TransferService } from "../../../../lib/transfer/control/transfer_service.ts";
 import type { TransferFaultHook, TransferPhaseMessage } from "../../../../lib/transfer/worker/transfer_executor.ts";
-import { cachePrompt, candidateOf, makeCluster, tokens, type TestCluster } from "../cluster_fixture.ts";
+import { cachePrompt, candidateOf, makeCluster, type TestCluster, tokens } from "../cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];
 afterEach(async () => {
@@ -30,18 +30,31 @@ async function setUp(config: Partial<TransferConfig>, faults?: (rank: number) =>
     log: () => {},
     link: async (rank, m) => c.workers[rank]!.executor.handle(m as TransferPhaseMessage),
   });
-  for (const w of c.workers) service.observeWorkerStats(w.rank, { kv_block_bytes: w.kv.blockBytes, prefill_tokens: 0, prefill_ms: 0 });
+  for (const w of c.workers) {
+    service.observeWorkerStats(w.rank, { kv_block_bytes: w.kv.blockBytes, prefill_tokens: 0, prefill_ms: 0 });
+  }
   return { scheduler, c, service };
 }
 
-const query = (id: string, t: number[]): RouteQuery => ({ requestId: id, blockHashes: [], promptTokens: t.length, maxTokens: 4 });
+const query = (id: string, t: number[]): RouteQuery => ({
+  requestId: id,
+  blockHashes: [],
+  promptTokens: t.length,
+  maxTokens: 4,
+});
 
 test("a route with a prefix shortage waits for the copy; a second route for the prefix joins it", async () => {
   const { c, service } = await setUp({ background: false });
   const prompt = tokens(33); // 8 full blocks
   const hashes = cachePrompt(c.workers[0]!, prompt, 1);
   c.report();
-  const decision: RouteDecision = { rank: 1, reason: "round-robin", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  const decision: RouteDecision = {
+    rank: 1,
+    reason: "round-robin",
+    matchedBlocks: 0,
+    feasible: true,
+    reservedBlocks: 10,
+  };
   const q1 = { ...query("a", prompt), blockHashes: hashes };
   const first = service.afterRoute(q1, decision);
   const second = service.afterRoute({ ...q1, requestId: "b" }, decision);
@@ -49,7 +62,11 @@ test("a route with a prefix shortage waits for the copy; a second route for the 
   expect(second).toBeDefined();
   await Promise.all([first, second]);
   expect(hashes.every((h) => c.workers[1]!.bm.cachedBlockOf(h) !== undefined)).toBe(true);
-  expect(service.counters()).toMatchObject({ transfer_started: 1, "transfer_prefix-copy_completed": 1, transfer_blocks: 8 });
+  expect(service.counters()).toMatchObject({
+    transfer_started: 1,
+    "transfer_prefix-copy_completed": 1,
+    transfer_blocks: 8,
+  });
   // Nothing missing any more: the reply is immediate.
   expect(service.afterRoute({ ...q1, requestId: "c" }, { ...decision, matchedBlocks: 8 })).toBeUndefined();
   expect(service.afterRoute({ ...q1, requestId: "d" }, { ...decision, rank: 0, matchedBlocks: 8 })).toBeUndefined();
@@ -57,7 +74,12 @@ test("a route with a prefix shortage waits for the copy; a second route for the 
 });
 
 test("a placement pass copies a hot chain to the idle partner and grants a lease routing honours", async () => {
-  const { scheduler, c, service } = await setUp({ foreground: false, hotnessThreshold: 3, minLoadSkewTokens: 0, minLoadSkewRatio: 0 });
+  const { scheduler, c, service } = await setUp({
+    foreground: false,
+    hotnessThreshold: 3,
+    minLoadSkewTokens: 0,
+    minLoadSkewRatio: 0,
+  });
   const prompt = tokens(41); // 10 full blocks
   const hashes = cachePrompt(c.workers[0]!, prompt, 2);
   c.report();
@@ -83,14 +105,32 @@ test("a placement pass copies a hot chain to the idle partner and grants a lease
 });
 
 // The destination's execute hangs until the plan is aborted (its deadline): a copy that never lands.
-const hangingReceive = (rank: number): TransferFaultHook | undefined => (rank === 1 ? (phase, role) => (phase === "execute" && role === "dst" ? "hang" : undefined) : undefined);
+const hangingReceive = (
+  rank: number,
+):
+  | TransferFaultHook
+  | undefined => (rank === 1
+    ? (phase, role) => (phase === "execute" && role === "dst" ? "hang" : undefined)
+    : undefined);
 
 test("a copy that does not land in time releases the route after the wait bound; it aborts at its deadline and its cost is learned", async () => {
-  const { c, service } = await setUp({ mode: "auto", background: false, foregroundWaitMs: 40, foregroundDeadlineMs: 300, prefillMsPerToken: 10 }, hangingReceive);
+  const { c, service } = await setUp({
+    mode: "auto",
+    background: false,
+    foregroundWaitMs: 40,
+    foregroundDeadlineMs: 300,
+    prefillMsPerToken: 10,
+  }, hangingReceive);
   const prompt = tokens(33); // 8 full blocks: saves 32 tokens x 10 ms of prefill
   const hashes = cachePrompt(c.workers[0]!, prompt, 1);
   c.report();
-  const decision: RouteDecision = { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  const decision: RouteDecision = {
+    rank: 1,
+    reason: "least-cost",
+    matchedBlocks: 0,
+    feasible: true,
+    reservedBlocks: 10,
+  };
   const t0 = performance.now();
   await service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, decision);
   const waited = performance.now() - t0;
@@ -111,12 +151,24 @@ test("a copy that does not land in time releases the route after the wait bound;
 });
 
 test("in auto mode a route waits no longer than the prefill its copy saves", async () => {
-  const { c, service } = await setUp({ mode: "auto", background: false, foregroundWaitMs: 5000, foregroundDeadlineMs: 400, prefillMsPerToken: 1 }, hangingReceive);
+  const { c, service } = await setUp({
+    mode: "auto",
+    background: false,
+    foregroundWaitMs: 5000,
+    foregroundDeadlineMs: 400,
+    prefillMsPerToken: 1,
+  }, hangingReceive);
   const prompt = tokens(33);
   const hashes = cachePrompt(c.workers[0]!, prompt, 1);
   c.report();
   const t0 = performance.now();
-  await service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 });
+  await service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, {
+    rank: 1,
+    reason: "least-cost",
+    matchedBlocks: 0,
+    feasible: true,
+    reservedBlocks: 10,
+  });
   expect(performance.now() - t0).toBeLessThan(200); // 32 ms of prefill saved, not the 400 ms deadline
   await service.coordinator.outcome("s-1");
 });
@@ -128,7 +180,15 @@ test("a running plan its own estimate says ends after the prefill it would save 
   c.report();
   // A background copy of the prefix to rank 1, estimated at 10 s.
   const { done } = service.coordinator.start({ ...candidateOf(c, 0, 1, hashes), estimatedMs: 10_000 }, 300);
-  expect(service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 })).toBeUndefined();
+  expect(
+    service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, {
+      rank: 1,
+      reason: "least-cost",
+      matchedBlocks: 0,
+      feasible: true,
+      reservedBlocks: 10,
+    }),
+  ).toBeUndefined();
   expect(service.counters().transfer_skip_inbound).toBe(1); // and nothing else to copy
   await done;
 });
@@ -139,8 +199,20 @@ test("step_wait_ms in worker stats prices phase waits; a completed plan teaches 
   const hashes = cachePrompt(c.workers[0]!, prompt, 1);
   c.report();
   const bytes = c.workers[0]!.kv.blockBytes;
-  const stats = (rank: number, stepWaitMs: number) => service.observeWorkerStats(rank, { kv_block_bytes: bytes, prefill_tokens: 0, prefill_ms: 0, step_wait_ms: stepWaitMs });
-  const decision: RouteDecision = { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  const stats = (rank: number, stepWaitMs: number) =>
+    service.observeWorkerStats(rank, {
+      kv_block_bytes: bytes,
+      prefill_tokens: 0,
+      prefill_ms: 0,
+      step_wait_ms: stepWaitMs,
+    });
+  const decision: RouteDecision = {
+    rank: 1,
+    reason: "least-cost",
+    matchedBlocks: 0,
+    feasible: true,
+    reservedBlocks: 10,
+  };
   stats(1, 20); // the destination steps 40 ms prefills: 60 ms of waits > 32 ms / 2
   expect(service.cost.estimate(0, 1, 8, bytes).waitMs).toBe(60);
   expect(service.afterRoute({ ...query("a", prompt), blockHashes: hashes }, decision)).toBeUndefined();

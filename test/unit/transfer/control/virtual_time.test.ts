@@ -7,12 +7,16 @@ import { GlobalBlockManager } from "../../../../lib/global/global_block_manager.
 import { GlobalScheduler, type RouteDecision } from "../../../../lib/global/global_scheduler.ts";
 import { NvlinkTopology } from "../../../../lib/global/topology.ts";
 import { resolveTransferConfig } from "../../../../lib/transfer/control/transfer_config.ts";
-import { TransferCoordinator, type PhaseMessage, type TransferAck } from "../../../../lib/transfer/control/transfer_coordinator.ts";
+import {
+  type PhaseMessage,
+  type TransferAck,
+  TransferCoordinator,
+} from "../../../../lib/transfer/control/transfer_coordinator.ts";
 import { TransferCostModel } from "../../../../lib/transfer/control/transfer_cost_model.ts";
 import { TransferService } from "../../../../lib/transfer/control/transfer_service.ts";
 import type { TransferFaultHook, TransferPhaseMessage } from "../../../../lib/transfer/worker/transfer_executor.ts";
 import { chainEntries, hashesOf, promptTokens, snapshot } from "../../global/page_table_fixture.ts";
-import { cachePrompt, makeCluster, tokens, type TestCluster } from "../cluster_fixture.ts";
+import { cachePrompt, makeCluster, type TestCluster, tokens } from "../cluster_fixture.ts";
 
 const clusters: TestCluster[] = [];
 afterEach(async () => {
@@ -32,7 +36,13 @@ function silentExecute(clock: VirtualClock, o: { abortAnswered?: boolean } = {})
   table.applySnapshot(snapshot(1));
   const sent: PhaseMessage[] = [];
   const logs: string[] = [];
-  const ack = (rank: number, m: PhaseMessage, extra: Partial<TransferAck> = {}): TransferAck => ({ planId: m.planId, phase: m.type.slice("transfer_".length) as TransferAck["phase"], rank, ok: true, ...extra });
+  const ack = (rank: number, m: PhaseMessage, extra: Partial<TransferAck> = {}): TransferAck => ({
+    planId: m.planId,
+    phase: m.type.slice("transfer_".length) as TransferAck["phase"],
+    rank,
+    ok: true,
+    ...extra,
+  });
   const cost = new TransferCostModel(resolveTransferConfig("force"));
   const coordinator = new TransferCoordinator({
     blocks: table,
@@ -43,12 +53,23 @@ function silentExecute(clock: VirtualClock, o: { abortAnswered?: boolean } = {})
     log: (l) => logs.push(l),
     link: (rank, m) => {
       sent.push(m);
-      if (m.type === "transfer_prepare") return Promise.resolve(ack(rank, m, rank === 1 ? { dstBlocks: [10, 11, 12, 13] } : {}));
+      if (m.type === "transfer_prepare") {
+        return Promise.resolve(ack(rank, m, rank === 1 ? { dstBlocks: [10, 11, 12, 13] } : {}));
+      }
       if (m.type === "transfer_abort" && o.abortAnswered !== false) return Promise.resolve(ack(rank, m));
       return new Promise<TransferAck>(() => {});
     },
   });
-  const candidate = { kind: "background" as const, mode: "copy" as const, src: 0, dst: 1, blocks: HASHES.map((hash, i) => ({ hash, parent: i === 0 ? "" : HASHES[i - 1]!, srcBlock: i, generation: 1 })), savedMs: 1, estimatedMs: 1, estimateSource: "fallback" as const };
+  const candidate = {
+    kind: "background" as const,
+    mode: "copy" as const,
+    src: 0,
+    dst: 1,
+    blocks: HASHES.map((hash, i) => ({ hash, parent: i === 0 ? "" : HASHES[i - 1]!, srcBlock: i, generation: 1 })),
+    savedMs: 1,
+    estimatedMs: 1,
+    estimateSource: "fallback" as const,
+  };
   return { table, sent, logs, cost, coordinator, candidate };
 }
 
@@ -65,7 +86,13 @@ test("a plan whose execute never answers aborts exactly at its deadline on the v
   expect(outcome).toBeUndefined();
   expect(coordinator.activePlans).toBe(1);
   expect(table.isInFlight(0, HASHES[0]!)).toBe(true);
-  expect(sent.map((m) => m.type)).toEqual(["transfer_prepare", "transfer_prepare", "transfer_execute", "transfer_execute", "transfer_publish"]);
+  expect(sent.map((m) => m.type)).toEqual([
+    "transfer_prepare",
+    "transfer_prepare",
+    "transfer_execute",
+    "transfer_execute",
+    "transfer_publish",
+  ]);
   await clock.advance(1);
   expect(outcome).toMatchObject({ status: "aborted", failedPhase: "execute" });
   expect(outcome!.reason).toMatch(/passed its deadline during transfer_execute/);
@@ -73,7 +100,12 @@ test("a plan whose execute never answers aborts exactly at its deadline on the v
   expect(coordinator.activePlans).toBe(0);
   expect(table.isInFlight(0, HASHES[0]!)).toBe(false);
   expect(coordinator.pairBusy(0, 1)).toBe(false);
-  expect(coordinator.counters()).toMatchObject({ transfer_started: 1, transfer_aborted: 1, transfer_deadline_aborts: 1, transfer_abort_execute: 1 });
+  expect(coordinator.counters()).toMatchObject({
+    transfer_started: 1,
+    transfer_aborted: 1,
+    transfer_deadline_aborts: 1,
+    transfer_abort_execute: 1,
+  });
   // It cost at least the 60 virtual seconds it ran: the cost model learned that, not real time.
   const est = cost.estimate(0, 1, 4, BLOCK_BYTES);
   expect(est.source).toBe("observed");
@@ -98,7 +130,13 @@ test("an abort nobody answers gives up after abortTimeoutMs of the clock's time"
 });
 
 // The destination's execute hangs until the plan is aborted (its deadline): a copy that never lands.
-const hangingReceive = (rank: number): TransferFaultHook | undefined => (rank === 1 ? (phase, role) => (phase === "execute" && role === "dst" ? "hang" : undefined) : undefined);
+const hangingReceive = (
+  rank: number,
+):
+  | TransferFaultHook
+  | undefined => (rank === 1
+    ? (phase, role) => (phase === "execute" && role === "dst" ? "hang" : undefined)
+    : undefined);
 
 test("the service on a virtual clock: the route's wait bound, the plan's deadline and the workers' own deadline timers run on it", async () => {
   const clock = new VirtualClock({ timeOrigin: 1_700_000_000_000 });
@@ -108,18 +146,33 @@ test("the service on a virtual clock: the route's wait bound, the plan's deadlin
   const service = new TransferService({
     scheduler,
     clock,
-    config: resolveTransferConfig({ mode: "auto", background: false, foregroundWaitMs: 40, foregroundDeadlineMs: 30_000, prefillMsPerToken: 10 }),
+    config: resolveTransferConfig({
+      mode: "auto",
+      background: false,
+      foregroundWaitMs: 40,
+      foregroundDeadlineMs: 30_000,
+      prefillMsPerToken: 10,
+    }),
     idPrefix: "s",
     log: () => {},
     link: async (rank, m) => c.workers[rank]!.executor.handle(m as TransferPhaseMessage),
   });
-  for (const w of c.workers) service.observeWorkerStats(w.rank, { kv_block_bytes: w.kv.blockBytes, prefill_tokens: 0, prefill_ms: 0 });
+  for (const w of c.workers) {
+    service.observeWorkerStats(w.rank, { kv_block_bytes: w.kv.blockBytes, prefill_tokens: 0, prefill_ms: 0 });
+  }
   const prompt = tokens(33); // 8 full blocks: saves 32 tokens x 10 ms of prefill
   const hashes = cachePrompt(c.workers[0]!, prompt, 1);
   c.report();
-  const decision: RouteDecision = { rank: 1, reason: "least-cost", matchedBlocks: 0, feasible: true, reservedBlocks: 10 };
+  const decision: RouteDecision = {
+    rank: 1,
+    reason: "least-cost",
+    matchedBlocks: 0,
+    feasible: true,
+    reservedBlocks: 10,
+  };
   let released = false;
-  void service.afterRoute({ requestId: "a", blockHashes: hashes, promptTokens: prompt.length, maxTokens: 4 }, decision)!.then(() => (released = true));
+  void service.afterRoute({ requestId: "a", blockHashes: hashes, promptTokens: prompt.length, maxTokens: 4 }, decision)!
+    .then(() => (released = true));
   await clock.advance(39);
   expect(released).toBe(false);
   await clock.advance(1);
@@ -139,7 +192,14 @@ test("the service on a virtual clock: the route's wait bound, the plan's deadlin
 test("the placement timer fires on the clock's time, and stops with the service", async () => {
   const clock = new VirtualClock();
   const scheduler = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]), clock });
-  const service = new TransferService({ scheduler, clock, config: resolveTransferConfig({ mode: "force", placementIntervalMs: 250 }), idPrefix: "p", log: () => {}, link: () => new Promise(() => {}) });
+  const service = new TransferService({
+    scheduler,
+    clock,
+    config: resolveTransferConfig({ mode: "force", placementIntervalMs: 250 }),
+    idPrefix: "p",
+    log: () => {},
+    link: () => new Promise(() => {}),
+  });
   let passes = 0;
   const pass = service.placementPass.bind(service);
   service.placementPass = () => (passes++, pass());

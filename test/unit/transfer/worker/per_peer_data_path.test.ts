@@ -42,7 +42,12 @@ class RecordingPath implements DirectDataPath {
 }
 
 function job(planId: string, peerRank: number, n = 2): KvTransferJob {
-  return { planId, peerRank, srcBlocks: Int32Array.from({ length: n }, (_, i) => i), dstBlocks: Int32Array.from({ length: n }, (_, i) => 10 + i) };
+  return {
+    planId,
+    peerRank,
+    srcBlocks: Int32Array.from({ length: n }, (_, i) => i),
+    dstBlocks: Int32Array.from({ length: n }, (_, i) => 10 + i),
+  };
 }
 
 /** Rank 0 with an NCCL pair to rank 1, none to rank 3 (it failed at start-up), host path to all. */
@@ -51,9 +56,18 @@ function setup(timeoutMs = 1000) {
   const host = new RecordingPath();
   const logs: string[] = [];
   const fallbacks: string[] = [];
+  // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
   let perPeer: PerPeerDataPath | undefined;
-  const nccl = new NcclDataPath(kv, new Map([[1, pair]]), { timeoutMs, onPairBroken: (peer, why) => perPeer?.fallBack(peer, why) });
-  perPeer = new PerPeerDataPath({ rank: 0, host, direct: [{ name: "nccl", path: nccl, peers: [1], failed: new Map([[3, "NCCL timed out"]]) }], log: (l) => logs.push(l) });
+  const nccl = new NcclDataPath(kv, new Map([[1, pair]]), {
+    timeoutMs,
+    onPairBroken: (peer, why) => perPeer?.fallBack(peer, why),
+  });
+  perPeer = new PerPeerDataPath({
+    rank: 0,
+    host,
+    direct: [{ name: "nccl", path: nccl, peers: [1], failed: new Map([[3, "NCCL timed out"]]) }],
+    log: (l) => logs.push(l),
+  });
   perPeer.onFallback = (peer, why) => fallbacks.push(`${peer}: ${why}`);
   return { pair, host, logs, fallbacks, path: perPeer };
 }
@@ -69,12 +83,24 @@ describe("PerPeerDataPath", () => {
     expect(await path.send(job("c", 3, 1))).toBe(1000);
     expect(host.calls).toEqual(["receive b <- 2", "send c -> 3"]);
     expect([path.pathOf(1), path.pathOf(2), path.pathOf(3)]).toEqual(["nccl", "host", "host"]);
-    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 3, ok: false, error: "nccl: NCCL timed out" }]);
+    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, {
+      peerRank: 3,
+      ok: false,
+      error: "nccl: NCCL timed out",
+    }]);
     expect(path.counters()).toEqual({
-      data_path_nccl_peers: 1, data_path_fallbacks: 0, data_path_nccl_peer_1: 1, data_path_nccl_peer_3: 0,
-      data_path_nccl_sent_bytes: 3000, data_path_nccl_received_bytes: 0, data_path_host_sent_bytes: 1000, data_path_host_received_bytes: 2000,
+      data_path_nccl_peers: 1,
+      data_path_fallbacks: 0,
+      data_path_nccl_peer_1: 1,
+      data_path_nccl_peer_3: 0,
+      data_path_nccl_sent_bytes: 3000,
+      data_path_nccl_received_bytes: 0,
+      data_path_host_sent_bytes: 1000,
+      data_path_host_received_bytes: 2000,
       // CUDA IPC was not tried here: its counters are there, at zero.
-      data_path_ipc_peers: 0, data_path_ipc_sent_bytes: 0, data_path_ipc_received_bytes: 0,
+      data_path_ipc_peers: 0,
+      data_path_ipc_sent_bytes: 0,
+      data_path_ipc_received_bytes: 0,
     });
   });
 
@@ -85,12 +111,19 @@ describe("PerPeerDataPath", () => {
     expect(fallbacks).toHaveLength(1);
     expect(fallbacks[0]).toContain("1: plan slow: recv with rank 1 not complete after 30 ms");
     expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatch(/^\[worker 0\] nccl pair 0-1 broke; plans with rank 1 use the host path from now on: plan slow/);
+    expect(logs[0]).toMatch(
+      /^\[worker 0\] nccl pair 0-1 broke; plans with rank 1 use the host path from now on: plan slow/,
+    );
     expect(await path.receive(job("next", 1))).toBe(2000);
     expect(host.calls).toEqual(["receive next <- 1"]);
     expect(pair.posted).toEqual(["recv:10,11"]);
     expect(path.pathOf(1)).toBe("host");
-    expect(path.counters()).toMatchObject({ data_path_nccl_peers: 0, data_path_nccl_peer_1: 0, data_path_fallbacks: 1, data_path_host_received_bytes: 2000 });
+    expect(path.counters()).toMatchObject({
+      data_path_nccl_peers: 0,
+      data_path_nccl_peer_1: 0,
+      data_path_fallbacks: 1,
+      data_path_host_received_bytes: 2000,
+    });
     expect(path.status()[0]).toMatchObject({ peerRank: 1, ok: false });
   });
 
@@ -133,7 +166,9 @@ describe("PerPeerDataPath", () => {
     const [ipc, nccl, host] = [new RecordingPath(), new RecordingPath(), new RecordingPath()];
     const logs: string[] = [];
     const path = new PerPeerDataPath({
-      rank: 0, host, log: (l) => logs.push(l),
+      rank: 0,
+      host,
+      log: (l) => logs.push(l),
       direct: [
         { name: "ipc", path: ipc, peers: [1], failed: new Map([[2, "cannot map"], [3, "cannot map"]]) },
         { name: "nccl", path: nccl, peers: [2, 1], failed: new Map([[3, "timed out"]]) },
@@ -142,19 +177,35 @@ describe("PerPeerDataPath", () => {
     expect([1, 2, 3, 4].map((p) => path.pathOf(p))).toEqual(["ipc", "nccl", "host", "host"]);
     await Promise.all([path.send(job("a", 1)), path.receive(job("b", 2, 3)), path.send(job("c", 3, 1))]);
     expect([ipc.calls, nccl.calls, host.calls]).toEqual([["send a -> 1"], ["receive b <- 2"], ["send c -> 3"]]);
-    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 2, ok: true }, { peerRank: 3, ok: false, error: "ipc: cannot map; nccl: timed out" }]);
+    expect(path.status()).toEqual([{ peerRank: 1, ok: true }, { peerRank: 2, ok: true }, {
+      peerRank: 3,
+      ok: false,
+      error: "ipc: cannot map; nccl: timed out",
+    }]);
     expect(path.counters()).toEqual({
       data_path_fallbacks: 0,
-      data_path_ipc_peers: 1, data_path_ipc_peer_1: 1, data_path_ipc_peer_2: 0, data_path_ipc_peer_3: 0,
-      data_path_nccl_peers: 1, data_path_nccl_peer_1: 0, data_path_nccl_peer_2: 1, data_path_nccl_peer_3: 0,
-      data_path_ipc_sent_bytes: 2000, data_path_ipc_received_bytes: 0, data_path_nccl_sent_bytes: 0, data_path_nccl_received_bytes: 3000,
-      data_path_host_sent_bytes: 1000, data_path_host_received_bytes: 0,
+      data_path_ipc_peers: 1,
+      data_path_ipc_peer_1: 1,
+      data_path_ipc_peer_2: 0,
+      data_path_ipc_peer_3: 0,
+      data_path_nccl_peers: 1,
+      data_path_nccl_peer_1: 0,
+      data_path_nccl_peer_2: 1,
+      data_path_nccl_peer_3: 0,
+      data_path_ipc_sent_bytes: 2000,
+      data_path_ipc_received_bytes: 0,
+      data_path_nccl_sent_bytes: 0,
+      data_path_nccl_received_bytes: 3000,
+      data_path_host_sent_bytes: 1000,
+      data_path_host_received_bytes: 0,
     });
     path.fallBack(1, "copy failed");
     expect(ipc.dropped).toEqual(["1: copy failed"]);
     expect(nccl.dropped).toEqual([]);
     expect(path.pathOf(1)).toBe("host");
-    expect(logs).toEqual(["[worker 0] ipc pair 0-1 broke; plans with rank 1 use the host path from now on: copy failed"]);
+    expect(logs).toEqual([
+      "[worker 0] ipc pair 0-1 broke; plans with rank 1 use the host path from now on: copy failed",
+    ]);
     path.cancel("z", "aborted");
     expect([ipc.cancelled, nccl.cancelled, host.cancelled]).toEqual([["z"], ["z"], ["z"]]);
     await path.close();

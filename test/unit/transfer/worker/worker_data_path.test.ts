@@ -13,7 +13,12 @@ import { resolveTransferConfig } from "../../../../lib/transfer/control/transfer
 import { NvlinkTopology } from "../../../../lib/global/topology.ts";
 import type { NcclPairFactory } from "../../../../lib/transfer/paths/nccl/nccl_pair_setup.ts";
 import type { IpcViewFactory } from "../../../../lib/transfer/paths/ipc/ipc_peer_setup.ts";
-import { DataPathError, directPeerRanks, openWorkerDataPath, type WorkerDataPathConfig } from "../../../../lib/transfer/worker/worker_data_path.ts";
+import {
+  DataPathError,
+  directPeerRanks,
+  openWorkerDataPath,
+  type WorkerDataPathConfig,
+} from "../../../../lib/transfer/worker/worker_data_path.ts";
 import { tempSocketPath } from "../../../../lib/runtime/unix_socket.ts";
 import { fakeIpcFactory } from "../paths/ipc/fake_ipc.ts";
 import { FakePair } from "../paths/nccl/fake_nccl_pair.ts";
@@ -24,43 +29,77 @@ afterEach(async () => {
 });
 
 const config = (mode: WorkerDataPathConfig["mode"], peers: [number, number][]): WorkerDataPathConfig => ({
-  mode, peers: peers.map(([rank, gpu]) => ({ rank, gpu })), ncclTimeoutMs: 1000, rendezvousTimeoutMs: 2000,
+  mode,
+  peers: peers.map(([rank, gpu]) => ({ rank, gpu })),
+  ncclTimeoutMs: 1000,
+  rendezvousTimeoutMs: 2000,
 });
 
 test("transfers.dataPath defaults to auto; a bad value or timeout is a RangeError naming it", () => {
-  expect(resolveTransferConfig("force")).toMatchObject({ dataPath: "auto", ncclTimeoutMs: 30_000, ipcTimeoutMs: 10_000 });
+  expect(resolveTransferConfig("force")).toMatchObject({
+    dataPath: "auto",
+    ncclTimeoutMs: 30_000,
+    ipcTimeoutMs: 10_000,
+  });
   expect(resolveTransferConfig({ dataPath: "host" }).dataPath).toBe("host");
   expect(resolveTransferConfig({ dataPath: "ipc" }).dataPath).toBe("ipc");
-  expect(() => resolveTransferConfig({ dataPath: "gpu" as never })).toThrow('transfers.dataPath must be one of auto, host, ipc, nccl, got "gpu"');
+  expect(() => resolveTransferConfig({ dataPath: "gpu" as never })).toThrow(
+    'transfers.dataPath must be one of auto, host, ipc, nccl, got "gpu"',
+  );
   expect(() => resolveTransferConfig({ ncclTimeoutMs: 0 })).toThrow("transfers.ncclTimeoutMs must be > 0, got 0");
   expect(() => resolveTransferConfig({ ipcTimeoutMs: 0 })).toThrow("transfers.ipcTimeoutMs must be > 0, got 0");
 });
 
 describe("directPeerRanks", () => {
   test("cuda tries every partner on another device; host mode and the CPU backend try none", () => {
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("auto", [[2, 2], [1, 1], [3, 0]]) })).toEqual([1, 2]);
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("ipc", [[2, 2], [1, 1]]) })).toEqual([1, 2]);
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("auto", [[2, 2], [1, 1], [3, 0]]) }))
+      .toEqual([1, 2]);
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("ipc", [[2, 2], [1, 1]]) })).toEqual([
+      1,
+      2,
+    ]);
     expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("host", [[1, 1]]) })).toEqual([]);
     expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cpu", config: config("auto", [[1, 1]]) })).toEqual([]);
     expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda" })).toEqual([]);
   });
 
   test('"ipc" or "nccl" that cannot be honoured is a DataPathError naming the rank and why', () => {
-    expect(() => directPeerRanks({ rank: 1, gpu: 0, backend: "cpu", config: config("nccl", [[0, 0]]) })).toThrow(/dataPath is "nccl" but rank 1 runs the cpu backend, which has no NCCL/);
-    expect(() => directPeerRanks({ rank: 1, gpu: 0, backend: "cpu", config: config("ipc", [[0, 0]]) })).toThrow(/dataPath is "ipc" but rank 1 runs the cpu backend, which has no CUDA IPC/);
-    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("nccl", [[0, 3]]) })).toThrow(DataPathError);
-    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("ipc", [[0, 3]]) })).toThrow(/shares CUDA device 3 with rank 0; a CUDA IPC pair needs two devices/);
+    expect(() => directPeerRanks({ rank: 1, gpu: 0, backend: "cpu", config: config("nccl", [[0, 0]]) })).toThrow(
+      /dataPath is "nccl" but rank 1 runs the cpu backend, which has no NCCL/,
+    );
+    expect(() => directPeerRanks({ rank: 1, gpu: 0, backend: "cpu", config: config("ipc", [[0, 0]]) })).toThrow(
+      /dataPath is "ipc" but rank 1 runs the cpu backend, which has no CUDA IPC/,
+    );
+    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("nccl", [[0, 3]]) })).toThrow(
+      DataPathError,
+    );
+    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("ipc", [[0, 3]]) })).toThrow(
+      /shares CUDA device 3 with rank 0; a CUDA IPC pair needs two devices/,
+    );
   });
 });
 
 describe("openWorkerDataPath", () => {
   async function setup() {
-    const plane = await ControlPlane.listen({ socketPath: tempSocketPath("wdp"), epoch: 1, pid: 1, heartbeat: false, log: () => {}, topology: new NvlinkTopology(4, [[0, 1], [0, 2], [0, 3]]) });
+    const plane = await ControlPlane.listen({
+      socketPath: tempSocketPath("wdp"),
+      epoch: 1,
+      pid: 1,
+      heartbeat: false,
+      log: () => {},
+      topology: new NvlinkTopology(4, [[0, 1], [0, 2], [0, 3]]),
+    });
     cleanups.push(() => plane.close());
     const dir = mkdtempSync(`${tmpdir()}/lmp-wdp-`);
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     // Only what the host path (blockBytes, gather, scatter) and the NCCL path (handle, numBlocks) read.
-    const kv = { handle: 1n, numBlocks: 8, blockBytes: 4, gather: (ids: Int32Array) => new Uint8Array(ids.length * 4), scatter: () => {} } as unknown as KvCache;
+    const kv = {
+      handle: 1n,
+      numBlocks: 8,
+      blockBytes: 4,
+      gather: (ids: Int32Array) => new Uint8Array(ids.length * 4),
+      scatter: () => {},
+    } as unknown as KvCache;
     /** Pairs of rank `rank`; its creates number `failCalls` (0 = its first) throw. */
     const factory = (rank: number, failCalls: number[] = []): NcclPairFactory => {
       let calls = 0;
@@ -74,9 +113,34 @@ describe("openWorkerDataPath", () => {
       };
     };
     /** CUDA IPC of rank `rank`: mapping its partners' caches fails when `mapFails`. */
-    const ipc = (rank: number, mapFails = false): IpcViewFactory => fakeIpcFactory(rank, { blockBytes: 4, ...(mapFails ? { openFails: `peer access from rank ${rank}'s device is not supported` } : {}) }).factory;
-    const open = (rank: number, gpu: number, backend: "cpu" | "cuda", c: WorkerDataPathConfig, f: NcclPairFactory, logs: string[] = [], ipcFactory: IpcViewFactory = ipc(rank)) =>
-      openWorkerDataPath({ rank, epoch: 1, gpu, backend, kv, peerSocketDir: dir, controlSocketPath: plane.socketPath, config: c, heartbeat: false, factory: f, ipcFactory, log: (l) => logs.push(l) }).then((p) => {
+    const ipc = (rank: number, mapFails = false): IpcViewFactory =>
+      fakeIpcFactory(rank, {
+        blockBytes: 4,
+        ...(mapFails ? { openFails: `peer access from rank ${rank}'s device is not supported` } : {}),
+      }).factory;
+    const open = (
+      rank: number,
+      gpu: number,
+      backend: "cpu" | "cuda",
+      c: WorkerDataPathConfig,
+      f: NcclPairFactory,
+      logs: string[] = [],
+      ipcFactory: IpcViewFactory = ipc(rank),
+    ) =>
+      openWorkerDataPath({
+        rank,
+        epoch: 1,
+        gpu,
+        backend,
+        kv,
+        peerSocketDir: dir,
+        controlSocketPath: plane.socketPath,
+        config: c,
+        heartbeat: false,
+        factory: f,
+        ipcFactory,
+        log: (l) => logs.push(l),
+      }).then((p) => {
         cleanups.push(() => p.close());
         return p;
       });
@@ -93,23 +157,47 @@ describe("openWorkerDataPath", () => {
       open(2, 2, "cuda", config("auto", [[0, 0]]), factory(2), logs[2], ipc(2, true)),
       open(3, 3, "cuda", config("auto", [[0, 0]]), factory(3, [0]), logs[3], ipc(3, true)),
     ]);
-    expect([p0.pathOf(1), p0.pathOf(2), p0.pathOf(3), p1.pathOf(0), p2.pathOf(0), p3.pathOf(0)]).toEqual(["ipc", "nccl", "host", "ipc", "nccl", "host"]);
+    expect([p0.pathOf(1), p0.pathOf(2), p0.pathOf(3), p1.pathOf(0), p2.pathOf(0), p3.pathOf(0)]).toEqual([
+      "ipc",
+      "nccl",
+      "host",
+      "ipc",
+      "nccl",
+      "host",
+    ]);
     expect(p0.status()).toEqual([
       { peerRank: 1, ok: true },
       { peerRank: 2, ok: true },
-      { peerRank: 3, ok: false, error: expect.stringMatching(/^ipc: rank 3: cannot map rank 0's cache .*; nccl: creating the pair .*create failed on rank 0/) },
+      {
+        peerRank: 3,
+        ok: false,
+        error: expect.stringMatching(
+          /^ipc: rank 3: cannot map rank 0's cache .*; nccl: creating the pair .*create failed on rank 0/,
+        ),
+      },
     ]);
     expect(p0.counters()).toMatchObject({
-      data_path_ipc_peers: 1, data_path_ipc_peer_1: 1, data_path_ipc_peer_2: 0, data_path_ipc_peer_3: 0,
-      data_path_nccl_peers: 1, data_path_nccl_peer_2: 1, data_path_nccl_peer_3: 0,
+      data_path_ipc_peers: 1,
+      data_path_ipc_peer_1: 1,
+      data_path_ipc_peer_2: 0,
+      data_path_ipc_peer_3: 0,
+      data_path_nccl_peers: 1,
+      data_path_nccl_peer_2: 1,
+      data_path_nccl_peer_3: 0,
     });
     expect(p0.counters().data_path_nccl_peer_1).toBeUndefined(); // 0-1 never tried NCCL
     // Rank 0: one line per pair that falls back (0-2 and 0-3 from CUDA IPC, 0-3 from NCCL), naming the pair and the cause.
     const fallbacks = logs[0]!.filter((l) => l.includes("is not available"));
     expect(fallbacks).toEqual([
-      expect.stringMatching(/^\[worker 0\] CUDA IPC pair 0-2 is not available, plans with rank 2 try NCCL next: rank 2: cannot map rank 0's cache \(10 blocks\): peer access/),
-      expect.stringMatching(/^\[worker 0\] CUDA IPC pair 0-3 is not available, plans with rank 3 try NCCL next: rank 3: cannot map/),
-      expect.stringMatching(/^\[worker 0\] NCCL pair 0-3 is not available, plans with rank 3 use the host path: creating the pair/),
+      expect.stringMatching(
+        /^\[worker 0\] CUDA IPC pair 0-2 is not available, plans with rank 2 try NCCL next: rank 2: cannot map rank 0's cache \(10 blocks\): peer access/,
+      ),
+      expect.stringMatching(
+        /^\[worker 0\] CUDA IPC pair 0-3 is not available, plans with rank 3 try NCCL next: rank 3: cannot map/,
+      ),
+      expect.stringMatching(
+        /^\[worker 0\] NCCL pair 0-3 is not available, plans with rank 3 use the host path: creating the pair/,
+      ),
     ]);
     expect(logs[1]!.filter((l) => l.includes("is not available"))).toEqual([]);
     expect(plane.ipc.counters()).toMatchObject({ ipc_handles_relayed: 3, ipc_pairs_opened: 1 });
@@ -118,23 +206,34 @@ describe("openWorkerDataPath", () => {
 
   test('"ipc": a pair that does not come up is a start-up error naming it; "nccl" tries no CUDA IPC', async () => {
     const { plane, open, factory, ipc } = await setup();
-    const results = await Promise.allSettled([open(0, 0, "cuda", config("ipc", [[1, 1]]), factory(0)), open(1, 1, "cuda", config("ipc", [[0, 0]]), factory(1), [], ipc(1, true))]);
+    const results = await Promise.allSettled([
+      open(0, 0, "cuda", config("ipc", [[1, 1]]), factory(0)),
+      open(1, 1, "cuda", config("ipc", [[0, 0]]), factory(1), [], ipc(1, true)),
+    ]);
     for (const r of results) {
       expect(r.status).toBe("rejected");
       const err = (r as PromiseRejectedResult).reason as Error;
       expect(err).toBeInstanceOf(DataPathError);
-      expect(err.message).toMatch(/^transfers.dataPath is "ipc" but CUDA IPC pairs did not come up \(0-1: .*peer access from rank 1's device is not supported/);
+      expect(err.message).toMatch(
+        /^transfers.dataPath is "ipc" but CUDA IPC pairs did not come up \(0-1: .*peer access from rank 1's device is not supported/,
+      );
     }
     expect(plane.nccl.counters().nccl_offers).toBe(0);
     const before = plane.ipc.counters().ipc_offers;
-    const [n0, n1] = await Promise.all([open(0, 0, "cuda", config("nccl", [[1, 1]]), factory(0)), open(1, 1, "cuda", config("nccl", [[0, 0]]), factory(1))]);
+    const [n0, n1] = await Promise.all([
+      open(0, 0, "cuda", config("nccl", [[1, 1]]), factory(0)),
+      open(1, 1, "cuda", config("nccl", [[0, 0]]), factory(1)),
+    ]);
     expect([n0.pathOf(1), n1.pathOf(0)]).toEqual(["nccl", "nccl"]);
     expect(plane.ipc.counters().ipc_offers).toBe(before);
   });
 
   test('"nccl": a pair that does not come up is a start-up error naming it', async () => {
     const { open, factory } = await setup();
-    const results = await Promise.allSettled([open(0, 0, "cuda", config("nccl", [[1, 1]]), factory(0, [0])), open(1, 1, "cuda", config("nccl", [[0, 0]]), factory(1))]);
+    const results = await Promise.allSettled([
+      open(0, 0, "cuda", config("nccl", [[1, 1]]), factory(0, [0])),
+      open(1, 1, "cuda", config("nccl", [[0, 0]]), factory(1)),
+    ]);
     expect(results[0]!.status).toBe("rejected");
     const err = (results[0] as PromiseRejectedResult).reason as Error;
     expect(err).toBeInstanceOf(DataPathError);

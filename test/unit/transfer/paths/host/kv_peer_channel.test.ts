@@ -16,7 +16,11 @@ afterEach(async () => {
 
 async function pair(): Promise<[KvPeerChannel, KvPeerChannel, string[]]> {
   const paths = [tempSocketPath("a"), tempSocketPath("b")];
-  const chans = await Promise.all([0, 1].map((rank) => KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} })));
+  const chans = await Promise.all(
+    [0, 1].map((rank) =>
+      KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} })
+    ),
+  );
   open.push(...chans);
   return [chans[0]!, chans[1]!, paths];
 }
@@ -86,8 +90,16 @@ test("host-copy data path moves blocks between two native KV caches byte-exactly
   const untouched = dst.gather(Int32Array.of(0, 3));
   const send = new HostCopyDataPath(src, a);
   const recv = new HostCopyDataPath(dst, b);
-  const job = (planId: string, peerRank: number, srcBlocks: number[], dstBlocks: number[]) => ({ planId, peerRank, srcBlocks: Int32Array.from(srcBlocks), dstBlocks: Int32Array.from(dstBlocks) });
-  const [sent, received] = await Promise.all([send.send(job("kv", 1, [5, 2, 7], [6, 1, 4])), recv.receive(job("kv", 0, [5, 2, 7], [6, 1, 4]))]);
+  const job = (planId: string, peerRank: number, srcBlocks: number[], dstBlocks: number[]) => ({
+    planId,
+    peerRank,
+    srcBlocks: Int32Array.from(srcBlocks),
+    dstBlocks: Int32Array.from(dstBlocks),
+  });
+  const [sent, received] = await Promise.all([
+    send.send(job("kv", 1, [5, 2, 7], [6, 1, 4])),
+    recv.receive(job("kv", 0, [5, 2, 7], [6, 1, 4])),
+  ]);
   expect(sent).toBe(3 * src.blockBytes);
   expect(received).toBe(sent);
   expect(dst.gather(Int32Array.of(6, 1, 4))).toEqual(src.gather(Int32Array.of(5, 2, 7)));

@@ -65,7 +65,11 @@ export class SignalNetwork {
   line(rank: number): IpcSignalLine {
     return {
       send: async (peer, s) => {
-        this.log.push(`${rank}->${peer} ${s.kind} ${s.planId}${s.kind === "done" && s.error !== undefined ? ` error: ${s.error}` : ""}`);
+        this.log.push(
+          `${rank}->${peer} ${s.kind} ${s.planId}${
+            s.kind === "done" && s.error !== undefined ? ` error: ${s.error}` : ""
+          }`,
+        );
         setTimeout(() => this.#handlers.get(peer)?.(rank, s), 0);
       },
       listen: (h) => void this.#handlers.set(rank, h),
@@ -74,7 +78,10 @@ export class SignalNetwork {
 }
 
 /** Rank r's cache has 10 + r blocks and a handle of 64 bytes (r + 1); its maps record what they opened. */
-export function fakeIpcFactory(rank: number, o: { exportFails?: string; openFails?: string; blockBytes?: number } = {}) {
+export function fakeIpcFactory(
+  rank: number,
+  o: { exportFails?: string; openFails?: string; blockBytes?: number } = {},
+) {
   const opened: { handleByte: number; numBlocks: number }[] = [];
   const views: FakeView[] = [];
   const factory: IpcViewFactory = {

@@ -9,7 +9,7 @@ import { IpcDataPath } from "../../../../../lib/transfer/paths/ipc/ipc_data_path
 import type { KvTransferJob } from "../../../../../lib/transfer/paths/kv_data_path.ts";
 import { TransferCancelledError } from "../../../../../lib/transfer/paths/host/kv_peer_channel.ts";
 import { TransferTimeoutError } from "../../../../../lib/transfer/paths/direct_data_path.ts";
-import { FakeView, SignalNetwork, type FakeMemory } from "./fake_ipc.ts";
+import { type FakeMemory, FakeView, SignalNetwork } from "./fake_ipc.ts";
 
 const BLOCK_BYTES = 100;
 
@@ -20,12 +20,24 @@ function job(planId: string, peerRank: number, src: number[], dst: number[]): Kv
 /** Ranks 0 and 1, each mapping the other's cache; rank r's block b holds "r:b". */
 function setup(o: { timeoutMs?: number; autoComplete?: boolean } = {}) {
   const mem: FakeMemory[] = [0, 1].map((r) => new Map(Array.from({ length: 8 }, (_, b) => [b, `${r}:${b}`])));
-  const views = [new FakeView(8, mem[0]!, mem[1]!, o.autoComplete ?? true), new FakeView(8, mem[1]!, mem[0]!, o.autoComplete ?? true)];
+  const views = [
+    new FakeView(8, mem[0]!, mem[1]!, o.autoComplete ?? true),
+    new FakeView(8, mem[1]!, mem[0]!, o.autoComplete ?? true),
+  ];
   const net = new SignalNetwork();
   const broken: string[] = [];
   const logs: string[] = [];
   const paths = [0, 1].map(
-    (rank) => new IpcDataPath({ rank, blockBytes: BLOCK_BYTES, views: new Map([[1 - rank, views[rank]!]]), signals: net.line(rank), timeoutMs: o.timeoutMs ?? 1000, onPeerBroken: (p, why) => broken.push(`${rank}/${p}: ${why}`), log: (l) => logs.push(l) }),
+    (rank) =>
+      new IpcDataPath({
+        rank,
+        blockBytes: BLOCK_BYTES,
+        views: new Map([[1 - rank, views[rank]!]]),
+        signals: net.line(rank),
+        timeoutMs: o.timeoutMs ?? 1000,
+        onPeerBroken: (p, why) => broken.push(`${rank}/${p}: ${why}`),
+        log: (l) => logs.push(l),
+      }),
   );
   return { mem, views, net, broken, logs, src: paths[0]!, dst: paths[1]! };
 }
@@ -65,7 +77,10 @@ describe("IpcDataPath", () => {
 
   test("a source that does not know the destination's blocks copies into those its ready names; a mismatch copies nothing", async () => {
     const { mem, views, net, src, dst } = setup();
-    const [sent, received] = await Promise.all([src.send(job("p", 1, [2, 5], [])), dst.receive(job("p", 0, [2, 5], [7, 4]))]);
+    const [sent, received] = await Promise.all([
+      src.send(job("p", 1, [2, 5], [])),
+      dst.receive(job("p", 0, [2, 5], [7, 4])),
+    ]);
     expect([sent, received]).toEqual([200, 200]);
     expect(views[0]!.copies).toEqual(["2,5->7,4"]);
     expect([mem[1]!.get(7), mem[1]!.get(4)]).toEqual(["0:2", "0:5"]);
@@ -75,7 +90,10 @@ describe("IpcDataPath", () => {
     await expect(wrong).rejects.toThrow(/named blocks 6 for source blocks 1 \(the plan says 3\)/);
     await expect(waiting).rejects.toThrow(/did not copy/);
     expect(views[0]!.copies).toHaveLength(1);
-    expect(net.log.slice(-2)).toEqual(["1->0 ready q", "0->1 done q error: not copied: the destination named blocks 6 for source blocks 1 (the plan says 3)"]);
+    expect(net.log.slice(-2)).toEqual([
+      "1->0 ready q",
+      "0->1 done q error: not copied: the destination named blocks 6 for source blocks 1 (the plan says 3)",
+    ]);
   });
 
   test("a destination that aborted before receiving is never written; the source's cancel ends its send", async () => {
@@ -108,7 +126,9 @@ describe("IpcDataPath", () => {
   test("a source that cancelled (or is cancelled later) answers the ready at once: not copied", async () => {
     const { views, net, src, dst } = setup();
     src.cancel("x", "aborted before execute");
-    await expect(dst.receive(job("x", 0, [1], [1]))).rejects.toThrow(/rank 0 did not copy: not copied: the plan was cancelled \(aborted before execute\)/);
+    await expect(dst.receive(job("x", 0, [1], [1]))).rejects.toThrow(
+      /rank 0 did not copy: not copied: the plan was cancelled \(aborted before execute\)/,
+    );
     const receiving = dst.receive(job("y", 0, [1], [1]));
     await tick();
     src.cancel("y", "aborted");
@@ -126,9 +146,13 @@ describe("IpcDataPath", () => {
     await tick(5);
     expect(settled).toBe(false); // the copy may still land: the destination keeps its blocks
     views[0]!.completeAll();
-    await expect(receiving).rejects.toThrow(/rank 0 did not copy: plan slow: the copy into rank 1's cache not complete after 150 ms \(it completed later\)/);
+    await expect(receiving).rejects.toThrow(
+      /rank 0 did not copy: plan slow: the copy into rank 1's cache not complete after 150 ms \(it completed later\)/,
+    );
     expect(broken).toEqual(["0/1: plan slow: the copy into rank 1's cache not complete after 150 ms"]);
-    await expect(src.send(job("next", 1, [1], [1]))).rejects.toThrow(/cannot send to rank 1 over CUDA IPC: its CUDA IPC pair was dropped/);
+    await expect(src.send(job("next", 1, [1], [1]))).rejects.toThrow(
+      /cannot send to rank 1 over CUDA IPC: its CUDA IPC pair was dropped/,
+    );
     // A destination that still sends ready gets an answer rather than a timeout.
     await expect(dst.receive(job("next2", 0, [1], [1]))).rejects.toThrow(/not copied: its CUDA IPC pair was dropped/);
     expect(views[0]!.copies).toHaveLength(1);
@@ -147,14 +171,20 @@ describe("IpcDataPath", () => {
 
   test("a source that never reports: the receive times out and breaks the pair", async () => {
     const { broken, dst } = setup({ timeoutMs: 30 });
-    await expect(dst.receive(job("lost", 0, [1], [1]))).rejects.toThrow("plan lost: rank 0 did not report its copy within 60 ms");
+    await expect(dst.receive(job("lost", 0, [1], [1]))).rejects.toThrow(
+      "plan lost: rank 0 did not report its copy within 60 ms",
+    );
     expect(broken).toEqual(["1/0: plan lost: rank 0 did not report its copy within 60 ms"]);
   });
 
   test("bad jobs are refused naming the plan; close ends pending plans and unmaps once", async () => {
     const { views, src, dst } = setup();
-    await expect(src.send(job("bad", 1, [1, 2], [3]))).rejects.toThrow("plan bad: 2 source blocks but 1 destination blocks");
-    await expect(src.send(job("nobody", 5, [1], [1]))).rejects.toThrow("plan nobody: cannot send to rank 5 over CUDA IPC: no mapping of its cache");
+    await expect(src.send(job("bad", 1, [1, 2], [3]))).rejects.toThrow(
+      "plan bad: 2 source blocks but 1 destination blocks",
+    );
+    await expect(src.send(job("nobody", 5, [1], [1]))).rejects.toThrow(
+      "plan nobody: cannot send to rank 5 over CUDA IPC: no mapping of its cache",
+    );
     const sending = src.send(job("open", 1, [1], [1]));
     const receiving = src.receive(job("open2", 1, [1], [1]));
     await src.close();

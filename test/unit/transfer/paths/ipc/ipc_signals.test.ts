@@ -4,10 +4,10 @@
 // (fake mappings) complete a plan in each direction.
 import { afterEach, expect, test } from "bun:test";
 import { IpcDataPath } from "../../../../../lib/transfer/paths/ipc/ipc_data_path.ts";
-import { ipcSignalsOverChannel, type IpcSignal } from "../../../../../lib/transfer/paths/ipc/ipc_signals.ts";
+import { type IpcSignal, ipcSignalsOverChannel } from "../../../../../lib/transfer/paths/ipc/ipc_signals.ts";
 import { KvPeerChannel } from "../../../../../lib/transfer/paths/host/kv_peer_channel.ts";
 import { tempSocketPath } from "../../../../../lib/runtime/unix_socket.ts";
-import { FakeView, type FakeMemory } from "./fake_ipc.ts";
+import { type FakeMemory, FakeView } from "./fake_ipc.ts";
 
 const open: KvPeerChannel[] = [];
 afterEach(async () => {
@@ -16,7 +16,11 @@ afterEach(async () => {
 
 async function channels(): Promise<[KvPeerChannel, KvPeerChannel]> {
   const paths = [tempSocketPath("ia"), tempSocketPath("ib")];
-  const chans = await Promise.all([0, 1].map((rank) => KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} })));
+  const chans = await Promise.all(
+    [0, 1].map((rank) =>
+      KvPeerChannel.listen({ rank, socketPath: paths[rank]!, peerSocketPath: (r) => paths[r]!, log: () => {} })
+    ),
+  );
   open.push(...chans);
   return [chans[0]!, chans[1]!];
 }
@@ -25,7 +29,9 @@ test("signals arrive intact at the handler and bypass the mailbox; payloads of t
   const [a, b] = await channels();
   const got: string[] = [];
   const lineB = ipcSignalsOverChannel(b);
-  lineB.listen((from, s: IpcSignal) => got.push(`${from} ${JSON.stringify(s, (_k, v: unknown) => (v instanceof Int32Array ? [...v] : v))}`));
+  lineB.listen((from, s: IpcSignal) =>
+    got.push(`${from} ${JSON.stringify(s, (_k, v: unknown) => (v instanceof Int32Array ? [...v] : v))}`)
+  );
   const lineA = ipcSignalsOverChannel(a);
   lineA.listen(() => {});
   await lineA.send(1, { kind: "ready", planId: "c1-7", dstBlocks: Int32Array.from([5, 0, 4096, 2 ** 31 - 1]) });
@@ -46,9 +52,30 @@ test("two IPC data paths over real channels move a plan each way", async () => {
   const [a, b] = await channels();
   const mem: FakeMemory[] = [0, 1].map((r) => new Map(Array.from({ length: 4 }, (_, i) => [i, `${r}:${i}`])));
   const views = [new FakeView(4, mem[0]!, mem[1]!), new FakeView(4, mem[1]!, mem[0]!)];
-  const paths = [a, b].map((ch, rank) => new IpcDataPath({ rank, blockBytes: 10, views: new Map([[1 - rank, views[rank]!]]), signals: ipcSignalsOverChannel(ch), timeoutMs: 2000, log: () => {} }));
-  const job = (planId: string, peerRank: number) => ({ planId, peerRank, srcBlocks: Int32Array.from([1, 2]), dstBlocks: Int32Array.from([3, 0]) });
-  expect(await Promise.all([paths[0]!.send(job("p1", 1)), paths[1]!.receive(job("p1", 0)), paths[1]!.send(job("p2", 0)), paths[0]!.receive(job("p2", 1))])).toEqual([20, 20, 20, 20]);
+  const paths = [a, b].map((ch, rank) =>
+    new IpcDataPath({
+      rank,
+      blockBytes: 10,
+      views: new Map([[1 - rank, views[rank]!]]),
+      signals: ipcSignalsOverChannel(ch),
+      timeoutMs: 2000,
+      log: () => {},
+    })
+  );
+  const job = (planId: string, peerRank: number) => ({
+    planId,
+    peerRank,
+    srcBlocks: Int32Array.from([1, 2]),
+    dstBlocks: Int32Array.from([3, 0]),
+  });
+  expect(
+    await Promise.all([
+      paths[0]!.send(job("p1", 1)),
+      paths[1]!.receive(job("p1", 0)),
+      paths[1]!.send(job("p2", 0)),
+      paths[0]!.receive(job("p2", 1)),
+    ]),
+  ).toEqual([20, 20, 20, 20]);
   expect([mem[1]!.get(3), mem[1]!.get(0), mem[0]!.get(3), mem[0]!.get(0)]).toEqual(["0:1", "0:2", "1:1", "1:2"]);
   for (const p of paths) await p.close();
 });

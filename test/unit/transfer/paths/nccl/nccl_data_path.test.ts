@@ -16,7 +16,12 @@ void _nativePairIsALink;
 const kv = { handle: 1n, numBlocks: 64, blockBytes: 1000 };
 
 function job(planId: string, peerRank: number, n = 2): KvTransferJob {
-  return { planId, peerRank, srcBlocks: Int32Array.from({ length: n }, (_, i) => i), dstBlocks: Int32Array.from({ length: n }, (_, i) => 10 + i) };
+  return {
+    planId,
+    peerRank,
+    srcBlocks: Int32Array.from({ length: n }, (_, i) => i),
+    dstBlocks: Int32Array.from({ length: n }, (_, i) => 10 + i),
+  };
 }
 
 describe("NcclDataPath", () => {
@@ -33,7 +38,10 @@ describe("NcclDataPath", () => {
 
   test("a timeout aborts and drops the pair once; later plans with that peer fail at once", async () => {
     const pair = new FakePair(), broken: string[] = [];
-    const path = new NcclDataPath(kv, new Map([[1, pair]]), { timeoutMs: 20, onPairBroken: (peer, why) => broken.push(`${peer}: ${why}`) });
+    const path = new NcclDataPath(kv, new Map([[1, pair]]), {
+      timeoutMs: 20,
+      onPairBroken: (peer, why) => broken.push(`${peer}: ${why}`),
+    });
     await expect(path.send(job("slow", 1))).rejects.toBeInstanceOf(TransferTimeoutError);
     expect(pair.aborted && pair.disposed).toBe(true);
     expect(broken).toHaveLength(1);

@@ -4,7 +4,11 @@ import { expect, test } from "bun:test";
 import { encodeMessage } from "../../../../../lib/protocol/message_codec.ts";
 import type { Message } from "../../../../../lib/protocol/messages.ts";
 import { ProtocolError } from "../../../../../lib/protocol/protocol_errors.ts";
-import { expectBytesFieldRejected, expectRejectedField, expectRoundTripsWithBytes } from "../../../protocol/round_trip.ts";
+import {
+  expectBytesFieldRejected,
+  expectRejectedField,
+  expectRoundTripsWithBytes,
+} from "../../../protocol/round_trip.ts";
 
 const id = Uint8Array.from({ length: 128 }, (_, i) => (i * 37 + 11) & 0xff);
 
@@ -23,7 +27,14 @@ test("every NCCL relay message survives encode/decode, the unique id byte for by
 });
 
 test("a unique id of the wrong size or type is rejected naming the field; so is a missing rank", () => {
-  expectBytesFieldRejected("nccl_id", "uniqueId", 128, [new Uint8Array(127), "x".repeat(128), Array.from(id)], (bad) => ({ type: "nccl_id", peerRank: 0, uniqueId: bad }));
+  expectBytesFieldRejected(
+    "nccl_id",
+    "uniqueId",
+    128,
+    [new Uint8Array(127), "x".repeat(128), Array.from(id)],
+    (bad) => ({ type: "nccl_id", peerRank: 0, uniqueId: bad }),
+  );
   expectRejectedField({ type: "nccl_pair_status", peerRank: 0, ok: true }, "rank");
-  expect(() => encodeMessage({ type: "nccl_id_offer", rank: 0, epoch: 1, peerRank: 1, uniqueId: new Uint8Array(16) })).toThrow(ProtocolError);
+  expect(() => encodeMessage({ type: "nccl_id_offer", rank: 0, epoch: 1, peerRank: 1, uniqueId: new Uint8Array(16) }))
+    .toThrow(ProtocolError);
 });
