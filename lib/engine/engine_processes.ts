@@ -9,24 +9,22 @@
  * @module
  */
 import type { RankPair } from "../global/topology.ts";
-import { GlobalBlockManager } from "../global/global_block_manager.ts";
-import { diffPageTable, type PageTableDiff } from "../global/page_table_diff.ts";
+import type { PageTableDiff } from "../global/page_table_diff.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
 import type { TransferConfig } from "../transfer/control/transfer_config.ts";
-import type { WorkerDataPathConfig } from "../transfer/worker/worker_data_path.ts";
 import type { WorkerMainConfig } from "../processes/worker_main.ts";
 import { Connection, type Outgoing } from "../protocol/connection.ts";
 import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import { ConnectionClosedError } from "../protocol/protocol_errors.ts";
-import { cpuCount, pid, readSetting } from "../runtime/env.ts";
+import { pid } from "../runtime/env.ts";
 import { settlesWithin } from "../core/clock.ts";
 import type { ChildProcessHandle } from "../runtime/subprocess.ts";
 import { type ByteStream, connectUnix, listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { RankHealth } from "../core/engine_api.ts";
-import { DEFAULT_GPU_MEMORY_UTILIZATION } from "../local/engine_builder.ts";
 import { makeRunDir, removeStaleRunDirs, spawnControlPlane, spawnWorker } from "./process_launch.ts";
 import { type RestartPolicy, Supervisor } from "./supervisor.ts";
+import { awaitPageTableMatch, deviceShare, workerDataPath, workerThreadEnv } from "./worker_launch_config.ts";
 
 /** What EngineProcesses.start needs. */
 export interface EngineProcessesOptions {
@@ -59,20 +57,6 @@ interface WorkerSlot {
   joined: boolean;
   alive: boolean;
   onReady?: () => void;
-}
-
-/** A worker's data-path settings: the transfer config's choice, its NVLink partners and their devices. */
-function workerDataPath(o: EngineProcessesOptions, rank: number): WorkerDataPathConfig {
-  const t = o.transfers;
-  const partners = o.pairs.flatMap(([a, b]) => (a === rank ? [b] : b === rank ? [a] : []));
-  return {
-    mode: t.dataPath,
-    peers: partners.map((p) => ({ rank: p, gpu: o.gpus[p]! })),
-    ncclTimeoutMs: t.ncclTimeoutMs,
-    ipcTimeoutMs: t.ipcTimeoutMs,
-    // Waiting longer for a partner than start-up may take is pointless: start-up fails then.
-    rendezvousTimeoutMs: o.startTimeoutMs,
-  };
 }
 
 /** The control plane starts in well under a second and requests route locally while it is down: retry soon. */
@@ -238,20 +222,11 @@ export class EngineProcesses {
         })).snapshot
       ),
     );
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+    return await awaitPageTableMatch(snaps, timeoutMs, async () => {
       await this.waitForControl(timeoutMs);
-      const dump = await this.#control!.request({ type: "page_table_request" }, { expect: ["page_table"], timeoutMs });
-      const table = new GlobalBlockManager();
-      for (const s of dump.snapshots) table.applySnapshot(s);
-      const diff = diffPageTable(table, snaps);
-      // The control plane applies the workers' snapshots asynchronously: wait until it has them.
-      const caughtUp = snaps.every((s) =>
-        (table.table(s.rank)?.version ?? -1) >= s.version && table.table(s.rank)?.epoch === s.epoch
-      );
-      if (diff.equal || caughtUp || Date.now() > deadline) return diff;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+      return (await this.#control!.request({ type: "page_table_request" }, { expect: ["page_table"], timeoutMs }))
+        .snapshots;
+    });
   }
 
   /** Stops every child (shutdown, then SIGKILL after 5 s; at once for one still loading) and removes the sockets. Idempotent. */
@@ -379,17 +354,9 @@ export class EngineProcesses {
    */
   #startWorkerOnDevice(rank: number): Promise<void> {
     const gpu = this.#o.gpus[rank]!;
-    const sharing = this.#o.gpus.filter((g) => g === gpu).length;
-    const run = async () => {
-      const running =
-        this.#o.gpus.filter((g, r) =>
-          g === gpu && r !== rank && this.#workers.get(r)?.alive && this.#workers.get(r)?.ready
-        ).length;
-      const util = this.#o.engine.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION;
-      const share = sharing > 1 && this.#o.engine.numBlocks === undefined
-        ? { gpuMemoryUtilization: (util * (running + 1)) / sharing }
-        : {};
-      await this.#startWorker(rank, share);
+    const run = () => {
+      const running = (r: number) => !!(this.#workers.get(r)?.alive && this.#workers.get(r)?.ready);
+      return this.#startWorker(rank, deviceShare(this.#o.gpus, rank, running, this.#o.engine));
     };
     const prev = this.#deviceQueue.get(gpu) ?? Promise.resolve();
     const next = prev.then(run, run);
@@ -526,14 +493,4 @@ export class EngineProcesses {
       if (this.#workers.get(slot.rank) === slot) this.#restartWorker(slot.rank, why);
     });
   }
-}
-
-/**
- * CPU-backend workers share the host's cores: unless the user chose OMP_NUM_THREADS, each gets its
- * share, since oversubscribed OpenMP threads make a step slower than one thread does. CUDA workers
- * do not use OpenMP, so it costs them nothing.
- */
-function workerThreadEnv(workers: number): Record<string, string> {
-  if (readSetting("OMP_NUM_THREADS") !== undefined) return {};
-  return { OMP_NUM_THREADS: String(Math.max(1, Math.floor(cpuCount() / Math.max(1, workers)))) };
 }

@@ -11,62 +11,23 @@ import type { RankStats } from "../core/engine_api.ts";
 import { Sequence } from "../core/sequence.ts";
 import type { StreamDelta } from "../core/outputs.ts";
 import { Connection } from "../protocol/connection.ts";
-import type { HeartbeatOptions } from "../protocol/heartbeat_monitor.ts";
 import type { Message, MessageOf } from "../protocol/messages.ts";
 import type { TokenDeltaItem } from "../protocol/runtime_messages.ts";
 import { connectUnix } from "../runtime/unix_socket.ts";
 import { settlesWithin } from "../core/clock.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
+import { IdleBlockAudit } from "../local/idle_block_audit.ts";
+import { StepLiveness } from "./step_liveness.ts";
+import type { WorkerHostOptions } from "./worker_host_options.ts";
 import { keepAwakeWhile } from "../runtime/keep_awake.ts";
 import type { LocalEngine } from "../local/local_engine.ts";
-import type { DirectPeerStatus } from "../transfer/worker/per_peer_data_path.ts";
 import { StepWaitEstimator } from "../transfer/worker/step_wait_estimator.ts";
-import type { TransferExecutor, TransferPhaseMessage } from "../transfer/worker/transfer_executor.ts";
+import type { TransferPhaseMessage } from "../transfer/worker/transfer_executor.ts";
 import type { z } from "zod";
 // Every message family a worker sends or receives registers itself with the codec on import.
 import "../transfer/transfer_messages.ts";
 import "../transfer/paths/ipc/ipc_messages.ts";
 import "../transfer/paths/nccl/nccl_messages.ts";
-
-/** Options of a {@link WorkerHost}. */
-export interface WorkerHostOptions {
-  rank: number;
-  epoch: number;
-  pid: number;
-  /** Created with this rank and epoch: its block snapshots and deltas go to the control plane as they are. */
-  engine: LocalEngine;
-  /** Connected and greeted launcher connection. */
-  launcher: Connection;
-  controlSocketPath: string;
-  /** Worker side of KV transfer plans; without it transfer phases are refused. */
-  transfers?: TransferExecutor;
-  /** The per-peer data path (lib/transfer/worker/per_peer_data_path.ts): its counters, direct pair health and fallback. */
-  dataPath?: PeerDataPathControl;
-  heartbeat?: Partial<HeartbeatOptions> | false;
-  /** Minimum ms between stats pushes to the launcher (default 500). */
-  statsIntervalMs?: number;
-  /**
-   * After its last step, the worker keeps its event loop turning this long (default 0) before it
-   * sleeps in the I/O poller: a control message that arrives meanwhile (the next request, a
-   * transfer phase) is read without paying a wake-up from the poller. Costs a core while it lasts.
-   */
-  idleSpinMs?: number;
-  log?: (line: string) => void;
-  /** Called once when the worker must end (launcher gone, shutdown, engine failure). */
-  onExit: (code: number, why: string) => void;
-}
-
-/** What the worker host reads from and tells its per-peer data path. */
-export interface PeerDataPathControl {
-  /** Stats counters merged into the worker's stats. */
-  counters(): Record<string, number>;
-  /** Health of each direct pair (CUDA IPC or NCCL) tried at start-up (reported to the control plane on every connect). */
-  status(): DirectPeerStatus[];
-  /** Moves a peer to the host path (the control plane says the partner dropped the pair). */
-  fallBack(peerRank: number, reason: string): void;
-  /** Set by the host: a peer fell back at run time. */
-  onFallback: (peerRank: number, reason: string) => void;
-}
 
 /** Longest a worker holds its next step for a transfer payload in flight (see #run). */
 const PAYLOAD_PAUSE_MAX_MS = 50;
@@ -76,23 +37,6 @@ const EXIT_STEP_WAIT_MS = 5000;
 const PLAN_AWAKE_MAX_MS = 2000;
 /** Longest a block change of a plan still open here waits to be reported (see #afterTransferChange). */
 const TRANSFER_REPORT_HOLD_MAX_MS = 5;
-/**
- * The least a step computed on this thread is announced as (busy heartbeat): the first step after
- * idle has no measured predecessor, and the announcement costs the peers' hang detection only
- * a few times this much.
- */
-const MIN_ANNOUNCED_STEP_MS = 250;
-/** How fast the remembered longest recent step decays per step (it follows slower steps at once). */
-const STEP_MS_DECAY = 0.9;
-/**
- * A step computed on the device while this thread stays free (heartbeats keep flowing) is judged
- * by a watchdog instead: one that runs past this many times the longest recent step, and at
- * least {@link MIN_STEP_HANG_MS}, means the device is stuck (a kernel that never ends).
- */
-const STEP_HANG_FACTOR = 50;
-/** Floor of the step watchdog: covers first steps that build graphs and warm libraries. */
-const MIN_STEP_HANG_MS = 20_000;
-
 /** One worker's event loop around its engine. */
 export class WorkerHost {
   readonly #o: WorkerHostOptions;
@@ -116,14 +60,14 @@ export class WorkerHost {
   /** True while #run steps the engine (on the CPU, control messages then wait for the current step to end). */
   #stepping = false;
   /** Longest recent step wall time, decaying: what the next step is expected to take at most. */
-  #recentStepMs = 0;
+  readonly #liveness: StepLiveness;
   /** Blocks found still held when the worker last went idle (a leak), and invariant violations seen. */
-  #leakedBlocks = 0;
-  #invariantViolations = 0;
+  readonly #audit = new IdleBlockAudit();
 
   constructor(o: WorkerHostOptions) {
     this.#o = o;
     this.#engine = o.engine;
+    this.#liveness = new StepLiveness(!o.engine.readsMessagesDuringSteps);
     this.#log = o.log ?? ((l) => console.error(l));
     o.launcher.onMessage((m) => this.#fromLauncher(m));
     o.launcher.onClose(({ reason }) => this.#exit(0, `launcher connection ended (${reason})`));
@@ -229,7 +173,7 @@ export class WorkerHost {
         }
         const stepMs = performance.now() - t0;
         if (report.kind !== "idle") this.#stepWait.observe(stepMs);
-        this.#recentStepMs = Math.max(stepMs, this.#recentStepMs * STEP_MS_DECAY);
+        this.#liveness.observe(stepMs);
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
           if (d.finished) this.#finish(d);
@@ -471,54 +415,37 @@ export class WorkerHost {
       ...stats,
       ...this.#o.dataPath?.counters(),
       rank: this.#o.rank,
-      leakedBlocks: this.#leakedBlocks,
-      invariantViolations: this.#invariantViolations,
+      leakedBlocks: this.#audit.leakedBlocks,
+      invariantViolations: this.#audit.invariantViolations,
     };
   }
 
-  /**
-   * A step computed on this thread keeps heartbeats from going out while it runs: the peers are
-   * told first how long it may take (protocol/heartbeat_monitor.ts), twice the longest recent step.
-   */
+  /** Tells the peers how long a step on this thread may keep heartbeats from going out. */
   #announceBusyStep(): void {
-    if (this.#engine.readsMessagesDuringSteps) return;
-    const expectedMs = Math.max(MIN_ANNOUNCED_STEP_MS, 2 * this.#recentStepMs);
+    const expectedMs = this.#liveness.announcementMs();
+    if (expectedMs === undefined) return;
     this.#o.launcher.announceBusy(expectedMs);
     this.#control?.announceBusy(expectedMs);
   }
 
   /**
-   * On a backend whose steps leave this thread free, a step that never ends would go unnoticed by
-   * heartbeats: past its deadline the worker gives up its connections, and the launcher kills,
-   * restarts and re-routes (its requests that had streamed nothing run elsewhere).
+   * A device step that never ends would go unnoticed by heartbeats: past its limit the worker gives
+   * up its connections, and the launcher kills, restarts and re-routes.
    */
   #watchStep(): ReturnType<typeof setTimeout> | undefined {
-    if (!this.#engine.readsMessagesDuringSteps) return undefined; // the peers' heartbeat checks judge it
-    const limitMs = Math.max(MIN_STEP_HANG_MS, STEP_HANG_FACTOR * this.#recentStepMs);
+    const limitMs = this.#liveness.hangLimitMs();
+    if (limitMs === undefined) return undefined; // the peers' heartbeat checks judge it
     return setTimeout(() => {
-      this.#log(
-        `[worker ${this.#o.rank}] a step has run for more than ${
-          Math.round(limitMs)
-        } ms: the device is stuck; giving up this worker`,
-      );
+      this.#log(`[worker ${this.#o.rank}] a step has run for more than ${Math.round(limitMs)} ms: the device is stuck`);
       this.#exit(1, "a step never ended");
     }, limitMs);
   }
 
-  /**
-   * With no request and no transfer plan here, every block must be free or a reclaimable cache
-   * entry: any other is a leak. Checked on each transition to idle (it walks every block once).
-   */
+  /** The leak check, when nothing here may hold blocks (no request, no open transfer plan). */
   #auditIdleBlocks(): void {
     if (this.#engine.hasWork || this.#held.size > 0 || (this.#o.transfers?.openPlans ?? 0) > 0) return;
-    const b = this.#engine.blocks;
-    this.#leakedBlocks = b.numLiveBlocks + b.numReservedBlocks;
-    try {
-      b.checkInvariants({ drained: true });
-    } catch (e) {
-      this.#invariantViolations++;
-      this.#log(`[worker ${this.#o.rank}] ${(e as Error).message}`);
-    }
+    const violation = this.#audit.run(this.#engine.blocks);
+    if (violation) this.#log(`[worker ${this.#o.rank}] ${violation}`);
   }
 
   /**
