@@ -50,7 +50,8 @@ export interface PrefixMatch {
 
 /** The global page table. All mutation happens on the control plane's one event loop. */
 export class GlobalBlockManager {
-  readonly #ranks = new Map<number, RankTable>();
+  /** Each healthy rank's slice, indexed by rank (an array: routes read it per candidate). */
+  readonly #tables: (RankTable | undefined)[] = [];
   readonly #index = new BlockIndex();
   /** Highest epoch of each dropped rank: messages of that epoch or older are from a dead worker. */
   readonly #retired = new Map<number, number>();
@@ -59,32 +60,31 @@ export class GlobalBlockManager {
   readonly #inFlightByPlan = new Map<string, { rank: number; hashes: BlockHash[] }[]>();
   readonly #inFlight = new Map<number, Map<BlockHash, number>>();
   #healthy: number[] = [];
-  #healthyMask = 0;
 
   /** Ranks with a live slice, ascending. */
   healthyRanks(): readonly number[] {
     return this.#healthy;
   }
 
-  /** Bitmask of healthy ranks (bit r set for rank r). */
-  healthyMask(): number {
-    return this.#healthyMask;
+  /** One more than the highest healthy rank (0 when none is): the length per-rank arrays need. */
+  rankSpan(): number {
+    return this.#healthy.length === 0 ? 0 : this.#healthy[this.#healthy.length - 1]! + 1;
   }
 
   /** True when `rank` has a live slice. */
   isHealthy(rank: number): boolean {
-    return this.#ranks.has(rank);
+    return this.#tables[rank] !== undefined;
   }
 
   /** The slice of `rank` (read-only by convention), or undefined. */
   table(rank: number): RankTable | undefined {
-    return this.#ranks.get(rank);
+    return this.#tables[rank];
   }
 
   /** Published blocks over all ranks. */
   totalEntries(): number {
     let n = 0;
-    for (const t of this.#ranks.values()) n += t.size;
+    for (const r of this.#healthy) n += this.#tables[r]!.size;
     return n;
   }
 
@@ -102,7 +102,7 @@ export class GlobalBlockManager {
         false,
       );
     }
-    const cur = this.#ranks.get(rank);
+    const cur = this.#tables[rank];
     if (cur && epoch < cur.epoch) {
       return reject("stale_epoch", `snapshot of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
     }
@@ -126,10 +126,9 @@ export class GlobalBlockManager {
     }
     if (cur && epoch !== cur.epoch) this.#clearInFlight(rank); // a restarted worker lost every block
     if (cur) { for (const h of cur.entries.keys()) this.#index.remove(rank, h); }
-    this.#ranks.set(rank, new RankTable(snapshot));
-    for (const e of snapshot.entries) this.#index.add(rank, e.hash, e.refCount === 0);
+    this.#setTable(rank, new RankTable(snapshot));
+    for (const e of snapshot.entries) this.#index.add(rank, e.hash, e.refCount === 0, e.parent);
     this.#awaitingSnapshot.delete(rank);
-    this.#refreshHealthy();
     return { applied: true };
   }
 
@@ -144,7 +143,7 @@ export class GlobalBlockManager {
         false,
       );
     }
-    const cur = this.#ranks.get(rank);
+    const cur = this.#tables[rank];
     if (!cur) return reject("unknown_rank", `delta of rank ${rank} before any snapshot of it`, this.#askOnce(rank));
     if (epoch < cur.epoch) {
       return reject("stale_epoch", `delta of rank ${rank} has epoch ${epoch} < current ${cur.epoch}`, false);
@@ -187,7 +186,7 @@ export class GlobalBlockManager {
     }
     cur.applyDelta(delta);
     for (const r of delta.removed) this.#index.remove(rank, r.hash);
-    for (const a of delta.added) this.#index.add(rank, a.hash, a.refCount === 0);
+    for (const a of delta.added) this.#index.add(rank, a.hash, a.refCount === 0, a.parent);
     for (const t of delta.touched) this.#index.setIdle(rank, t.hash, t.refCount === 0);
     return { applied: true };
   }
@@ -198,7 +197,7 @@ export class GlobalBlockManager {
    * worker may reconnect and send a full snapshot again.
    */
   dropRank(rank: number, epoch?: number, options: { retire?: boolean } = {}): boolean {
-    const cur = this.#ranks.get(rank);
+    const cur = this.#tables[rank];
     const e = epoch ?? cur?.epoch;
     if (e !== undefined && options.retire !== false) {
       this.#retired.set(rank, Math.max(e, this.#retired.get(rank) ?? -1));
@@ -208,15 +207,14 @@ export class GlobalBlockManager {
     if (!cur) return false;
     if (epoch !== undefined && cur.epoch > epoch) return false; // a newer incarnation already reported
     for (const h of cur.entries.keys()) this.#index.remove(rank, h);
-    this.#ranks.delete(rank);
-    this.#refreshHealthy();
+    this.#setTable(rank, undefined);
     return true;
   }
 
   /** Every rank's slice as a full snapshot (for dumps and consistency checks). */
   toSnapshots(): BlockSnapshot[] {
     return this.#healthy.map((rank) => {
-      const t = this.#ranks.get(rank)!;
+      const t = this.#tables[rank]!;
       return {
         rank,
         epoch: t.epoch,
@@ -230,28 +228,24 @@ export class GlobalBlockManager {
 
   /** Every rank holding `hash`, with the physical block and generation there. */
   placements(hash: BlockHash): Placement[] {
-    const out: Placement[] = [];
-    const holders = this.#index.holders(hash);
-    if (holders === 0) return out;
-    for (const rank of this.#healthy) {
-      if ((holders & (1 << rank)) === 0) continue;
-      const e = this.#ranks.get(rank)!.entries.get(hash)!;
-      out.push({ rank, block: e.block, generation: e.generation, refCount: e.refCount });
-    }
-    return out;
+    return this.#index.holderRanks(hash).map((rank) => {
+      const e = this.#tables[rank]!.entries.get(hash)!;
+      return { rank, block: e.block, generation: e.generation, refCount: e.refCount };
+    });
   }
 
   /**
-   * Prefix matches of `hashes` on every rank of `rankMask` in one walk (one lookup per block):
-   * `blocks[r]` and `reclaimable[r]` as in {@link matchPrefix}. Arrays need MAX_INDEXED_RANKS slots.
+   * Prefix matches of `hashes` on every rank below `blocks.length` in one walk (one lookup per
+   * block): `blocks[r]` and `reclaimable[r]` as in {@link matchPrefix}, zero for a rank without a
+   * slice. {@link rankSpan} slots cover every healthy rank.
    */
-  matchAll(hashes: readonly BlockHash[], rankMask: number, blocks: Int32Array, reclaimable: Int32Array): void {
-    this.#index.matchAll(hashes, rankMask & this.#healthyMask, blocks, reclaimable);
+  matchAll(hashes: readonly BlockHash[], blocks: Int32Array, reclaimable: Int32Array): void {
+    this.#index.matchAll(hashes, blocks, reclaimable);
   }
 
   /** Longest contiguous chain of `hashes` (from the first) published on `rank`: O(match length). */
   matchPrefix(rank: number, hashes: readonly BlockHash[]): PrefixMatch {
-    const t = this.#ranks.get(rank);
+    const t = this.#tables[rank];
     if (!t) return { blocks: 0, reclaimable: 0 };
     let blocks = 0;
     let reclaimable = 0;
@@ -296,7 +290,7 @@ export class GlobalBlockManager {
   /** Published blocks of `rank` that plans lock and that have no live reference (not reclaimable now). */
   inFlightReclaimable(rank: number): number {
     const marks = this.#inFlight.get(rank);
-    const t = this.#ranks.get(rank);
+    const t = this.#tables[rank];
     if (!marks || !t) return 0;
     let n = 0;
     for (const h of marks.keys()) if (t.entries.get(h)?.refCount === 0) n++;
@@ -318,9 +312,11 @@ export class GlobalBlockManager {
     }
   }
 
-  #refreshHealthy(): void {
-    this.#healthy = [...this.#ranks.keys()].sort((a, b) => a - b);
-    this.#healthyMask = this.#healthy.reduce((m, r) => m | (1 << r), 0);
+  #setTable(rank: number, table: RankTable | undefined): void {
+    this.#tables[rank] = table;
+    const healthy: number[] = [];
+    for (let r = 0; r < this.#tables.length; r++) if (this.#tables[r] !== undefined) healthy.push(r);
+    this.#healthy = healthy;
   }
 }
 

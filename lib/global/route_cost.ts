@@ -36,17 +36,20 @@ export function projectRouteCost(ctx: RoutingContext, rank: number): RouteCost {
   const w = ctx.config.cost;
   const load = ctx.load(rank);
   const cap = ctx.capacity(rank);
-  const match = ctx.match(rank);
+  const matched = ctx.matchedBlocks(rank);
   const res = ctx.reservations;
   const queueWork = w.waitingTokenWeight * (load.waitingTokens + res.pendingTokens(rank)) +
     w.runningTokenWeight * load.runningTokens +
     w.perSequenceTokens * (load.numRunning + load.numWaiting + res.pendingRequests(rank));
   const missingPrefill = w.missingPrefillWeight * (ctx.query.promptTokens - ctx.cachedTokens(rank));
   const total = blocksNeeded(ctx, cap.blockSize);
-  const newBlocks = Math.max(0, total - match.blocks);
+  const newBlocks = Math.max(0, total - matched);
   const free = Math.max(0, cap.numFree - res.reservedBlocks(rank));
   // Matched reclaimable blocks will be reused, and plan-locked ones cannot be evicted.
-  const reclaimable = Math.max(0, cap.numReclaimable - match.reclaimable - ctx.blocks.inFlightReclaimable(rank));
+  const reclaimable = Math.max(
+    0,
+    cap.numReclaimable - ctx.matchedReclaimable(rank) - ctx.blocks.inFlightReclaimable(rank),
+  );
   const evict = Math.max(0, newBlocks - free);
   const reclaimPressure = w.reclaimTokenWeight * Math.min(evict, reclaimable) * cap.blockSize;
   const headroom = free + reclaimable - newBlocks;

@@ -6,7 +6,6 @@
  */
 import type { BlockHash } from "../core/block_hash.ts";
 import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
-import { MAX_INDEXED_RANKS } from "./block_index.ts";
 import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
 import type { RouteReservations } from "./route_reservations.ts";
 import type { RoutingWeights } from "./routing_weights.ts";
@@ -59,9 +58,17 @@ export class RoutingContext {
     const ingress = this.query.ingressRank;
     let out: readonly number[] = this.healthyRanks();
     if (ingress !== undefined) {
-      const group = [ingress, ...(this.topology?.partners(ingress) ?? [])].filter((r) => this.blocks.isHealthy(r)).sort(
-        (a, b) => a - b,
-      );
+      // Partners come ascending: merge the ingress rank in where it belongs, keeping healthy ones.
+      const group: number[] = [];
+      let placed = !this.blocks.isHealthy(ingress);
+      for (const r of this.topology?.partners(ingress) ?? []) {
+        if (!placed && ingress < r) {
+          group.push(ingress);
+          placed = true;
+        }
+        if (this.blocks.isHealthy(r)) group.push(r);
+      }
+      if (!placed) group.push(ingress);
       if (group.length > 0) out = group;
     }
     this.#candidates = out;
@@ -70,17 +77,18 @@ export class RoutingContext {
 
   /** Longest contiguous chain of the query's blocks published on `rank`. */
   match(rank: number): PrefixMatch {
-    if (!this.#matchBlocks) {
-      this.#matchBlocks = new Int32Array(MAX_INDEXED_RANKS);
-      this.#matchReclaimable = new Int32Array(MAX_INDEXED_RANKS);
-      this.blocks.matchAll(
-        this.query.blockHashes,
-        this.blocks.healthyMask(),
-        this.#matchBlocks,
-        this.#matchReclaimable,
-      );
-    }
-    return { blocks: this.#matchBlocks[rank] ?? 0, reclaimable: this.#matchReclaimable![rank] ?? 0 };
+    return { blocks: this.matchedBlocks(rank), reclaimable: this.matchedReclaimable(rank) };
+  }
+
+  /** Leading blocks of the query published on `rank` (`match(rank).blocks` without the object). */
+  matchedBlocks(rank: number): number {
+    return (this.#matchBlocks ?? this.#walk())[rank] ?? 0;
+  }
+
+  /** Of those, blocks with no live reference (`match(rank).reclaimable`). */
+  matchedReclaimable(rank: number): number {
+    if (!this.#matchReclaimable) this.#walk();
+    return this.#matchReclaimable![rank] ?? 0;
   }
 
   /** The rank's reported load (zeros for an unknown rank). */
@@ -119,7 +127,7 @@ export class RoutingContext {
 
   /** Live sequences on `rank` holding the deepest block of the query's matched prefix (0: no match). */
   liveSharers(rank: number): number {
-    const n = this.match(rank).blocks;
+    const n = this.matchedBlocks(rank);
     if (n === 0) return 0;
     return this.blocks.table(rank)?.entries.get(this.query.blockHashes[n - 1]!)?.refCount ?? 0;
   }
@@ -127,6 +135,16 @@ export class RoutingContext {
   /** Prompt tokens a rank's prefix match saves (one token is always computed). */
   cachedTokens(rank: number): number {
     const bs = this.capacity(rank).blockSize;
-    return Math.max(0, Math.min(this.match(rank).blocks * bs, this.query.promptTokens - 1));
+    return Math.max(0, Math.min(this.matchedBlocks(rank) * bs, this.query.promptTokens - 1));
+  }
+
+  // One walk down the query's hash chain fills the match of every healthy rank.
+  #walk(): Int32Array {
+    const span = this.blocks.rankSpan();
+    const blocks = new Int32Array(span);
+    this.#matchReclaimable = new Int32Array(span);
+    this.blocks.matchAll(this.query.blockHashes, blocks, this.#matchReclaimable);
+    this.#matchBlocks = blocks;
+    return blocks;
   }
 }

@@ -21,9 +21,9 @@ export class CacheAwarePolicy implements RoutingPolicy {
     if (max - min > cfg.balanceAbsThreshold && max > min * cfg.balanceRelThreshold) {
       return { rank: best(ranks, byKeys(load)), reason: "balance" };
     }
-    const top = best(ranks, byKeys((r) => -ctx.match(r).blocks, load));
+    const top = best(ranks, byKeys((r) => -ctx.matchedBlocks(r), load));
     const promptTokens = Math.max(1, ctx.query.promptTokens);
-    const matchRate = Math.min(1, (ctx.match(top).blocks * ctx.capacity(top).blockSize) / promptTokens);
+    const matchRate = Math.min(1, (ctx.matchedBlocks(top) * ctx.capacity(top).blockSize) / promptTokens);
     if (matchRate > cfg.matchThreshold) return { rank: top, reason: "cache-hit" };
     return { rank: best(ranks, byKeys((r) => ctx.cachedBlocks(r), load)), reason: "smallest-tree" };
   }

@@ -31,7 +31,7 @@ export class LmpoolPolicy implements RoutingPolicy {
     for (const c of feasible) if (lessCost(ctx, c, chosen)) chosen = c;
     const spill = boundedSpill(ctx, chosen, feasible);
     if (spill) return { rank: spill.rank, reason: "spill" };
-    return { rank: chosen.rank, reason: ctx.match(chosen.rank).blocks > 0 ? "prefix-hit" : "least-cost" };
+    return { rank: chosen.rank, reason: ctx.matchedBlocks(chosen.rank) > 0 ? "prefix-hit" : "least-cost" };
   }
 }
 
@@ -59,9 +59,9 @@ function lessCost(ctx: RoutingContext, a: RouteCost, b: RouteCost): boolean {
  */
 function boundedSpill(ctx: RoutingContext, chosen: RouteCost, feasible: readonly RouteCost[]): RouteCost | undefined {
   const w = ctx.config.cost;
-  const ownerBlocks = ctx.match(chosen.rank).blocks;
+  const ownerBlocks = ctx.matchedBlocks(chosen.rank);
   if (ownerBlocks === 0) return undefined;
-  for (const c of feasible) if (ctx.match(c.rank).blocks > ownerBlocks) return undefined; // not the owner
+  for (const c of feasible) if (ctx.matchedBlocks(c.rank) > ownerBlocks) return undefined; // not the owner
   const sharers = Math.min(ctx.liveSharers(chosen.rank), w.spillMaxSharers);
   let out: RouteCost | undefined;
   for (const c of feasible) {

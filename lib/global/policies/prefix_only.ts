@@ -10,7 +10,7 @@ export class PrefixOnlyPolicy implements RoutingPolicy {
   readonly name = "prefix-only" as const;
 
   choose(ctx: RoutingContext): RouteChoice {
-    const rank = best(ctx.healthyRanks(), byKeys((r) => -ctx.match(r).blocks, (r) => ctx.outstandingRequests(r)));
-    return { rank, reason: ctx.match(rank).blocks > 0 ? "prefix-hit" : "prefix-miss" };
+    const rank = best(ctx.healthyRanks(), byKeys((r) => -ctx.matchedBlocks(r), (r) => ctx.outstandingRequests(r)));
+    return { rank, reason: ctx.matchedBlocks(rank) > 0 ? "prefix-hit" : "prefix-miss" };
   }
 }

@@ -17,7 +17,7 @@ export class WeightedScorersPolicy implements RoutingPolicy {
     const { min: qMin, max: qMax } = extent(ranks, (r) => ctx.waitingRequests(r));
     const nBlocks = Math.max(1, ctx.query.blockHashes.length);
     const score = (r: number) => {
-      const prefix = ctx.match(r).blocks / nBlocks;
+      const prefix = ctx.matchedBlocks(r) / nBlocks;
       const queue = qMax === qMin ? 1 : (qMax - ctx.waitingRequests(r)) / (qMax - qMin);
       const kv = 1 - ctx.kvUtilization(r);
       return w.prefix * prefix + w.queue * queue + w.kvUtilization * kv;
