@@ -72,6 +72,13 @@ export interface ServedModelInfo {
   numRanks: number;
 }
 
+/** What generate() takes: one prompt or several, the sampling parameters, the request options. */
+export type GenerateArgs = [
+  inputs: PromptInput | PromptInput[],
+  params?: Partial<SamplingParams>,
+  options?: RequestOptions,
+];
+
 /** What LLM and LLMEngine both implement. */
 export interface GenerationEngine {
   readonly model: ServedModelInfo;
@@ -79,11 +86,7 @@ export interface GenerationEngine {
   /** Streams one request; aborting `options.signal` aborts it and frees its blocks. */
   stream(input: PromptInput, params?: Partial<SamplingParams>, options?: RequestOptions): AsyncIterable<StreamDelta>;
   /** Runs requests to completion; outputs in input order. */
-  generate(
-    inputs: PromptInput | PromptInput[],
-    params?: Partial<SamplingParams>,
-    options?: RequestOptions,
-  ): Promise<RequestOutput[]>;
+  generate(...args: GenerateArgs): Promise<RequestOutput[]>;
   abort(requestId: string): void;
   stats(): EngineStats;
   /**

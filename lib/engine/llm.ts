@@ -6,7 +6,13 @@
  */
 import { type KvCache, type Native, native as sharedNative, type NativeModel } from "../../ffi/native.ts";
 import type { BackendKind } from "../../ffi/loader.ts";
-import type { EngineStats, GenerationEngine, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
+import type {
+  EngineStats,
+  GenerateArgs,
+  GenerationEngine,
+  ServedModelInfo,
+  TextTokenizer,
+} from "../core/engine_api.ts";
 import { AbortedError, DisposedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import { promptTokenIds } from "../core/prompt_input.ts";
@@ -112,11 +118,7 @@ export class LLM implements GenerationEngine {
   }
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
-  async generate(
-    inputs: PromptInput | PromptInput[],
-    params: Partial<SamplingParams> = {},
-    options: RequestOptions = {},
-  ): Promise<RequestOutput[]> {
+  async generate(...[inputs, params = {}, options = {}]: GenerateArgs): Promise<RequestOutput[]> {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const ids: string[] = [];
     const results: Promise<RequestOutput>[] = [];

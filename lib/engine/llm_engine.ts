@@ -8,7 +8,14 @@
  * live rank (`retryOnWorkerDeath`), the others fail with WorkerDiedError.
  * @module
  */
-import type { EngineStats, GenerationEngine, RankStats, ServedModelInfo, TextTokenizer } from "../core/engine_api.ts";
+import type {
+  EngineStats,
+  GenerateArgs,
+  GenerationEngine,
+  RankStats,
+  ServedModelInfo,
+  TextTokenizer,
+} from "../core/engine_api.ts";
 import { prefixBlockHashes } from "../core/block_hash.ts";
 import { AbortedError, CapacityError, DisposedError, WorkerDiedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
@@ -222,11 +229,7 @@ export class LLMEngine implements GenerationEngine {
   }
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
-  async generate(
-    inputs: PromptInput | PromptInput[],
-    params: Partial<SamplingParams> = {},
-    options: RequestOptions = {},
-  ): Promise<RequestOutput[]> {
+  async generate(...[inputs, params = {}, options = {}]: GenerateArgs): Promise<RequestOutput[]> {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const started: InflightRequest[] = [];
     try {
