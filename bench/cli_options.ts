@@ -1,5 +1,5 @@
 /**
- * Command-line options of the benchmark entries: integers, integer lists and GPU lists. A
+ * Command-line options of the benchmark entries: integers, numbers, integer lists and GPU lists. A
  * RangeError names the option and the text given.
  * @module
  */
@@ -13,6 +13,22 @@ export function intOption(name: string, text: string | undefined, fallback: numb
     throw new RangeError(
       `--${name} must be ${min === 1 ? "a positive integer" : `an integer >= ${min}`}, got ${JSON.stringify(text)}`,
     );
+  }
+  return v;
+}
+
+/** `--name`'s number value (at least `min`, or above it when `exclusive`), or undefined when it was not given. */
+export function numberOption(
+  name: string,
+  text: string | undefined,
+  min: number,
+  exclusive = false,
+): number | undefined {
+  if (text === undefined) return undefined;
+  // Number() alone would take "" and " " as 0.
+  const v = text.trim() === "" ? Number.NaN : Number(text);
+  if (!Number.isFinite(v) || v < min || (exclusive && v === min)) {
+    throw new RangeError(`--${name} must be a number ${exclusive ? ">" : ">="} ${min}, got ${JSON.stringify(text)}`);
   }
   return v;
 }

@@ -4,8 +4,10 @@
  * transfer with round-robin; full LMPool), several repetitions each on a fresh engine, and
  * writes results.json, summary.md and SVG charts under bench/results/<UTC timestamp>/.
  * `--quick` runs the CPU backend with the tiny model on a scaled-down workload (locality, or the
- * load-skew/memory-skew forms when named), two repetitions and the five reference configurations,
- * and still writes every artifact.
+ * load-skew/memory-skew/mooncake forms when named), two repetitions and the five reference
+ * configurations, and still writes every artifact. The Mooncake trace's window and caps come from
+ * their own flags (--first, --start, --duration, --max-input, --max-output, --speedup); requests
+ * longer than the served model's context are always skipped.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -13,7 +15,7 @@ import { parseArgs } from "node:util";
 import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
 import { parseArrival } from "./driver/arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
-import { describeGpus, gpusOption, intOption } from "./cli_options.ts";
+import { describeGpus, gpusOption, intOption, numberOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -21,7 +23,7 @@ import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult, type TransferLa
 import { scenarioSection } from "./report/summary_md.ts";
 import { createResultsDir, writeArtifacts } from "./report/write_artifacts.ts";
 import { profileTrace, type TraceProfile } from "./trace_profile.ts";
-import { buildWorkload, WORKLOAD_NAMES, type WorkloadSpec } from "./workloads/registry.ts";
+import { buildWorkload, FILE_WORKLOADS, WORKLOAD_NAMES, type WorkloadSpec } from "./workloads/registry.ts";
 import type { Workload } from "./workloads/types.ts";
 import { parseTransferProfile, profileLatencyPoints, TRANSFER_PROFILE_SCHEMA } from "./transfer_profile.ts";
 
@@ -58,21 +60,50 @@ export const QUICK_MEMORY_SKEW = {
   maxTokenId: 4000,
 };
 
+/** The Mooncake window of --quick: the trace's first 20 requests of at most 2,048 input tokens, 8
+ * output tokens each, on 16-token blocks (the hash ids' 512-token blocks split evenly). */
+export const QUICK_MOONCAKE = {
+  first: 20,
+  maxInput: 2048,
+  maxOutput: 8,
+  blockSize: 16,
+  kvBlocksPerGpu: 2048,
+  maxInFlight: 8,
+};
+
 const QUICK_OVERRIDES: Readonly<Record<string, Record<string, unknown>>> = {
   locality: QUICK_LOCALITY,
   "load-skew": QUICK_LOAD_SKEW,
   "memory-skew": QUICK_MEMORY_SKEW,
+  mooncake: QUICK_MOONCAKE,
 };
+
+/** The Mooncake workload's flags, by the workload option each one sets. */
+const MOONCAKE_FLAGS = {
+  first: "first",
+  start: "start",
+  duration: "duration",
+  "max-input": "maxInput",
+  "max-output": "maxOutput",
+  speedup: "speedup",
+} as const;
 
 /** The configurations of --quick: the reference's five-way comparison (single GPU, round-robin,
  * routing only, transfer only, full LMPool), to keep the CI form short. */
 export const QUICK_CONFIGURATIONS = ["single-gpu", "round-robin", "lmpool-routing", "transfer-rr", "lmpool"];
 
 const HELP = `usage: bun bench e2e [options]
-  --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew, 2 repetitions
+  --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew/mooncake, 2 repetitions
   --workload A,B          any of ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default locality)
   --scales 1,3,5          locality prefix scales (default 1,3,5)
-  --workload-file PATH    JSONL trace of --workload jsonl (the default workload when a file is given)
+  --workload-file PATH    trace of --workload jsonl (the default workload when a file is given) or of
+                          --workload mooncake (a trace in the Mooncake format instead of the shipped one)
+  --first N               mooncake: the first N requests of the window, counted after skips
+  --start S, --duration S mooncake: the window in trace seconds (default: the whole trace)
+  --max-input L           mooncake: skip requests of more than L input tokens (those longer than the
+                          model's context are always skipped; both counts are reported)
+  --max-output M          mooncake: cap every request's output at M tokens
+  --speedup X             mooncake with --arrival trace: replay the timestamps X times faster (default 1)
   --workload-options JSON generator options over the defaults (and --quick's), e.g. '{"revisits":30}'
   --topology PAIRS        NVLink pairs of the multi-GPU configurations, e.g. 0-1 (default: nvidia-smi)
   --configs a,b           subset of ${CONFIGURATION_NAMES.join(",")} (--quick: ${QUICK_CONFIGURATIONS.join(",")})
@@ -128,6 +159,12 @@ export async function runE2E(
       scales: { type: "string" },
       "workload-file": { type: "string" },
       "workload-options": { type: "string" },
+      first: { type: "string" },
+      start: { type: "string" },
+      duration: { type: "string" },
+      "max-input": { type: "string" },
+      "max-output": { type: "string" },
+      speedup: { type: "string" },
       topology: { type: "string" },
       configs: { type: "string" },
       model: { type: "string" },
@@ -171,20 +208,38 @@ export async function runE2E(
       `--scales is read by --workload locality only, got --workload ${JSON.stringify(a.workload ?? "jsonl")}`,
     );
   }
-  if (a["workload-file"] !== undefined && !workloadNames.includes("jsonl")) {
+  const fileReaders = workloadNames.filter((n) => FILE_WORKLOADS.includes(n));
+  if (a["workload-file"] !== undefined && fileReaders.length !== 1) {
     throw new RangeError(
-      `--workload-file is read by --workload jsonl only, got --workload ${JSON.stringify(a.workload)}`,
+      `--workload-file is read by exactly one of --workload ${FILE_WORKLOADS.join(" or ")}, got --workload ${
+        JSON.stringify(a.workload)
+      }`,
+    );
+  }
+  const mooncakeFlags = mooncakeFlagOptions(a, extra);
+  if (Object.keys(mooncakeFlags).length > 0 && !workloadNames.includes("mooncake")) {
+    const flag = Object.keys(MOONCAKE_FLAGS).find((f) => a[f as keyof typeof MOONCAKE_FLAGS] !== undefined);
+    throw new RangeError(
+      `--${flag} is read by --workload mooncake only, got --workload ${JSON.stringify(a.workload ?? "locality")}`,
+    );
+  }
+  if ((a.speedup !== undefined || "speedup" in extra) && a.arrival !== "trace") {
+    throw new RangeError(
+      `--speedup scales the trace's arrival times and needs --arrival trace, got --arrival ${
+        JSON.stringify(a.arrival ?? "burst")
+      }`,
     );
   }
   const specs: WorkloadSpec[] = workloadNames.flatMap((name): WorkloadSpec[] =>
     name === "locality" ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) })) : [{
       name,
       seed,
-      overrides: overridesOf(name),
-      ...(name === "jsonl" && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}),
+      overrides: name === "mooncake" ? { ...overridesOf(name), ...mooncakeFlags } : overridesOf(name),
+      ...(name === fileReaders[0] && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}),
     }]
   );
-  const workloads = specs.map(buildWorkload);
+  // The Mooncake replay skips requests by the served model's context, so it waits for the model.
+  const early = specs.map((spec) => (spec.name === "mooncake" ? null : buildWorkload(spec)));
   const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((
     s,
   ) => s.trim()).filter(Boolean);
@@ -203,6 +258,7 @@ export async function runE2E(
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
   const model = readModelConfig(modelDir);
+  const workloads = specs.map((spec, i) => early[i] ?? buildWorkload(withModelLimits(spec, model)));
   log(
     `e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${
       describeGpus(gpus)
@@ -238,7 +294,7 @@ export async function runE2E(
     };
     const traceProfile = await traceProfileOf(w, blockSize, modelDir);
     log(
-      `\n${w.name}: ${w.requests.length} requests, trace request share ${
+      `\n${w.name}: ${w.description}\n${w.name}: ${w.requests.length} requests, trace request share ${
         (traceProfile.requestShare * 100).toFixed(2)
       }%, token share ${(traceProfile.tokenShare * 100).toFixed(2)}%`,
     );
@@ -284,6 +340,41 @@ const entry: BenchEntry = {
   },
 };
 export default entry;
+
+/** The Mooncake options its flags set; a RangeError names a bad flag or one --workload-options also sets. */
+function mooncakeFlagOptions(
+  a: Partial<Record<keyof typeof MOONCAKE_FLAGS, string>>,
+  extra: Record<string, unknown>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [flag, option] of Object.entries(MOONCAKE_FLAGS)) {
+    const text = a[flag as keyof typeof MOONCAKE_FLAGS];
+    if (text === undefined) continue;
+    if (option in extra) {
+      throw new RangeError(`--${flag} and --workload-options' ${option} set the same option; give one of them`);
+    }
+    const isCount = flag === "first" || flag === "max-input" || flag === "max-output";
+    out[option] = isCount ? intOption(flag, text, 1) : numberOption(flag, text, 0, flag !== "start") as number;
+  }
+  return out;
+}
+
+/** `spec` with the served model's context and vocabulary, which a workload option may narrow but not widen. */
+function withModelLimits(spec: WorkloadSpec, model: Record<string, unknown>): WorkloadSpec {
+  const limits: Record<string, number> = {
+    maxModelLen: model.max_position_embeddings as number,
+    vocabSize: model.vocab_size as number,
+  };
+  const overrides = { ...spec.overrides };
+  for (const [key, limit] of Object.entries(limits)) {
+    const given = overrides[key];
+    if (given !== undefined && !(typeof given === "number" && given <= limit)) {
+      throw new RangeError(`--workload-options' ${key} must be at most the model's ${limit}, got ${String(given)}`);
+    }
+    overrides[key] ??= limit;
+  }
+  return { ...spec, overrides };
+}
 
 /** Transfer latency points from the transfer bench's profile (p95 per size) or a plain point list. */
 function readTransferLatency(path: string): TransferLatencyPoint[] {

@@ -3,7 +3,8 @@
  * prefix-hit rate (requests with cached tokens > 0) and token reuse (cached / prompt tokens),
  * transfers done during the run (difference of engine stats, with plans by kind, released source
  * blocks and dispatch-to-publish latency), per-rank request counts and a per-phase breakdown.
- * Throughputs count completed requests only, over the run's elapsed time.
+ * Throughputs count completed requests only, over the run's elapsed time. The run is also given
+ * under vLLM `bench serve`'s JSON keys.
  * @module
  */
 import type { EngineStats } from "../../lib/core/engine_api.ts";
@@ -11,6 +12,7 @@ import { type Distribution, summarizeDistribution } from "../stats/distribution.
 import type { RequestRecord } from "./request_record.ts";
 import type { RunResult } from "./run_workload.ts";
 import { isGaugeCounter, type TransferMetrics, transferMetrics } from "./transfer_metrics.ts";
+import { type VllmBenchServeKeys, vllmBenchServeKeys } from "./vllm_bench_serve.ts";
 
 /** Latency and cache figures of a subset of requests (a phase, or the whole run). */
 export interface LatencyBreakdown {
@@ -42,6 +44,8 @@ export interface RunMetrics extends LatencyBreakdown {
   routing: Record<string, number>;
   perRankRequests: Record<string, number>;
   phases: Record<string, LatencyBreakdown>;
+  /** The same run under vLLM `bench serve`'s JSON keys, for side-by-side comparison. */
+  vllmBenchServe: VllmBenchServeKeys;
 }
 
 /** Latency distributions and cache ratios over `records` (failed ones excluded). */
@@ -110,6 +114,7 @@ export function aggregateRun(run: RunResult): RunMetrics {
     routing: counterDelta(run.statsBefore?.routing, run.statsAfter?.routing),
     perRankRequests,
     phases,
+    vllmBenchServe: vllmBenchServeKeys(run.records, elapsedS),
   };
 }
 

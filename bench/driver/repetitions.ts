@@ -10,6 +10,7 @@ import type { Workload } from "../workloads/types.ts";
 import { aggregateRun, type RunMetrics, scalarMetrics } from "./aggregate.ts";
 import { ConfigurationUnavailableError, type EngineConfiguration } from "./configuration.ts";
 import { type RunOptions, runWorkload } from "./run_workload.ts";
+import { meanVllmBenchServeKeys, type VllmBenchServeKeys } from "./vllm_bench_serve.ts";
 
 /** One repetition's outcome. */
 export interface RepetitionResult {
@@ -30,6 +31,8 @@ export interface ConfigurationResult {
   completeRepetitions: number;
   /** Per-scalar interval across complete repetitions (see scalarMetrics for the keys). */
   intervals: Record<string, ConfidenceInterval>;
+  /** vLLM `bench serve` JSON keys, each the mean over complete repetitions (absent without one). */
+  vllmBenchServe?: VllmBenchServeKeys;
 }
 
 /** Options of runConfiguration. */
@@ -119,6 +122,8 @@ export async function runConfiguration(
     };
   }
   const scalars = complete.map((r) => scalarMetrics(r.metrics as RunMetrics));
+  const vllmKeys = meanVllmBenchServeKeys(complete.map((r) => (r.metrics as RunMetrics).vllmBenchServe));
+  if (vllmKeys) result.vllmBenchServe = vllmKeys;
   for (const key of Object.keys(scalars[0] as Record<string, number>)) {
     const values = scalars.map((s) => s[key] as number).filter((v) => Number.isFinite(v));
     if (values.length > 0) result.intervals[key] = studentTInterval(values);

@@ -32,6 +32,9 @@ function parseLine(obj: unknown, fail: (problem: string) => never, fallbackId: s
   const o = obj as Record<string, unknown>;
   const hasText = o.prompt !== undefined;
   const hasIds = o.prompt_token_ids !== undefined;
+  if (!hasText && !hasIds && o.hash_ids !== undefined) {
+    fail(`a Mooncake-format line ("hash_ids", no prompt): replay such a trace with --workload mooncake`);
+  }
   if (hasText === hasIds) {
     fail(`exactly one of "prompt" and "prompt_token_ids" is required, got ${hasText ? "both" : "neither"}`);
   }

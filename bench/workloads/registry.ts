@@ -7,6 +7,7 @@ import { readJsonlWorkload } from "./jsonl.ts";
 import { loadSkewWorkload } from "./load_skew.ts";
 import { localityWorkload } from "./locality.ts";
 import { memorySkewWorkload } from "./memory_skew.ts";
+import { mooncakeWorkload } from "./mooncake.ts";
 import { multiTurnWorkload } from "./multi_turn.ts";
 import { randomLengthsWorkload, readRandom256 } from "./random_lengths.ts";
 import { sharedPrefixWorkload } from "./shared_prefix.ts";
@@ -18,7 +19,7 @@ export interface WorkloadSpec {
   seed?: number;
   /** Prefix-length multiplier of the locality workload. */
   scale?: number;
-  /** File of the jsonl workload (only that one reads a path). */
+  /** Trace file of the jsonl or mooncake workload (only those read a path). */
   path?: string;
   /** Generator options beyond seed/scale (e.g. numRequests for a scaled-down run). */
   overrides?: Record<string, unknown>;
@@ -34,13 +35,19 @@ export const WORKLOAD_NAMES: Readonly<Record<string, string>> = {
   "random-256": "the published random-256.jsonl",
   "multi-turn": "sessions whose turns extend the previous prompt and answer",
   jsonl: "a custom trace: --workload-file path.jsonl",
+  mooncake: "the Mooncake FAST'25 conversation trace (12,031 requests), or --workload-file in its format",
 };
+
+/** Workloads that read a trace file (WorkloadSpec.path). */
+export const FILE_WORKLOADS: readonly string[] = ["jsonl", "mooncake"];
 
 /** Builds the named workload; throws a RangeError naming an unknown workload. */
 export function buildWorkload(spec: WorkloadSpec): Workload {
-  if (spec.path !== undefined && spec.name !== "jsonl") {
+  if (spec.path !== undefined && !FILE_WORKLOADS.includes(spec.name)) {
     throw new RangeError(
-      `a workload file (${spec.path}) is read by the jsonl workload only, not by ${JSON.stringify(spec.name)}`,
+      `a workload file (${spec.path}) is read by the ${FILE_WORKLOADS.join(" and ")} workloads only, not by ${
+        JSON.stringify(spec.name)
+      }`,
     );
   }
   const fromFile = spec.name === "jsonl" || spec.name === "random-256";
@@ -71,6 +78,8 @@ export function buildWorkload(spec: WorkloadSpec): Workload {
     case "jsonl":
       if (!spec.path) throw new RangeError("the jsonl workload needs a file path (--workload-file)");
       return readJsonlWorkload(spec.path);
+    case "mooncake":
+      return mooncakeWorkload({ ...o, ...(spec.path !== undefined ? { path: spec.path } : {}) });
     default:
       throw new RangeError(
         `unknown workload ${JSON.stringify(spec.name)}; known: ${Object.keys(WORKLOAD_NAMES).join(", ")}`,

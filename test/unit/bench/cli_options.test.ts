@@ -86,7 +86,7 @@ test("e2e refuses a bad --gpus, and --workload-file or --scales that its workloa
   );
   await expect(runE2E(["--quick", "--gpus", "0"], quiet)).rejects.toThrow(/--gpus must be .* got "0"/);
   await expect(runE2E(["--quick", "--workload", "load-skew", "--workload-file", "x.jsonl"], quiet)).rejects.toThrow(
-    '--workload-file is read by --workload jsonl only, got --workload "load-skew"',
+    '--workload-file is read by exactly one of --workload jsonl or mooncake, got --workload "load-skew"',
   );
   await expect(runE2E(["--quick", "--workload", "load-skew", "--scales", "3"], quiet)).rejects.toThrow(
     '--scales is read by --workload locality only, got --workload "load-skew"',

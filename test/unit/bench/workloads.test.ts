@@ -189,7 +189,7 @@ describe("registry", () => {
   });
   test("a file path or generator options a workload would not read are refused, not dropped", () => {
     expect(() => buildWorkload({ name: "locality", path: "x.jsonl" })).toThrow(
-      'a workload file (x.jsonl) is read by the jsonl workload only, not by "locality"',
+      'a workload file (x.jsonl) is read by the jsonl and mooncake workloads only, not by "locality"',
     );
     expect(() => buildWorkload({ name: "random-256", overrides: { numRequests: 4 } })).toThrow(
       "the random-256 workload is read from a file; generator options do not apply to it, got numRequests",
