@@ -21,7 +21,7 @@ export interface SamplingParams {
   stopTokenIds: number[];
   /** Keep generating past EOS. */
   ignoreEos: boolean;
-  /** EOS and stop tokens are ignored before this many tokens. */
+  /** EOS, stop tokens and stop strings end a sequence only after this many output tokens (as in vLLM). */
   minTokens: number;
   /** Return the chosen token's logprob per output token. */
   logprobs: boolean;

@@ -1,8 +1,10 @@
 /**
- * Per-request stop conditions and output text. Token-level: EOS (unless ignoreEos), stop token
- * ids, both ignored before minTokens; maxTokens; the model's context length. Text-level: stop
- * strings over the incrementally detokenized text, with the tail that may still become a stop
- * string held back; one completing before minTokens is text, one straddling it stops. Requests
+ * Per-request stop conditions and output text. Token-level: EOS (unless ignoreEos) and stop token
+ * ids end a sequence only once minTokens tokens precede them, as in vLLM (whose sampler never
+ * picks them earlier; ours may, and such a token is then an ordinary output token); maxTokens; the
+ * model's context length. Text-level: stop strings over the incrementally detokenized text, with
+ * the tail that may still become a stop string held back; one completing within the first
+ * minTokens tokens is text, one straddling that boundary stops. Requests
  * that neither stream nor have stop strings skip incremental detokenization and decode their
  * output once at the end (same text, far less work).
  * @module
@@ -72,7 +74,8 @@ export class StopChecker {
     const seq = this.#seq;
     const p = seq.params;
     const n = seq.numOutputTokens;
-    const armed = n >= p.minTokens;
+    // n counts this token: it may end the sequence only when minTokens tokens came before it.
+    const armed = n > p.minTokens;
     if (armed && (this.#eos.has(token) || this.#stopIds.has(token))) return { text: "", finish: "stop" };
     this.#textIds.push(token);
     const lengthDone = n >= p.maxTokens || seq.numTokens >= this.#maxModelLen;

@@ -8,9 +8,9 @@ import type { GenerationEngine } from "../core/engine_api.ts";
 import { checkApiKey, requiresApiKey } from "./auth.ts";
 import { handleChatCompletions } from "./chat_completions.ts";
 import { handleCompletions } from "./completions.ts";
-import { type RouteHandler, type ServerContext, unixSeconds } from "./context.ts";
+import { clientRequestIdOf, REQUEST_ID_HEADER, type RouteHandler, type ServerContext, unixSeconds } from "./context.ts";
 import { ApiError, errorResponse, methodNotAllowed, notFound, shutDown, toApiError, unavailable } from "./errors.ts";
-import { handleHealth, handleMetrics, handleModels, handleVersion } from "./info_routes.ts";
+import { handleHealth, handleMetrics, handleModel, handleModels, handleVersion } from "./info_routes.ts";
 import { type RequestScope, ServerLifecycle } from "./lifecycle.ts";
 import { ServerMetrics } from "./metrics.ts";
 import { inlinePromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
@@ -60,6 +60,7 @@ function buildRouter(): Router<RouteHandler> {
     .add("POST", "/v1/completions", handleCompletions)
     .add("POST", "/v1/chat/completions", handleChatCompletions)
     .add("GET", "/v1/models", handleModels)
+    .add("GET", "/v1/models/*", handleModel)
     .add("GET", "/health", handleHealth)
     .add("GET", "/version", handleVersion)
     .add("GET", "/metrics", handleMetrics)
@@ -115,7 +116,20 @@ export function createApp(options: AppOptions): ServerApp {
   };
   const router = buildRouter();
 
+  /** Answers `req`, echoing its valid `X-Request-Id` on the response as vLLM does. */
   async function fetch(req: Request): Promise<Response> {
+    let requestId: string | undefined;
+    try {
+      requestId = clientRequestIdOf(req);
+    } catch (err) {
+      return errorResponse(toApiError(err));
+    }
+    const res = await answer(req);
+    if (requestId !== undefined) res.headers.set(REQUEST_ID_HEADER, requestId);
+    return res;
+  }
+
+  async function answer(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
     const route = router.match(req.method, path);
     // The route's own path (the router ignores a trailing slash; so do the sets below).
@@ -150,7 +164,7 @@ export function createApp(options: AppOptions): ServerApp {
       // The client left while its request waited (e.g. queued for the tokenizer): nobody reads this.
       if (req.signal.aborted && !scope.failure) {
         return errorResponse(
-          new ApiError(499, "The client closed the request", "invalid_request_error", null, "request_aborted"),
+          new ApiError(499, "The client closed the request", "RequestAbortedError"),
         );
       }
       const apiError = toApiError(err);

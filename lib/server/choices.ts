@@ -46,9 +46,7 @@ function generationFailed(d: StreamDelta): ApiError {
   return new ApiError(
     500,
     `Generation failed in the engine for request ${d.requestId}: ${why}`,
-    "server_error",
-    null,
-    "generation_failed",
+    "InternalServerError",
   );
 }
 

@@ -2,13 +2,22 @@
  * POST /v1/completions: legacy text completions, non-streaming and SSE, n choices per prompt.
  * @module
  */
+import { type ChoiceEnding, choiceEnding, type EndingContext, endingContext } from "./choice_endings.ts";
 import { type ChoiceRun, collectChoices, mergeChoices, openAIFinishReason, usageOf } from "./choices.ts";
-import { checkModel, newResponseId, parseJsonBody, promptContext, type ServerContext, unixSeconds } from "./context.ts";
+import {
+  checkModel,
+  newResponseId,
+  parseJsonBody,
+  promptContext,
+  responseIdOf,
+  type ServerContext,
+  unixSeconds,
+} from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
 import { completionLogprobs } from "./logprobs.ts";
 import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
-import { completionPrompts, type TokenizedPrompt } from "./prompts.ts";
+import { completionPrompts, promptTruncationOf, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { type CompletionRequest, completionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
@@ -22,6 +31,7 @@ interface Prepared {
   runs: ChoiceRun[];
   id: string;
   created: number;
+  ending: EndingContext;
   /** Tokens streamed so far (the usage of a stream that ends early). */
   completionTokens: number;
 }
@@ -36,23 +46,31 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   const body = await parseJsonBody(req, ctx, completionRequestSchema);
   checkModel(ctx, body.model);
   const { engine } = ctx;
-  const prompts = await completionPrompts(body.prompt, promptContext(ctx, scope));
+  const maxModelLen = engine.model.maxModelLen;
+  const id = responseIdOf(req, "cmpl", body.request_id);
+  const prompts = await completionPrompts(body.prompt, promptContext(ctx, scope), {
+    addSpecialTokens: body.add_special_tokens ?? true,
+    truncation: promptTruncationOf(body, maxModelLen),
+  });
   const maxTokens = body.max_tokens ?? DEFAULT_MAX_TOKENS;
   prompts.forEach((p, i) =>
-    checkContextLength(
-      p.tokenIds.length,
-      maxTokens,
-      engine.model.maxModelLen,
-      prompts.length > 1 ? `prompt[${i}]` : "prompt",
-    )
+    checkContextLength(p.tokenIds.length, maxTokens, maxModelLen, prompts.length > 1 ? `prompt[${i}]` : "prompt")
   );
   if (body.echo && body.logprobs != null) {
-    throw badRequest("echo together with logprobs is not supported (prompt logprobs are not computed)", "echo");
+    throw badRequest("echo together with logprobs is not supported yet (prompt logprobs are not computed)", "echo");
   }
   const params = toSamplingParams(body, maxTokens, body.logprobs != null);
-  const id = newResponseId("cmpl");
-  const runs = startRequestChoices(req, ctx, scope, body, { id, prompts, params });
-  const prepared: Prepared = { body, prompts, runs, id, created: unixSeconds(), completionTokens: 0 };
+  // The engine's ids stay unique even when clients reuse a request id.
+  const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("cmpl"), prompts, params });
+  const prepared: Prepared = {
+    body,
+    prompts,
+    runs,
+    id,
+    created: unixSeconds(),
+    ending: endingContext(ctx, body, params),
+    completionTokens: 0,
+  };
   if (body.stream) {
     const envelope = chunkEnvelope(ctx, body, { id, object: "text_completion", created: prepared.created });
     return sseResponse(streamChunks(ctx, prepared, envelope), scope, {
@@ -62,22 +80,27 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   return Response.json(await completeAll(ctx, prepared, scope));
 }
 
+function logprobsOf(ctx: ServerContext, body: CompletionRequest, ids: number[], lps: number[], offset: number) {
+  if (body.logprobs == null) return null;
+  return completionLogprobs(ctx.engine.tokenizer, ids, lps, offset, body.return_tokens_as_token_ids === true);
+}
+
 async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope) {
   const finished = await collectChoices(p.runs, (e) => scope.abort(e));
-  const withLogprobs = p.body.logprobs != null;
   let completionTokens = 0;
-  const choices = finished.map((c) => {
+  const choices = [];
+  for (const c of finished) {
     completionTokens += c.tokenIds.length;
     const echo = p.body.echo ? (c.prompt.text ?? ctx.engine.tokenizer.decode(c.prompt.tokenIds)) : "";
-    return {
+    const ending = await choiceEnding(p.ending, c.tokenIds, c.text, c.finishReason);
+    choices.push({
       index: c.index,
-      text: echo + c.text,
-      logprobs: withLogprobs
-        ? completionLogprobs(ctx.engine.tokenizer, c.tokenIds, c.logprobs, 0, (p.body.logprobs ?? 0) > 0)
-        : null,
+      text: echo + c.text + ending.includedText,
+      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs, echo.length),
       finish_reason: openAIFinishReason(c.finishReason),
-    };
-  });
+      stop_reason: ending.stopReason,
+    });
+  }
   return {
     id: p.id,
     object: "text_completion",
@@ -88,39 +111,42 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
   };
 }
 
+/** What a stream has seen of one choice: its tokens and text, for its ending. */
+interface StreamedChoice {
+  tokenIds: number[];
+  text: string;
+}
+
 async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnvelope): AsyncGenerator<unknown> {
   const withLogprobs = p.body.logprobs != null;
-  const chunk = envelope.choice;
+  const usage = () => usageOf(p.prompts, p.completionTokens);
+  const chunk = (choice: Record<string, unknown>) => envelope.choice(choice, usage);
+  const echoed = new Map<number, number>();
   if (p.body.echo) {
     for (const r of p.runs) {
-      yield chunk({
-        index: r.index,
-        text: r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds),
-        logprobs: null,
-        finish_reason: null,
-      });
+      const text = r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds);
+      echoed.set(r.index, text.length);
+      yield chunk({ index: r.index, text, logprobs: null, finish_reason: null, stop_reason: null });
     }
   }
-  const textOffsets = new Map<number, number>();
+  const seen = new Map<number, StreamedChoice>();
   for await (const { run, delta } of mergeChoices(p.runs)) {
     p.completionTokens += delta.tokenIds.length;
+    let s = seen.get(run.index);
+    if (!s) seen.set(run.index, s = { tokenIds: [], text: "" });
+    const offset = (echoed.get(run.index) ?? 0) + s.text.length;
+    s.tokenIds.push(...delta.tokenIds);
+    s.text += delta.text;
     if (!delta.finished && delta.text === "" && (!withLogprobs || delta.tokenIds.length === 0)) continue;
-    const offset = textOffsets.get(run.index) ?? 0;
-    textOffsets.set(run.index, offset + delta.text.length);
+    let ending: ChoiceEnding = { stopReason: null, includedText: "" };
+    if (delta.finished) ending = await choiceEnding(p.ending, s.tokenIds, s.text, delta.finishReason ?? "stop");
     yield chunk({
       index: run.index,
-      text: delta.text,
-      logprobs: withLogprobs
-        ? completionLogprobs(
-          ctx.engine.tokenizer,
-          delta.tokenIds,
-          delta.logprobs ?? [],
-          offset,
-          (p.body.logprobs ?? 0) > 0,
-        )
-        : null,
+      text: delta.text + ending.includedText,
+      logprobs: withLogprobs ? logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? [], offset) : null,
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
+      stop_reason: ending.stopReason,
     });
   }
-  if (envelope.includeUsage) yield envelope.usage(usageOf(p.prompts, p.completionTokens));
+  if (envelope.includeUsage) yield envelope.usage(usage());
 }

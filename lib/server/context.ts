@@ -58,7 +58,7 @@ export async function parseJsonBody<S extends z.ZodType>(
     raw = JSON.parse(text);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    throw badRequest(`Request body is not valid JSON: ${why}`, null, "invalid_json");
+    throw badRequest(`Request body is not valid JSON: ${why}`);
   }
   const parsed = schema.safeParse(raw, { reportInput: true });
   if (!parsed.success) throw fromZodError(parsed.error);
@@ -71,7 +71,6 @@ export function checkModel(ctx: ServerContext, model: string | null | undefined)
   throw notFound(
     `The model \`${model}\` does not exist. This server serves \`${ctx.modelName}\`.`,
     "model",
-    "model_not_found",
   );
 }
 
@@ -83,6 +82,33 @@ export function sessionIdOf(req: Request, user: string | null | undefined): stri
 /** A fresh id with an OpenAI-style prefix (`cmpl-...`, `chatcmpl-...`). */
 export function newResponseId(prefix: string): string {
   return `${prefix}-${crypto.randomUUID().replace(/-/g, "")}`;
+}
+
+/** The header a client names its request with; the server echoes it and builds the response id from it. */
+export const REQUEST_ID_HEADER = "x-request-id";
+
+const REQUEST_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
+
+/** The request's `X-Request-Id` (undefined when absent); one that is not 1-256 visible ASCII characters is a 400. */
+export function clientRequestIdOf(req: Request): string | undefined {
+  const id = req.headers.get(REQUEST_ID_HEADER);
+  if (id === null) return undefined;
+  if (!REQUEST_ID_PATTERN.test(id)) {
+    throw badRequest(
+      `Invalid X-Request-Id header ${JSON.stringify(id.slice(0, 80))}: it must be 1 to 256 visible ASCII characters`,
+      "X-Request-Id",
+    );
+  }
+  return id;
+}
+
+/**
+ * The response id, as vLLM builds it: the prefix and the client's request id (the `X-Request-Id`
+ * header, else the body's `request_id`), or a fresh one.
+ */
+export function responseIdOf(req: Request, prefix: string, bodyRequestId: string | null | undefined): string {
+  const id = clientRequestIdOf(req) ?? bodyRequestId;
+  return id == null ? newResponseId(prefix) : `${prefix}-${id}`;
 }
 
 /** Unix time in whole seconds (the `created` field). */

@@ -6,60 +6,63 @@
 import type { z } from "zod";
 import { AbortedError, CapacityError, WorkerDiedError } from "../core/errors.ts";
 
-/** The JSON body every error response carries, as OpenAI's API shapes it. */
+/**
+ * The JSON body every error response carries, in vLLM's shape (its ErrorResponse / ErrorInfo):
+ * `type` names the kind of error as an exception class name ("BadRequestError", "NotFoundError",
+ * "InternalServerError", ...), `param` the request field at fault, `code` the HTTP status.
+ */
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | number | null };
+  error: { message: string; type: string; param: string | null; code: number };
 }
 
-/** An error that becomes one HTTP response with an OpenAI-style body. */
+/** An error that becomes one HTTP response with a vLLM-style body. */
 export class ApiError extends Error {
   override readonly name = "ApiError";
   constructor(
     readonly status: number,
     message: string,
+    /** vLLM's `type`: the kind of error, e.g. "BadRequestError" or "WorkerDiedError". */
     readonly type: string,
     readonly param: string | null = null,
-    readonly code: string | null = null,
     options?: ErrorOptions,
   ) {
     super(message, options);
   }
 
-  /** The OpenAI-style JSON body. */
+  /** The JSON body (`code` is the HTTP status, as vLLM sends it). */
   body(): OpenAIErrorBody {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.status } };
   }
 }
 
 /** 400 for a bad request field; `param` names the field. */
-export function badRequest(message: string, param: string | null = null, code: string | null = null): ApiError {
-  return new ApiError(400, message, "invalid_request_error", param, code);
+export function badRequest(message: string, param: string | null = null): ApiError {
+  return new ApiError(400, message, "BadRequestError", param);
+}
+
+/** 400 for a field vLLM has that LMPool does not implement (yet) with the value given. */
+export function notSupportedYet(param: string, what = `'${param}'`): ApiError {
+  return badRequest(`${what} is not supported yet by LMPool`, param);
 }
 
 /** 401 for a missing or wrong API key. */
 export function unauthorized(message: string): ApiError {
-  return new ApiError(401, message, "invalid_request_error", null, "invalid_api_key");
+  return new ApiError(401, message, "AuthenticationError");
 }
 
 /** 404 for an unknown route or model. */
-export function notFound(message: string, param: string | null = null, code = "not_found"): ApiError {
-  return new ApiError(404, message, "invalid_request_error", param, code);
+export function notFound(message: string, param: string | null = null): ApiError {
+  return new ApiError(404, message, "NotFoundError", param);
 }
 
 /** 405 for a known route called with the wrong method. */
 export function methodNotAllowed(method: string, path: string): ApiError {
-  return new ApiError(
-    405,
-    `Method ${method} is not allowed on ${path}`,
-    "invalid_request_error",
-    null,
-    "method_not_allowed",
-  );
+  return new ApiError(405, `Method ${method} is not allowed on ${path}`, "MethodNotAllowedError");
 }
 
 /** 503 while the engine is dead, loading, or the server drains. */
-export function unavailable(message: string): ApiError {
-  return new ApiError(503, message, "server_error", null, "service_unavailable");
+export function unavailable(message: string, type = "ServiceUnavailableError"): ApiError {
+  return new ApiError(503, message, type);
 }
 
 /** 504 when a request outlives its time limit (`--request-timeout` or `x-request-timeout`). */
@@ -67,9 +70,7 @@ export function requestTimedOut(seconds: number, source: string): ApiError {
   return new ApiError(
     504,
     `The request did not finish within its ${seconds} s time limit (${source}) and was stopped`,
-    "server_error",
-    null,
-    "request_timeout",
+    "RequestTimeoutError",
   );
 }
 
@@ -78,9 +79,7 @@ export function shutDown(drainSeconds: number): ApiError {
   return new ApiError(
     503,
     `The server shut down before this request finished (--drain-timeout ${drainSeconds} s passed)`,
-    "server_error",
-    null,
-    "shutdown",
+    "ServerShutdownError",
   );
 }
 
@@ -115,41 +114,48 @@ export function fromZodError(error: z.ZodError): ApiError {
   const issue = error.issues[0];
   if (!issue) return badRequest("Invalid request body");
   const param = formatParamPath(issue.path);
-  if (param === "" && issue.code === "invalid_type") {
-    return badRequest("Request body must be a JSON object", null, "invalid_type");
+  if (issue.code === "unrecognized_keys") {
+    const names = issue.keys.map((k) => (param === "" ? k : `${param}.${k}`));
+    return badRequest(
+      `Unknown field${names.length > 1 ? "s" : ""} ${names.map((n) => `'${n}'`).join(", ")}: ` +
+        "this endpoint has no such field (LMPool refuses fields it does not know instead of ignoring them)",
+      names[0]!,
+    );
   }
+  if (param === "" && issue.code === "invalid_type") return badRequest("Request body must be a JSON object");
   const hasInput = "input" in issue && issue.input !== undefined;
   if (!hasInput && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
-    return badRequest(`Missing required parameter '${param}'`, param, "missing_required_parameter");
+    return badRequest(`Missing required parameter '${param}'`, param);
   }
   const got = hasInput ? ` (got ${describeValue((issue as { input: unknown }).input)})` : "";
+  // A refusal that names its field already says what is wrong with it.
+  if (issue.code === "custom" && issue.message.startsWith("'")) {
+    return badRequest(`${issue.message}${got}`, param === "" ? null : param);
+  }
   const where = param === "" ? "Request body" : `Invalid value for '${param}'`;
-  return badRequest(`${where}: ${issue.message}${got}`, param === "" ? null : param, issue.code);
+  return badRequest(`${where}: ${issue.message}${got}`, param === "" ? null : param);
 }
 
 /**
- * Maps anything a route threw to an ApiError: engine capacity 400s, a dead worker 503 (code
- * worker_died, saying why), else 500.
+ * Maps anything a route threw to an ApiError: engine capacity 400s, a dead worker 503
+ * (WorkerDiedError, saying why), else 500.
  * (Bad arguments are caught as 400s where the server validates them, so a stray TypeError here is
  * our bug and stays a 500.)
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof CapacityError) return badRequest(err.message, null, "capacity_exceeded");
-  if (err instanceof AbortedError) {
-    return new ApiError(499, err.message, "invalid_request_error", null, "request_aborted");
-  }
+  if (err instanceof CapacityError) return badRequest(err.message);
+  if (err instanceof AbortedError) return new ApiError(499, err.message, "RequestAbortedError");
   if (err instanceof WorkerDiedError) {
     const rank = err.rank >= 0 ? ` (rank ${err.rank})` : "";
     return new ApiError(
       503,
       `The worker serving this request died${rank} before it finished; retry it: ${err.message}`,
-      "server_error",
+      "WorkerDiedError",
       null,
-      "worker_died",
       { cause: err },
     );
   }
   const message = err instanceof Error ? err.message : String(err);
-  return new ApiError(500, `Internal server error: ${message}`, "server_error", null, "internal_error", { cause: err });
+  return new ApiError(500, `Internal server error: ${message}`, "InternalServerError", null, { cause: err });
 }

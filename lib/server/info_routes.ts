@@ -1,28 +1,40 @@
 /**
- * Read-only routes: GET /v1/models, /health, /version and /metrics.
+ * Read-only routes: GET /v1/models (and /v1/models/{id}), /health, /version and /metrics.
  * @module
  */
 import type { ServerContext } from "./context.ts";
-import { errorResponse, unavailable } from "./errors.ts";
+import { errorResponse, notFound, unavailable } from "./errors.ts";
 import { rankHealth } from "./metrics.ts";
 import { LMPOOL_VERSION } from "./version.ts";
 
-/** GET /v1/models: the one served model, in OpenAI's list shape plus vLLM's max_model_len. */
+/** The served model's card, in OpenAI's shape plus vLLM's root, parent and max_model_len. */
+function modelCard(ctx: ServerContext) {
+  return {
+    id: ctx.modelName,
+    object: "model",
+    created: ctx.startedAt,
+    owned_by: "lmpool",
+    root: ctx.engine.model.name,
+    parent: null,
+    max_model_len: ctx.engine.model.maxModelLen,
+  };
+}
+
+/** GET /v1/models: the one served model, in OpenAI's list shape. */
 export function handleModels(_req: Request, ctx: ServerContext): Response {
-  return Response.json({
-    object: "list",
-    data: [
-      {
-        id: ctx.modelName,
-        object: "model",
-        created: ctx.startedAt,
-        owned_by: "lmpool",
-        root: ctx.engine.model.name,
-        parent: null,
-        max_model_len: ctx.engine.model.maxModelLen,
-      },
-    ],
-  });
+  return Response.json({ object: "list", data: [modelCard(ctx)] });
+}
+
+/** GET /v1/models/{id}: the served model's card, or a 404 naming the id. */
+export function handleModel(req: Request, ctx: ServerContext): Response {
+  const path = new URL(req.url).pathname.replace(/\/$/, "");
+  const id = decodeURIComponent(path.slice("/v1/models/".length));
+  if (id !== ctx.modelName) {
+    return errorResponse(
+      notFound(`The model \`${id}\` does not exist. This server serves \`${ctx.modelName}\`.`, "model"),
+    );
+  }
+  return Response.json(modelCard(ctx));
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Chosen-token logprobs in the two OpenAI shapes: legacy completions (tokens/token_logprobs/...)
- * and chat (content[].logprob). Only the sampled token's logprob is computed, so any "top"
- * alternatives lists hold just that token.
+ * and chat (content[].logprob). Only the sampled token's logprob is computed (requests for top
+ * alternatives are refused before they get here).
  * @module
  */
 import type { TextTokenizer } from "../core/engine_api.ts";
@@ -10,7 +10,7 @@ import type { TextTokenizer } from "../core/engine_api.ts";
 export interface CompletionLogprobs {
   tokens: string[];
   token_logprobs: number[];
-  top_logprobs: Array<Record<string, number>> | null;
+  top_logprobs: Array<Record<string, number>>;
   text_offset: number[];
 }
 
@@ -24,20 +24,27 @@ export interface ChatTokenLogprob {
 
 const encoder = new TextEncoder();
 
-/** The text of each token alone. */
-function tokenStrings(tokenizer: TextTokenizer, tokenIds: readonly number[]): string[] {
-  return tokenIds.map((id) => tokenizer.decode([id]));
+/**
+ * The text of each token alone, or `token_id:<id>` with return_tokens_as_token_ids (for tokens
+ * whose text is not valid UTF-8 on its own).
+ */
+function tokenStrings(tokenizer: TextTokenizer, tokenIds: readonly number[], asTokenIds: boolean): string[] {
+  return tokenIds.map((id) => (asTokenIds ? `token_id:${id}` : tokenizer.decode([id])));
 }
 
-/** Legacy completions logprobs; `textOffset` is where this piece starts in the choice's text. */
+/**
+ * Legacy completions logprobs (`logprobs: 0`): the chosen token's logprob per position, and as
+ * vLLM sends it for 0 alternatives, the chosen token alone in each `top_logprobs` entry.
+ * `textOffset` is where this piece starts in the choice's text.
+ */
 export function completionLogprobs(
   tokenizer: TextTokenizer,
   tokenIds: readonly number[],
   logprobs: readonly number[],
   textOffset: number,
-  withTop: boolean,
+  asTokenIds: boolean,
 ): CompletionLogprobs {
-  const tokens = tokenStrings(tokenizer, tokenIds);
+  const tokens = tokenStrings(tokenizer, tokenIds, asTokenIds);
   const offsets: number[] = [];
   let at = textOffset;
   for (const t of tokens) {
@@ -48,21 +55,20 @@ export function completionLogprobs(
   return {
     tokens,
     token_logprobs: lp,
-    top_logprobs: withTop ? tokens.map((t, i) => ({ [t]: lp[i]! })) : null,
+    top_logprobs: tokens.map((t, i) => ({ [t]: lp[i]! })),
     text_offset: offsets,
   };
 }
 
-/** Chat logprobs content entries. */
+/** Chat logprobs content entries (`top_logprobs: 0`: no alternatives, as in vLLM). */
 export function chatLogprobs(
   tokenizer: TextTokenizer,
   tokenIds: readonly number[],
   logprobs: readonly number[],
-  withTop: boolean,
+  asTokenIds: boolean,
 ): ChatTokenLogprob[] {
-  return tokenStrings(tokenizer, tokenIds).map((token, i) => {
+  return tokenStrings(tokenizer, tokenIds, asTokenIds).map((token, i) => {
     const logprob = logprobs[i] ?? Number.NaN;
-    const bytes = [...encoder.encode(token)];
-    return { token, logprob, bytes, top_logprobs: withTop ? [{ token, logprob, bytes }] : [] };
+    return { token, logprob, bytes: [...encoder.encode(token)], top_logprobs: [] };
   });
 }

@@ -13,8 +13,9 @@ import type { TokenizedPrompt } from "./prompts.ts";
 export interface CommonChoiceFields {
   n?: number | null;
   user?: string | null;
+  session_id?: string | null;
   cache_salt?: string | null;
-  stream_options?: { include_usage?: boolean | null } | null;
+  stream_options?: { include_usage?: boolean | null; continuous_usage_stats?: boolean | null } | null;
 }
 
 /** Starts `body.n` (default 1) choices per prompt, under the request's session, salt and signal. */
@@ -28,7 +29,7 @@ export function startRequestChoices(
   return startChoices(ctx.engine, ctx.metrics, {
     ...job,
     n: body.n ?? 1,
-    sessionId: sessionIdOf(req, body.user),
+    sessionId: sessionIdOf(req, body.session_id ?? body.user),
     cacheSalt: body.cache_salt ?? undefined,
     signal: scope.signal,
   });
@@ -38,8 +39,11 @@ export function startRequestChoices(
 export interface ChunkEnvelope {
   /** Whether the request asked for a final usage chunk (`stream_options.include_usage`). */
   includeUsage: boolean;
-  /** A chunk carrying one choice (with `usage: null` when usage is included). */
-  choice(choice: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * A chunk carrying one choice: with `continuous_usage_stats` its `usage` is `usageSoFar`, else
+   * `null` when usage is included (and absent when not).
+   */
+  choice(choice: Record<string, unknown>, usageSoFar: () => Usage): Record<string, unknown>;
   /** The final chunk: no choices, the usage. */
   usage(usage: Usage): Record<string, unknown>;
 }
@@ -51,10 +55,16 @@ export function chunkEnvelope(
   head: { id: string; object: string; created: number },
 ): ChunkEnvelope {
   const includeUsage = body.stream_options?.include_usage === true;
+  // As in vLLM, usage on every chunk is a refinement of include_usage.
+  const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
   const base = { id: head.id, object: head.object, created: head.created, model: ctx.modelName };
   return {
     includeUsage,
-    choice: (choice) => ({ ...base, choices: [choice], ...(includeUsage ? { usage: null } : {}) }),
+    choice: (choice, usageSoFar) => ({
+      ...base,
+      choices: [choice],
+      ...(includeUsage ? { usage: continuous ? usageSoFar() : null } : {}),
+    }),
     usage: (usage) => ({ ...base, choices: [], usage }),
   };
 }

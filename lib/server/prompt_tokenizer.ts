@@ -43,7 +43,6 @@ function templateRefused(message: string) {
   return badRequest(
     `messages could not be rendered with the chat template: ${message}`,
     "messages",
-    "invalid_messages",
   );
 }
 

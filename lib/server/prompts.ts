@@ -39,50 +39,88 @@ export function checkPromptChars(chars: number, ctx: PromptContext, param: strin
     throw badRequest(
       `${param} has ${chars} characters, more than any prompt within this model's maximum context length of ${ctx.maxModelLen} tokens can have (${limit}). Please reduce the length of the input.`,
       param,
-      "context_length_exceeded",
     );
   }
 }
 
 function checkIds(ids: number[], vocabSize: number, param: string): void {
-  if (ids.length === 0) throw badRequest(`${param} is empty: a prompt needs at least one token`, param, "empty_prompt");
+  if (ids.length === 0) throw badRequest(`${param} is empty: a prompt needs at least one token`, param);
   for (const id of ids) {
     if (id >= vocabSize) {
       throw badRequest(
         `${param} has token id ${id}, outside the vocabulary (size ${vocabSize})`,
         param,
-        "invalid_token_id",
       );
     }
   }
+}
+
+/** truncate_prompt_tokens: keep this many prompt tokens, the last ones ("left") or the first ("right"). */
+export interface PromptTruncation {
+  tokens: number;
+  side: "left" | "right";
+}
+
+/** The request's truncation (undefined: none); -1 means max_model_len, more than it is a 400. */
+export function promptTruncationOf(
+  body: { truncate_prompt_tokens?: number | null; truncation_side?: "left" | "right" | null },
+  maxModelLen: number,
+): PromptTruncation | undefined {
+  const n = body.truncate_prompt_tokens;
+  if (n == null) return undefined;
+  const tokens = n === -1 ? maxModelLen : n;
+  if (tokens > maxModelLen) {
+    throw badRequest(
+      `truncate_prompt_tokens value (${n}) is greater than max_model_len (${maxModelLen}). Please, select a smaller truncation size.`,
+      "truncate_prompt_tokens",
+    );
+  }
+  return { tokens, side: body.truncation_side ?? "left" };
+}
+
+function truncated(ids: number[], t: PromptTruncation | undefined): number[] {
+  if (!t || ids.length <= t.tokens) return ids;
+  return t.side === "left" ? ids.slice(ids.length - t.tokens) : ids.slice(0, t.tokens);
+}
+
+/** How the prompts of one request are tokenized. */
+export interface PromptOptions {
+  addSpecialTokens: boolean;
+  truncation?: PromptTruncation;
 }
 
 /** Normalizes a completions `prompt` (text, texts, ids, id lists) to one token-id list per prompt. */
 export async function completionPrompts(
   prompt: string | string[] | number[] | number[][],
   ctx: PromptContext,
+  options: PromptOptions = { addSpecialTokens: true },
 ): Promise<TokenizedPrompt[]> {
   const paramOf = (i: number, count: number) => (count > 1 ? `prompt[${i}]` : "prompt");
+  const cut = options.truncation;
   let out: TokenizedPrompt[];
   if (typeof prompt === "string" || prompt.every((p) => typeof p === "string")) {
     const texts = typeof prompt === "string" ? [prompt] : (prompt as string[]);
-    texts.forEach((t, i) => checkPromptChars(t.length, ctx, paramOf(i, texts.length)));
+    // A prompt that will be truncated may be longer than the context (the body limit bounds it).
+    if (!cut) texts.forEach((t, i) => checkPromptChars(t.length, ctx, paramOf(i, texts.length)));
     out = [];
     // One at a time: a list of large prompts must not fill the pool's queue on its own.
     for (const text of texts) {
-      out.push({ tokenIds: await ctx.tokenizer.encode(text, { addSpecialTokens: true, signal: ctx.signal }), text });
+      const ids = await ctx.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens, signal: ctx.signal });
+      const kept = truncated(ids, cut);
+      // Echo shows the prompt the model saw: a truncated one is decoded from its ids.
+      out.push(kept === ids ? { tokenIds: ids, text } : { tokenIds: kept });
     }
   } else if (prompt.every((p) => typeof p === "number")) {
-    out = [{ tokenIds: [...(prompt as number[])] }];
+    out = [{ tokenIds: truncated([...(prompt as number[])], cut) }];
   } else {
-    out = (prompt as number[][]).map((ids) => ({ tokenIds: [...ids] }));
+    out = (prompt as number[][]).map((ids) => ({ tokenIds: truncated([...ids], cut) }));
   }
   out.forEach((p, i) => checkIds(p.tokenIds, ctx.vocabSize, paramOf(i, out.length)));
   return out;
 }
 
 /** Flattens a message's content (string or text parts) to one string; parts join with newlines. */
-function messageText(m: ChatMessageInput): string {
+export function messageContentText(m: ChatMessageInput): string {
   if (m.content == null) return "";
   if (typeof m.content === "string") return m.content;
   return m.content.map((p) => p.text).join("\n");
@@ -90,7 +128,7 @@ function messageText(m: ChatMessageInput): string {
 
 /** Maps request messages onto the tokenizer's chat messages (`developer` reads as `system`). */
 function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
-  return messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: messageText(m) }));
+  return messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: messageContentText(m) }));
 }
 
 /**
@@ -100,10 +138,10 @@ function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
 export async function chatTokenIds(
   messages: readonly ChatMessageInput[],
   ctx: PromptContext,
-  options: { addGenerationPrompt: boolean; addSpecialTokens?: boolean },
+  options: { addGenerationPrompt: boolean; addSpecialTokens?: boolean; checkChars?: boolean },
 ): Promise<number[]> {
   const chat = toChatMessages(messages);
-  checkPromptChars(chat.reduce((n, m) => n + m.content.length, 0), ctx, "messages");
+  if (options.checkChars ?? true) checkPromptChars(chat.reduce((n, m) => n + m.content.length, 0), ctx, "messages");
   return ctx.tokenizer.encodeChat(chat, {
     addGenerationPrompt: options.addGenerationPrompt,
     addSpecialTokens: options.addSpecialTokens ?? false,
@@ -115,9 +153,10 @@ export async function chatTokenIds(
 export async function chatPrompt(
   messages: readonly ChatMessageInput[],
   ctx: PromptContext,
-  addGenerationPrompt: boolean,
+  options: PromptOptions & { addGenerationPrompt: boolean },
 ): Promise<TokenizedPrompt> {
-  const tokenIds = await chatTokenIds(messages, ctx, { addGenerationPrompt });
+  const ids = await chatTokenIds(messages, ctx, { ...options, checkChars: options.truncation === undefined });
+  const tokenIds = truncated(ids, options.truncation);
   checkIds(tokenIds, ctx.vocabSize, "messages");
   return { tokenIds };
 }

@@ -17,9 +17,7 @@ function requestTooLarge(bytes: number, maxBytes: number, atLeast = false): ApiE
     `Request body of ${
       atLeast ? "at least " : ""
     }${bytes} bytes exceeds --max-request-bytes ${maxBytes}; send a smaller body or raise the limit`,
-    "invalid_request_error",
-    null,
-    "request_too_large",
+    "RequestTooLargeError",
   );
 }
 

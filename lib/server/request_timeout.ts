@@ -36,7 +36,6 @@ export function requestTimeoutOf(req: Request, serverSeconds: number | undefined
           JSON.stringify(header)
         }: it must be a number of seconds in (0, ${MAX_TIMEOUT_SECONDS}]`,
         REQUEST_TIMEOUT_HEADER,
-        "invalid_header",
       );
     }
   }

@@ -72,7 +72,6 @@ export function checkContextLength(
     throw badRequest(
       `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input.`,
       promptParam,
-      "context_length_exceeded",
     );
   }
   if (promptTokens + maxTokens > maxModelLen) {
@@ -85,7 +84,6 @@ export function checkContextLength(
         }, ${maxTokens} in the completion). ` +
         "Please reduce the length of the input or completion.",
       "max_tokens",
-      "context_length_exceeded",
     );
   }
 }

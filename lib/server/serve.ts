@@ -79,7 +79,7 @@ const RUNTIME_BODY_BOUND = 1024 ** 3;
 
 function loading(): Response {
   return errorResponse(
-    new ApiError(503, "The server is loading the model; retry shortly", "server_error", null, "loading"),
+    new ApiError(503, "The server is loading the model; retry shortly", "ModelLoadingError"),
     { "retry-after": "5" },
   );
 }

@@ -40,7 +40,6 @@ export async function handleDetokenize(req: Request, ctx: ServerContext, scope: 
     throw badRequest(
       `tokens[${bad}] is ${body.tokens[bad]}, outside the vocabulary (size ${vocab})`,
       `tokens[${bad}]`,
-      "invalid_token_id",
     );
   }
   return Response.json({ prompt: await ctx.tokenizer.decode(body.tokens, { signal: scope.signal }) });

@@ -114,7 +114,7 @@ export class TokenizerPool {
   run(job: PoolJob, signal?: AbortSignal): Promise<PoolResult> {
     if (this.#closed) {
       return Promise.reject(
-        new ApiError(503, "The tokenizer pool is shut down", "server_error", null, "service_unavailable"),
+        new ApiError(503, "The tokenizer pool is shut down", "ServiceUnavailableError"),
       );
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -123,9 +123,7 @@ export class TokenizerPool {
         new ApiError(
           503,
           `The tokenizer is busy: ${this.#queue.length} jobs are waiting (the queue holds ${this.maxQueue}); retry later`,
-          "server_error",
-          null,
-          "tokenizer_busy",
+          "TokenizerBusyError",
         ),
       );
     }
@@ -149,7 +147,7 @@ export class TokenizerPool {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const gone = new ApiError(503, "The tokenizer pool is shut down", "server_error", null, "service_unavailable");
+    const gone = new ApiError(503, "The tokenizer pool is shut down", "ServiceUnavailableError");
     for (const slot of this.#slots) {
       clearTimeout(slot.timer);
       slot.thread.terminate();
@@ -229,7 +227,7 @@ export class TokenizerPool {
         `[lmpool] tokenizer thread ${index} could not restart: ${err instanceof Error ? err.message : String(err)}`,
       );
       if (this.#slots.every((s) => !s.ready && !s.onReady)) {
-        const down = new ApiError(503, "No tokenizer thread is running", "server_error", null, "service_unavailable");
+        const down = new ApiError(503, "No tokenizer thread is running", "ServiceUnavailableError");
         for (const p of this.#queue.splice(0)) this.#settle(p, () => p.reject(down));
       }
     });
@@ -251,9 +249,7 @@ export class TokenizerPool {
               new ApiError(
                 503,
                 `Tokenization took longer than ${this.jobTimeoutMs} ms and was stopped`,
-                "server_error",
-                null,
-                "tokenizer_timeout",
+                "TokenizerTimeoutError",
               ),
             ),
         );

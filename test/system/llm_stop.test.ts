@@ -56,7 +56,8 @@ describe("token-level stops", () => {
     const stop = ref.tokenIds[k]!;
     const minTokens = k + 2;
     const [o] = await llm.generate({ promptTokenIds: prompt }, greedy({ stopTokenIds: [stop], minTokens }));
-    const later = ref.tokenIds.findIndex((t, i) => i >= minTokens - 1 && t === stop);
+    // Output token i may stop once minTokens tokens precede it (i >= minTokens), as in vLLM.
+    const later = ref.tokenIds.findIndex((t, i) => i >= minTokens && t === stop);
     const expected = later >= 0 ? ref.tokenIds.slice(0, later + 1) : ref.tokenIds;
     expect(o!.tokenIds).toEqual(expected);
     expect(o!.tokenIds.length).toBeGreaterThan(k + 1);
@@ -158,13 +159,13 @@ describe("stop strings", () => {
     }
     if (!pick) throw new Error(`no straddling stop string in ${JSON.stringify(full)}`);
     const { j, stop, cut } = pick;
-    // Armed from output token j on (numOutputTokens = j + 1): the stop string completes in it.
-    const [o] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j + 1 }));
+    // Armed from output token j on (j tokens precede it): the stop string completes in it.
+    const [o] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j }));
     expect(o!.finishReason).toBe("stop");
     expect(o!.tokenIds).toEqual(ref.tokenIds.slice(0, j + 1));
     expect(o!.text).toBe(full.slice(0, cut));
     // Armed only after it: the stop string is ordinary text and generation runs on.
-    const [late] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j + 2 }));
+    const [late] = await llm.generate({ promptTokenIds: prompt }, greedy({ stop: [stop], minTokens: j + 1 }));
     expect(late!.tokenIds.length).toBeGreaterThan(j + 1);
     expect(late!.text.startsWith(full.slice(0, cut + stop.length))).toBe(true);
   });

@@ -196,7 +196,8 @@ describe("server process", () => {
       const err: Json = await res.json();
       expect(err.error.param).toBe(param);
       expect(typeof err.error.message).toBe("string");
-      expect(err.error.type).toBe("invalid_request_error");
+      expect(err.error.type).toBe(status === 404 ? "NotFoundError" : "BadRequestError");
+      expect(err.error.code).toBe(status);
     }
     const over: Json = await (await postJson("/v1/completions", { prompt: "a", max_tokens: MAX_MODEL_LEN })).json();
     expect(over.error.message).toContain(String(MAX_MODEL_LEN));
@@ -268,7 +269,7 @@ describe("server process", () => {
     await Bun.sleep(50);
     const refused = await postJson("/v1/completions", { model: MODEL, prompt: "late", max_tokens: 1 });
     expect(refused.status).toBe(503);
-    expect(((await refused.json()) as Json).error.code).toBe("service_unavailable");
+    expect(((await refused.json()) as Json).error.type).toBe("ServiceUnavailableError");
     expect((await api("/health")).status).toBe(503);
     for (let r = await reader.read(); !r.done; r = await reader.read()) sse += dec.decode(r.value);
     expect(sse.endsWith("data: [DONE]\n\n")).toBe(true);

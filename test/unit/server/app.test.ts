@@ -100,7 +100,7 @@ describe("completions", () => {
 
   test("logprobs: chosen-token logprobs with tokens and offsets", async () => {
     const { app } = setup();
-    const body: Json = await (await post(app, "/v1/completions", { prompt: "a", max_tokens: 3, logprobs: 1 })).json();
+    const body: Json = await (await post(app, "/v1/completions", { prompt: "a", max_tokens: 3, logprobs: 0 })).json();
     const lp = body.choices[0].logprobs;
     expect(lp.token_logprobs).toEqual([-0.5, -0.5, -0.5]);
     expect(lp.tokens.join("")).toBe(body.choices[0].text);
@@ -241,7 +241,8 @@ describe("bad input never reaches the engine", () => {
       expect(res.status).toBe(status);
       const err: Json = await res.json();
       expect(Object.keys(err.error).sort()).toEqual(["code", "message", "param", "type"]);
-      expect(err.error.type).toBe("invalid_request_error");
+      expect(err.error.type).toBe(status === 404 ? "NotFoundError" : "BadRequestError");
+      expect(err.error.code).toBe(status);
       expect(err.error.param).toBe(param);
       expect(err.error.message).toMatch(message);
       expect(engine.requests).toHaveLength(0);
@@ -256,7 +257,7 @@ describe("routing, auth, health and draining", () => {
     const { app } = setup();
     const nf = await app.fetch(new Request("http://x/v1/nope"));
     expect(nf.status).toBe(404);
-    expect(((await nf.json()) as Json).error.code).toBe("not_found");
+    expect(((await nf.json()) as Json).error.type).toBe("NotFoundError");
     const na = await app.fetch(new Request("http://x/v1/completions"));
     expect(na.status).toBe(405);
     expect(na.headers.get("allow")).toBe("POST");
@@ -270,7 +271,7 @@ describe("routing, auth, health and draining", () => {
     ) {
       const res = await post(app, "/v1/completions", body, headers);
       expect(res.status).toBe(401);
-      expect(((await res.json()) as Json).error.code).toBe("invalid_api_key");
+      expect(((await res.json()) as Json).error.type).toBe("AuthenticationError");
     }
     expect((await post(app, "/v1/completions", body, { authorization: "Bearer sekret" })).status).toBe(200);
     expect((await app.fetch(new Request("http://x/health"))).status).toBe(200);
@@ -300,7 +301,7 @@ describe("routing, auth, health and draining", () => {
     expect((await app.fetch(new Request("http://x/health"))).status).toBe(503);
     const res = await post(app, "/v1/completions", { prompt: "a" });
     expect(res.status).toBe(503);
-    expect(((await res.json()) as Json).error.code).toBe("service_unavailable");
+    expect(((await res.json()) as Json).error.type).toBe("ServiceUnavailableError");
   });
 
   test("drain: new requests get 503, the in-flight stream finishes, then drain resolves", async () => {

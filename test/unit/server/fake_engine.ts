@@ -1,5 +1,6 @@
 // A small GenerationEngine test double for the server's unit tests: a character tokenizer
-// (id = char code), and a generator that emits letters derived from the seed, one token per tick.
+// (id = char code), and a generator that emits letters derived from the seed, one token per tick,
+// stopping at stop token ids and one-letter stop strings (whose text it leaves out).
 import type {
   ChatMessage,
   EngineStats,
@@ -89,6 +90,11 @@ export class FakeEngine implements GenerationEngine {
         tokenIds.push(id);
         this.generated++;
         const piece = String.fromCharCode(id);
+        // Stop token ids and one-letter stop strings end it once min_tokens tokens came before.
+        if (i >= p.minTokens && (p.stopTokenIds.includes(id) || p.stop.includes(piece))) {
+          finishReason = "stop";
+          break;
+        }
         text += piece;
         const last = i === p.maxTokens - 1;
         const delta: StreamDelta = {
@@ -117,7 +123,7 @@ export class FakeEngine implements GenerationEngine {
       yield {
         requestId,
         tokenIds: lastId === undefined ? [] : [lastId],
-        text: lastId === undefined ? "" : String.fromCharCode(lastId),
+        text: lastId === undefined || finishReason === "stop" ? "" : String.fromCharCode(lastId),
         logprobs: p.logprobs && lastId !== undefined ? [-0.5] : undefined,
         finished: true,
         finishReason,

@@ -105,7 +105,7 @@ describe("tokenizer pool", () => {
       const refused = await rejection(small.run({ op: "encode", text: "one too many", addSpecialTokens: true }));
       expect(refused).toBeInstanceOf(ApiError);
       expect((refused as ApiError).status).toBe(503);
-      expect((refused as ApiError).code).toBe("tokenizer_busy");
+      expect((refused as ApiError).type).toBe("TokenizerBusyError");
       expect((await running).type).toBe("done");
       const q = await queued;
       expect(q.type === "done" && Array.from(q.ids ?? [])).toEqual(inline.encode("queued"));
@@ -121,7 +121,7 @@ describe("tokenizer pool", () => {
         slow.run({ op: "encode", text: "lorem ipsum dolor sit amet ".repeat(100_000), addSpecialTokens: true }),
       );
       expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).code).toBe("tokenizer_timeout");
+      expect((err as ApiError).type).toBe("TokenizerTimeoutError");
       // The replacement thread loads the tokenizer, then serves again.
       const after = await slow.run({ op: "encode", text: "hello", addSpecialTokens: true });
       expect(after.type === "done" && Array.from(after.ids ?? [])).toEqual(inline.encode("hello"));

@@ -18,9 +18,36 @@ describe("completion schema", () => {
     }
   });
 
-  test("drops unknown fields", () => {
-    const r = completionRequestSchema.parse({ prompt: "a", whatever: 1 });
-    expect("whatever" in r).toBe(false);
+  test("refuses unknown fields by name", () => {
+    const e = errorOf(completionRequestSchema, { prompt: "a", whatever: 1 });
+    expect(e.param).toBe("whatever");
+    expect(e.message).toContain("Unknown field 'whatever'");
+    expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a", x: 1 }] }).param)
+      .toBe("messages[0].x");
+  });
+
+  test("vLLM's wording where vLLM has one; the stop limit is stated", () => {
+    expect(errorOf(completionRequestSchema, { prompt: "a", suffix: "s" }).message).toContain(
+      "suffix is not currently supported",
+    );
+    const stops = errorOf(completionRequestSchema, {
+      prompt: "a",
+      stop: Array.from({ length: 65 }, (_, i) => `s${i}`),
+    });
+    expect(stops.param).toBe("stop");
+    expect(stops.message).toContain("at most 64 strings, got 65");
+    expect(errorOf(completionRequestSchema, { prompt: "a", stream_options: { include_usage: true } }).message)
+      .toContain("Stream options can only be defined when `stream=True`.");
+    expect(
+      errorOf(completionRequestSchema, { prompt: "a", stream: true, stream_options: { continuous_usage_stats: true } })
+        .param,
+    ).toBe("stream_options.continuous_usage_stats");
+    // No zod-internal names anywhere in a body.
+    for (const body of [{ prompt: "a", n: 0 }, { prompt: 5 }, { prompt: "a", min_p: 0.5 }]) {
+      const b = errorOf(completionRequestSchema, body).body();
+      expect(b.error.code).toBe(400);
+      expect(JSON.stringify(b)).not.toMatch(/too_small|invalid_union|custom|invalid_type/);
+    }
   });
 
   test("errors name the field and the value", () => {
@@ -28,7 +55,7 @@ describe("completion schema", () => {
     expect(e.status).toBe(400);
     expect(e.param).toBe("top_p");
     expect(e.message).toContain("1.5");
-    expect(e.body().error.type).toBe("invalid_request_error");
+    expect(e.body().error).toMatchObject({ type: "BadRequestError", code: 400 });
     expect(errorOf(completionRequestSchema, { prompt: "a", n: 1.5 }).message).toContain("got 1.5");
     expect(errorOf(completionRequestSchema, { prompt: [1, "a"] }).message).toContain("list of token ids");
     expect(errorOf(completionRequestSchema, { prompt: "a", stop: [1] }).param).toBe("stop");
@@ -46,7 +73,7 @@ describe("chat schema", () => {
     expect(e.message).toContain('"robot"');
     expect(errorOf(chatCompletionRequestSchema, { messages: [] }).param).toBe("messages");
     expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] }).message)
-      .toContain("tools are not supported");
+      .toContain("'tools' is not supported yet");
     expect(formatParamPath(["a", 0, "b"])).toBe("a[0].b");
   });
 });

@@ -1,0 +1,186 @@
+/**
+ * Every request field of vLLM's /v1/completions and /v1/chat/completions (CompletionRequest and
+ * ChatCompletionRequest in vLLM's OpenAI server), each with what LMPool does with it: the same as
+ * vLLM, differently (and how), or refused with a 400 that names it. Nothing is accepted and
+ * ignored. README's server section is this table as requestFieldsMarkdown renders it, and a test
+ * holds the schemas (schemas.ts) to it: a schema has exactly the fields its rows list, and every
+ * refused row's example value gets a 400 naming the field.
+ * @module
+ */
+
+/** What LMPool does with a field. */
+export type FieldVerdict = "same" | "differs" | "refused";
+
+/** Which endpoints have the field. */
+export type FieldEndpoints = "both" | "completions" | "chat";
+
+/** One row of the table. */
+export interface RequestFieldRow {
+  field: string;
+  endpoints: FieldEndpoints;
+  verdict: FieldVerdict;
+  /** How it differs, what is refused, or a short note. */
+  note: string;
+  /**
+   * For refused rows: a value that gets a 400 naming the field (the values that mean "off" are
+   * accepted, since they ask for nothing LMPool lacks).
+   */
+  refusedExample?: unknown;
+}
+
+const row = (
+  field: string,
+  endpoints: FieldEndpoints,
+  verdict: FieldVerdict,
+  note: string,
+  refusedExample?: unknown,
+): RequestFieldRow => ({ field, endpoints, verdict, note, ...(verdict === "refused" ? { refusedExample } : {}) });
+
+/** The table, in vLLM's field order (completions first, then the chat-only fields). */
+export const REQUEST_FIELDS: readonly RequestFieldRow[] = [
+  row("model", "both", "same", "absent means the served model; another name is a 404"),
+  row("prompt", "completions", "same", "text, texts, token ids or lists of token ids"),
+  row(
+    "messages",
+    "chat",
+    "differs",
+    "text content only (`text` parts); a message's `name`, `tool_calls`, `tool_call_id`, `reasoning` and non-text parts are refused with 400",
+  ),
+  row(
+    "echo",
+    "both",
+    "same",
+    "completions: the prompt before the text; chat: the last message's content before the reply when the roles match",
+  ),
+  row("frequency_penalty", "both", "refused", "only 0", 0.5),
+  row("presence_penalty", "both", "refused", "only 0", 0.5),
+  row("repetition_penalty", "both", "refused", "only 1", 1.2),
+  row("logit_bias", "both", "refused", "only `{}`", { "1": 5 }),
+  row(
+    "logprobs",
+    "completions",
+    "differs",
+    "0: the chosen token's logprob; top alternatives (> 0) are refused with 400",
+    5,
+  ),
+  row("logprobs", "chat", "same", "the chosen token's logprob per token"),
+  row("top_logprobs", "chat", "refused", "only 0 (top alternatives are not computed yet)", 3),
+  row("max_tokens", "both", "same", "completions default 16; chat default: the rest of the context"),
+  row("max_completion_tokens", "chat", "same", "wins over max_tokens"),
+  row("n", "both", "differs", "at most 128"),
+  row("seed", "both", "differs", `an integer in [0, 2^53 - 128] (vLLM: any int64)`),
+  row("stop", "both", "differs", "at most 64 strings; empty strings are dropped"),
+  row("stream", "both", "same", ""),
+  row(
+    "stream_options",
+    "both",
+    "differs",
+    "`include_usage`, `continuous_usage_stats` (usage so far on every chunk); only with `stream: true`; `continuous_usage_stats` without `include_usage` is refused with 400 (vLLM ignores it)",
+  ),
+  row("suffix", "completions", "refused", "only null", "x"),
+  row("temperature", "both", "same", "a finite float32 >= 0"),
+  row("top_p", "both", "same", "in (0, 1]"),
+  row(
+    "user",
+    "both",
+    "differs",
+    "the session id for session-affinity routing when no `x-session-id` header is sent (vLLM ignores it)",
+  ),
+  row("use_beam_search", "both", "refused", "only false", true),
+  row("best_of", "completions", "refused", "only 1 (recent vLLM releases have dropped the field)", 2),
+  row("top_k", "both", "same", "0 or -1: off"),
+  row("min_p", "both", "refused", "only 0", 0.1),
+  row("watermarking", "both", "refused", "only false", true),
+  row("length_penalty", "both", "refused", "only 1 (a beam-search setting)", 0.5),
+  row("stop_token_ids", "both", "same", ""),
+  row("include_stop_str_in_output", "both", "same", "the stop string (or the stop token's text) ends the text"),
+  row("ignore_eos", "both", "same", ""),
+  row(
+    "min_tokens",
+    "both",
+    "differs",
+    "EOS and stop tokens do not end a sequence before min_tokens tokens; vLLM also masks them from sampling, LMPool keeps one sampled early as an ordinary token",
+  ),
+  row("skip_special_tokens", "both", "refused", "only true", false),
+  row("spaces_between_special_tokens", "both", "refused", "only true", false),
+  row(
+    "truncate_prompt_tokens",
+    "both",
+    "same",
+    'keeps the last (or with `truncation_side: "right"` the first) N prompt tokens; -1: max_model_len',
+  ),
+  row("truncation_side", "both", "same", '"left" (default) or "right"'),
+  row("allowed_token_ids", "both", "refused", "only null", [1, 2]),
+  row("prompt_logprobs", "both", "refused", "only null", 1),
+  row("logprob_token_ids", "both", "refused", "only null", [1]),
+  row("bad_words", "both", "refused", "only `[]`", ["x"]),
+  row("prompt_embeds", "completions", "refused", "only null", "AAAA"),
+  row("add_special_tokens", "both", "same", "completions default true, chat default false"),
+  row("response_format", "both", "refused", 'only `{"type": "text"}`', { type: "json_object" }),
+  row("structured_outputs", "both", "refused", "only null", { choice: ["a"] }),
+  row("priority", "both", "refused", "only 0", 1),
+  row(
+    "request_id",
+    "both",
+    "same",
+    "the base of the response id (the `X-Request-Id` header wins), echoed in `X-Request-Id`",
+  ),
+  row("session_id", "both", "differs", "the session id for session-affinity routing (wins over `user`)"),
+  row("return_tokens_as_token_ids", "both", "same", "logprob tokens as `token_id:<id>`"),
+  row("return_token_ids", "both", "refused", "only false", true),
+  row("routed_experts_prompt_start", "both", "refused", "only 0 (no mixture-of-experts models)", 1),
+  row("return_token_offsets", "both", "refused", "only false", true),
+  row("return_mm_kwargs", "both", "refused", "only true (no multimodal models)", false),
+  row("cache_salt", "both", "same", "1 to 1024 characters"),
+  row("kv_transfer_params", "both", "refused", "only null", {}),
+  row("ec_transfer_params", "both", "refused", "only null", {}),
+  row("vllm_xargs", "both", "refused", "only null", { a: 1 }),
+  row("repetition_detection", "both", "refused", "only null", {}),
+  row("thinking_token_budget", "both", "refused", "only null or -1", 10),
+  row("stream_interval", "both", "refused", "only 1 (every token is streamed as it comes)", 4),
+  row("tools", "chat", "refused", "only null (tool calling is not implemented yet)", [{
+    type: "function",
+    function: { name: "f" },
+  }]),
+  row(
+    "tool_choice",
+    "chat",
+    "same",
+    '`"none"`; another value needs `tools` (a 400, as in vLLM; `tools` itself is refused)',
+  ),
+  row("reasoning_effort", "chat", "refused", "only null", "low"),
+  row("include_reasoning", "chat", "refused", "only true (reasoning is not split from the content yet)", false),
+  row("parallel_tool_calls", "chat", "same", "without tools it has no effect, as in vLLM"),
+  row("add_generation_prompt", "chat", "same", "default true"),
+  row("continue_final_message", "chat", "refused", "only false", true),
+  row("documents", "chat", "refused", "only null", [{ title: "t", text: "x" }]),
+  row("chat_template", "chat", "refused", "only null", "{{ messages }}"),
+  row("chat_template_kwargs", "chat", "refused", "only null or `{}`", { enable_thinking: false }),
+  row("media_io_kwargs", "chat", "refused", "only null", { image: {} }),
+  row("mm_processor_kwargs", "chat", "refused", "only null", { a: 1 }),
+  row("return_prompt_text", "chat", "refused", "only false", true),
+];
+
+/** The rows of one endpoint. */
+export function fieldsOf(endpoint: "completions" | "chat"): RequestFieldRow[] {
+  return REQUEST_FIELDS.filter((r) => r.endpoints === "both" || r.endpoints === endpoint);
+}
+
+const VERDICT_TEXT: Record<FieldVerdict, string> = { same: "same", differs: "differs", refused: "refused with 400" };
+
+const ENDPOINT_TEXT: Record<FieldEndpoints, string> = { both: "both", completions: "completions", chat: "chat" };
+
+/** The README table: field, endpoints, verdict, note. */
+export function requestFieldsMarkdown(): string {
+  const lines = [
+    "| Field | Endpoints | LMPool | Note |",
+    "| --- | --- | --- | --- |",
+    ...REQUEST_FIELDS.map((r) =>
+      `| \`${r.field}\` | ${ENDPOINT_TEXT[r.endpoints]} | ${VERDICT_TEXT[r.verdict]} | ${
+        r.note.replaceAll("|", "\\|")
+      } |`
+    ),
+    "| any other field | both | refused with 400 | vLLM ignores unknown fields with a warning; LMPool names them in a 400 |",
+  ];
+  return lines.join("\n");
+}
