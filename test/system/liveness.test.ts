@@ -18,8 +18,8 @@ const base = {
   log: null,
   backend: "cpu",
 } satisfies Partial<LLMEngineOptions>;
-/** Silence limit 0.3 s: below the steps of a 4,000-token prefill on the CPU. */
-const heartbeat = { intervalMs: 100, missLimit: 3 };
+/** Silence limit 0.2 s: below the steps of a 4,000-token prefill on the CPU (each near the 0.5 s step target). */
+const heartbeat = { intervalMs: 50, missLimit: 4 };
 
 test("a step far longer than the heartbeat limit is announced, not taken for a death", async () => {
   await using engine = await LLMEngine.create({ model: engineTestModelDir(), worldSize: 2, ...base, heartbeat });
