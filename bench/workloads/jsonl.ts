@@ -86,16 +86,20 @@ function parseLine(obj: unknown, fail: (problem: string) => never, fallbackId: s
   return req;
 }
 
-/** Parses JSONL text into a workload; `source` names the text in errors (a path or "<stdin>"). */
-export function parseJsonlWorkload(text: string, options: { name?: string; source?: string } = {}): Workload {
-  const source = options.source ?? "<jsonl>";
-  const name = options.name ?? "jsonl";
-  const requests: WorkloadRequest[] = [];
+/** A line's problem, as an error naming the source and the line. */
+export type LineFailure = (problem: string, cause?: unknown) => never;
+
+/**
+ * Each non-blank line of JSONL `text` parsed as JSON, with the function that fails naming that line;
+ * a line that is not JSON fails at once. Throws when the text holds no line at all.
+ */
+export function* jsonlObjects(text: string, source: string): Generator<{ obj: unknown; fail: LineFailure }> {
   const lines = text.split("\n");
+  let count = 0;
   for (let i = 0; i < lines.length; i++) {
     const raw = (lines[i] as string).trim();
     if (raw === "") continue;
-    const fail = (problem: string, cause?: unknown): never => {
+    const fail: LineFailure = (problem, cause) => {
       throw new JsonlFormatError(source, i + 1, problem, cause === undefined ? undefined : { cause });
     };
     let obj: unknown;
@@ -104,9 +108,20 @@ export function parseJsonlWorkload(text: string, options: { name?: string; sourc
     } catch (e) {
       fail(`not valid JSON (${(e as Error).message})`, e);
     }
+    count++;
+    yield { obj, fail };
+  }
+  if (count === 0) throw new JsonlFormatError(source, lines.length, "no requests in the file");
+}
+
+/** Parses JSONL text into a workload; `source` names the text in errors (a path or "<stdin>"). */
+export function parseJsonlWorkload(text: string, options: { name?: string; source?: string } = {}): Workload {
+  const source = options.source ?? "<jsonl>";
+  const name = options.name ?? "jsonl";
+  const requests: WorkloadRequest[] = [];
+  for (const { obj, fail } of jsonlObjects(text, source)) {
     requests.push(parseLine(obj, fail, `${name}-${String(requests.length).padStart(4, "0")}`));
   }
-  if (requests.length === 0) throw new JsonlFormatError(source, lines.length, "no requests in the file");
   const seen = new Set<string>();
   for (const r of requests) {
     if (seen.has(r.id)) throw new RangeError(`${source}: request id ${JSON.stringify(r.id)} appears more than once`);

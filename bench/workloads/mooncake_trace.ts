@@ -6,7 +6,7 @@
  * promise, which a replay's token ids must reproduce.
  * @module
  */
-import { JsonlFormatError } from "./jsonl.ts";
+import { jsonlObjects } from "./jsonl.ts";
 
 /** Tokens each hash id stands for. */
 export const MOONCAKE_BLOCK_TOKENS = 512;
@@ -64,19 +64,7 @@ function parseRecord(obj: unknown, index: number, fail: (problem: string) => nev
 /** Parses Mooncake-format JSONL; `source` names the text in errors. Timestamps must not decrease. */
 export function parseMooncakeTrace(text: string, source: string): MooncakeRecord[] {
   const records: MooncakeRecord[] = [];
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const raw = (lines[i] as string).trim();
-    if (raw === "") continue;
-    const fail = (problem: string, cause?: unknown): never => {
-      throw new JsonlFormatError(source, i + 1, problem, cause === undefined ? undefined : { cause });
-    };
-    let obj: unknown;
-    try {
-      obj = JSON.parse(raw);
-    } catch (e) {
-      fail(`not valid JSON (${(e as Error).message})`, e);
-    }
+  for (const { obj, fail } of jsonlObjects(text, source)) {
     const rec = parseRecord(obj, records.length, fail);
     const prev = records[records.length - 1];
     // Windows by time and trace-paced arrivals both read the trace in timestamp order.
@@ -85,7 +73,6 @@ export function parseMooncakeTrace(text: string, source: string): MooncakeRecord
     }
     records.push(rec);
   }
-  if (records.length === 0) throw new JsonlFormatError(source, lines.length, "no requests in the file");
   return records;
 }
 
