@@ -70,8 +70,6 @@ export class EngineProcesses {
   onWorkerMessage: (rank: number, m: Message) => void = () => {};
   /** A worker died (process exit or connection loss); called once per incarnation that was ready. */
   onWorkerDied: (rank: number, why: string) => void = () => {};
-  /** A restarted worker is ready and serves again. */
-  onWorkerRestarted: (rank: number) => void = () => {};
   readonly #o: EngineProcessesOptions;
   readonly #run: { dir: string; remove(): void };
   readonly #workers = new Map<number, WorkerSlot>();
@@ -273,11 +271,8 @@ export class EngineProcesses {
     const slot = this.#workers.get(rank);
     const deadline = Date.now() + timeoutMs;
     while (slot && slot.alive && !this.#stopping && Date.now() < deadline && this.controlConnected) {
-      const healthy = (await this.controlStats().catch(() => undefined))?.healthy_ranks;
-      if (
-        healthy !== undefined &&
-        healthy >= this.#workers.size - [...this.#workers.values()].filter((w) => !w.alive).length
-      ) break;
+      const alive = [...this.#workers.values()].filter((w) => w.alive).length;
+      if (((await this.controlStats().catch(() => undefined))?.healthy_ranks ?? -1) >= alive) break;
       await new Promise((r) => setTimeout(r, 10));
     }
     if (slot) slot.joined = slot.alive;
@@ -383,7 +378,6 @@ export class EngineProcesses {
           this.#o.log(
             `[lmpool] worker ${rank} rejoined (restart ${d.attempt}); ${this.liveRanks().length} of ${this.#o.worldSize} ranks serve`,
           );
-          this.onWorkerRestarted(rank);
         },
         // Its exit (or the kill below) reaches #workerDown, which schedules the next attempt.
         (e) => this.#o.log(`[lmpool] worker ${rank} restart failed: ${(e as Error).message}`),

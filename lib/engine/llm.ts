@@ -4,8 +4,7 @@
  * loop between steps so a server in the same process stays responsive.
  * @module
  */
-import { type KvCache, type Native, native as sharedNative, type NativeModel } from "../../ffi/native.ts";
-import type { BackendKind } from "../../ffi/loader.ts";
+import { type KvCache, native as sharedNative, type NativeModel } from "../../ffi/native.ts";
 import type {
   EngineStats,
   GenerateArgs,
@@ -37,15 +36,6 @@ export type LLMConfig = EngineConfig;
 interface Sink {
   push(delta: StreamDelta): void;
   fail(error: unknown): void;
-}
-
-/**
- * The process's native library for `backend` as LLM.create opens it (undefined: the loader's
- * choice): ffi's one process-wide cache, so a caller that asks with the same `backend` gets the
- * same handle.
- */
-export function openNative(backend: BackendKind | undefined): Native {
-  return sharedNative(backend);
 }
 
 /**
@@ -88,7 +78,7 @@ export class LLM implements GenerationEngine {
 
   /** Loads the model, sizes and allocates the KV cache, and returns a ready engine. */
   static async create(o: LLMOptions): Promise<LLM> {
-    return new LLM(await buildLocalEngine(o, openNative));
+    return new LLM(await buildLocalEngine(o, sharedNative));
   }
 
   /** True until shutdown or a fatal engine error. */

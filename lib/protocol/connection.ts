@@ -108,11 +108,6 @@ export class Connection {
     return this.#sendRaw({ type: "heartbeat", seq: 0, sentAt: Date.now(), busyMs: Math.max(0, expectedMs) });
   }
 
-  /** Milliseconds of this side's own event-loop stalls its heartbeat check discounted. */
-  get ownStallMs(): number {
-    return this.#heartbeat?.ownStallMs ?? 0;
-  }
-
   /** Sends a one-way message; false when the connection is closed. */
   send(message: Outgoing): boolean {
     return this.#sendRaw(message as Message);

@@ -70,7 +70,7 @@ export class HeartbeatMonitor {
   start(): void {
     if (this.#timer) return;
     this.#lastSeen = this.#lastTick = this.now();
-    this.#timer = setInterval(() => this.#tick(), this.options.intervalMs);
+    this.#timer = setInterval(() => this.tick(), this.options.intervalMs);
     // Heartbeats alone must not keep a process alive.
     (this.#timer as { unref?: () => void }).unref?.();
   }
@@ -110,9 +110,5 @@ export class HeartbeatMonitor {
       return;
     }
     this.sendBeat(this.#seq++, now);
-  }
-
-  #tick(): void {
-    this.tick();
   }
 }
