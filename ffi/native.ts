@@ -14,6 +14,14 @@ import { type StepBatch, StepBatchPacker } from "./step_batch.ts";
 export type { NativeModelConfig } from "./model_config.ts";
 export { allocateStepBatch, type StepBatch, type StepBatchCapacity } from "./step_batch.ts";
 
+/** The NUL-terminated text a C call writes into a 1024-byte buffer (truncated there). */
+function readText(write: (buf: Uint8Array) => unknown): string {
+  const buf = new Uint8Array(1024);
+  write(buf);
+  const end = buf.indexOf(0);
+  return new TextDecoder().decode(buf.subarray(0, end < 0 ? buf.length : end));
+}
+
 /** Element types of weights handed to the library. */
 const DType = { bf16: 0, f16: 1, f32: 2 } as const;
 export type DTypeName = keyof typeof DType;
@@ -57,10 +65,7 @@ export class Native {
 
   /** The last error message recorded by the library on this thread. */
   lastError(): string {
-    const buf = new Uint8Array(1024);
-    this.#lib.symbols.lp_last_error(buf, buf.length);
-    const end = buf.indexOf(0);
-    return new TextDecoder().decode(buf.subarray(0, end < 0 ? buf.length : end));
+    return readText((buf) => this.#lib.symbols.lp_last_error(buf, buf.length));
   }
 
   /** Throws a NativeError for a non-zero status, naming the call. */
@@ -74,9 +79,7 @@ export class Native {
 
   /** lp_step_batch as this build laid it out: "size=S name@offset ..." (see ffi/step_batch.ts). */
   stepBatchLayout(): string {
-    const buf = new Uint8Array(1024);
-    const length = Number(this.#lib.symbols.lp_step_batch_layout(buf, buf.length));
-    return new TextDecoder().decode(buf.subarray(0, Math.min(length, buf.length - 1)));
+    return readText((buf) => this.#lib.symbols.lp_step_batch_layout(buf, buf.length));
   }
 
   deviceCount(): number {
