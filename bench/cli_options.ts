@@ -42,8 +42,6 @@ export function intListOption(name: string, text: string): number[] {
   return xs;
 }
 
-// A decimal digit string only: Number() alone would take "", " ", "0x1" and "1e1".
-
 /** `--<name>`: a GPU count or each rank's device (lib/core/gpu_list.ts); `fallback` GPUs when absent. */
 export function gpusOption(name: string, text: string | undefined, fallback: number): number[] {
   return gpuDevices(text === undefined ? fallback : parseGpuList(name, text));

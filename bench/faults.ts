@@ -24,7 +24,7 @@ export class FaultCaseFailure extends Error {
 }
 
 /** Runs the cases of `o` in table order, rewriting the report after each; returns it and where it went. */
-export async function runFaults(
+async function runFaults(
   o: FaultsOptions,
   argv: string[],
   log: (line: string) => void = console.log,
@@ -54,7 +54,7 @@ export async function runFaults(
 }
 
 /** The names of the cases that did not pass (not run counts as passing here: it says why in the table). */
-export function failedCases(cases: readonly CaseResult[]): string[] {
+function failedCases(cases: readonly CaseResult[]): string[] {
   return cases.filter((c) => c.status === "fail").map((c) => c.name);
 }
 

@@ -17,7 +17,7 @@ export interface LoadKind {
 }
 
 /** The default mix: short and long prompts and outputs, streamed and not. */
-export const DEFAULT_MIX: readonly LoadKind[] = [
+const DEFAULT_MIX: readonly LoadKind[] = [
   { label: "short", promptWords: 12, maxTokens: 8, stream: false },
   { label: "short-stream", promptWords: 12, maxTokens: 16, stream: true },
   { label: "long-stream", promptWords: 300, maxTokens: 64, stream: true },

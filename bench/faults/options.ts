@@ -32,7 +32,7 @@ export interface FaultsOptions {
 }
 
 /** The --help text (`caseLines`: one line per case). */
-export function faultsHelp(caseLines: string[]): string {
+function faultsHelp(caseLines: string[]): string {
   return `usage: bun bench faults [options]
   --quick                 CI form: short load, waits and soak (all cases unless --cases)
   --backend cpu|cuda      native backend of the server (default cpu)

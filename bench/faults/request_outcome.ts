@@ -46,7 +46,7 @@ export interface OutgoingRequest {
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** The message of an OpenAI error body ({"error": {"message": ...}}), or null when `x` is not one. */
-export function openAIErrorMessage(x: unknown): string | null {
+function openAIErrorMessage(x: unknown): string | null {
   if (!isObject(x) || !isObject(x.error)) return null;
   return typeof x.error.message === "string" && x.error.message !== "" ? x.error.message : null;
 }

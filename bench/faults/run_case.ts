@@ -7,6 +7,7 @@
  * then SIGKILL), and the socket directory it may leave is removed.
  * @module
  */
+import { settlesWithin } from "../../lib/core/clock.ts";
 import { type CaseCheck, type CaseResult, tallyOutcomes, verdict } from "./case_result.ts";
 import type { CaseContext, FaultCase } from "./fault_case.ts";
 import { LoadGenerator } from "./load.ts";
@@ -21,19 +22,6 @@ import { ServerWatch } from "./server_watch.ts";
 /** The server flags every case starts with. */
 export function baseServerArgs(o: FaultsOptions): string[] {
   return ["--gpus", o.gpus, "--backend", o.backend, "--port", "0", ...(o.model ? ["--model", o.model] : [])];
-}
-
-/** Resolves when `p` settles or after `ms` (then with "timeout"). */
-async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Waits until every rank has a worker process and a probe answers; a reason string otherwise. */
@@ -108,12 +96,16 @@ export async function runCase(
         while (!expired && performance.now() < until) await Bun.sleep(Math.min(100, until - performance.now()));
       },
     };
-    const ran = await within(c.run(ctx).then(() => "done" as const, (e: unknown) => e), c.timeoutMs(o));
-    if (ran === "timeout") {
+    const ran = c.run(ctx).then(() => null, (e: unknown) => ({ error: e }));
+    if (!(await settlesWithin(ran, c.timeoutMs(o)))) {
       expired = true;
       check("case ends within its time bound", false, `still running after ${c.timeoutMs(o)} ms`);
-    } else if (ran !== "done") {
-      check("case runs without a harness error", false, ran instanceof Error ? ran.message : String(ran));
+    } else {
+      const failed = await ran;
+      if (failed !== null) {
+        const e = failed.error;
+        check("case runs without a harness error", false, e instanceof Error ? e.message : String(e));
+      }
     }
     await load.stop();
     if (severedFrom === null && server.exitCode === null) {

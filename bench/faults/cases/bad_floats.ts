@@ -9,7 +9,7 @@ import type { FaultCase } from "../fault_case.ts";
 import { checkLoadUnharmed, checkNoWorkerDied, workerBaseline } from "./worker_faults.ts";
 
 /** The bad fields: each is finite as a float64 but not a valid float32 value in its range. */
-export const BAD_SAMPLING_FIELDS: readonly Record<string, number>[] = [
+const BAD_SAMPLING_FIELDS: readonly Record<string, number>[] = [
   { temperature: 1e308 },
   { temperature: 3.5e38 },
   { top_p: 1e-50 },

@@ -14,7 +14,7 @@ import {
 } from "./worker_faults.ts";
 
 /** Target prompt length (--quick: the low end of 6-8k, to keep CI short), capped by the model's context less the output. */
-export const LONG_PROMPT_TOKENS = 7000;
+const LONG_PROMPT_TOKENS = 7000;
 const QUICK_LONG_PROMPT_TOKENS = 6000;
 const OUTPUT_TOKENS = 16;
 

@@ -25,7 +25,7 @@ export async function busiestRank(ctx: CaseContext): Promise<number> {
 }
 
 /** The worker process of `rank`; an Error naming the rank when there is none. */
-export function workerOf(ctx: CaseContext, rank: number): WorkerProcess {
+function workerOf(ctx: CaseContext, rank: number): WorkerProcess {
   const w = findWorkers(ctx.server.pid).find((x) => x.rank === rank);
   if (!w) throw new Error(`no worker process for rank ${rank} below the server (pid ${ctx.server.pid})`);
   return w;

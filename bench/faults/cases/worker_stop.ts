@@ -9,7 +9,7 @@ import { isAlive } from "../process_tree.ts";
 import { busiestRank, recoverFromWorkerFault, signalWorker } from "./worker_faults.ts";
 
 /** How long the worker stays stopped, in seconds (--quick too): longer than the hang bound, or the check means nothing. */
-export const STOP_SECONDS = 10;
+const STOP_SECONDS = 10;
 
 /** The SIGSTOP case. */
 export const stopWorkerCase: FaultCase = {
