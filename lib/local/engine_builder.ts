@@ -13,8 +13,6 @@ import { loadModel } from "../model/loader.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
 import { sizeKvCache } from "./kv_sizing.ts";
 import { LocalEngine } from "./local_engine.ts";
-import { DEFAULT_LONG_PREFILL_CHUNK } from "./scheduler.ts";
-import { DEFAULT_STEP_TARGET_MS } from "./step_budget.ts";
 
 /** Fraction of device memory an engine uses when its options name none (vLLM's default). */
 export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
@@ -138,27 +136,36 @@ export async function buildLocalEngine(
         maxModelLen,
       }).numBlocks;
     kv = nativeModel.createKvCache(numBlocks, blockSize);
+    const enablePrefixCaching = o.enablePrefixCaching ?? true;
+    const engine = new LocalEngine({
+      model: nativeModel,
+      kv,
+      maxNumSeqs,
+      maxNumBatchedTokens,
+      maxModelLen,
+      enablePrefixCaching,
+      enableChunkedPrefill,
+      longPrefillChunk: o.longPrefillChunk,
+      stepTargetMs: o.stepTargetMs,
+      tokenizer: o.detokenize === false ? null : tokenizer,
+      eosTokenIds: tokenizer.eosTokenIds,
+      rank: o.rank,
+      epoch: o.epoch,
+    });
+    // The scheduler resolves the step defaults; the config reports what it chose.
+    const { longPrefillChunk, stepTargetMs } = engine.scheduler.config;
     const config: EngineConfig = {
       blockSize,
       numBlocks,
       maxNumSeqs,
       maxNumBatchedTokens,
       maxModelLen,
-      enablePrefixCaching: o.enablePrefixCaching ?? true,
+      enablePrefixCaching,
       enableChunkedPrefill,
-      longPrefillChunk: o.longPrefillChunk ?? DEFAULT_LONG_PREFILL_CHUNK,
-      stepTargetMs: o.stepTargetMs ?? (enableChunkedPrefill ? DEFAULT_STEP_TARGET_MS : 0),
+      longPrefillChunk,
+      stepTargetMs,
       backend: native.backend,
     };
-    const engine = new LocalEngine({
-      model: nativeModel,
-      kv,
-      ...config,
-      tokenizer: o.detokenize === false ? null : tokenizer,
-      eosTokenIds: tokenizer.eosTokenIds,
-      rank: o.rank,
-      epoch: o.epoch,
-    });
     const model: ServedModelInfo = {
       name: spec.name,
       maxModelLen,

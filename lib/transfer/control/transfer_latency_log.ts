@@ -37,7 +37,7 @@ export interface LatencySummary {
 }
 
 /** Default number of plans kept. */
-export const DEFAULT_LATENCY_LOG_CAPACITY = 512;
+const DEFAULT_LATENCY_LOG_CAPACITY = 512;
 
 /** The last `capacity` completed plans, oldest first once full (a ring). */
 export class TransferLatencyLog {

@@ -88,14 +88,14 @@ export interface RolePhases {
 }
 
 /** The source: pins its blocks, sends the payload, unpins (a move also frees what it can). */
-export const SOURCE_PHASES: RolePhases = {
+const SOURCE_PHASES: RolePhases = {
   prepare: { from: "preparing", run: pinSourceBlocks, undo: unpinSourceBlocks },
   execute: { from: "prepared", run: sendPayload, undo: cancelPayload },
   finalize: { from: "executed", run: releaseSource },
 };
 
 /** The destination: reserves blocks, receives into them, publishes them, closes. */
-export const DESTINATION_PHASES: RolePhases = {
+const DESTINATION_PHASES: RolePhases = {
   prepare: { from: "preparing", run: reserveBlocks, undo: releaseReservation },
   execute: { from: "prepared", run: receivePayload, undo: cancelPayload },
   publish: { from: "executed", run: publishReceived, undo: takeBackPublished },
