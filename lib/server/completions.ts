@@ -91,7 +91,7 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
   const choices = [];
   for (const c of finished) {
     completionTokens += c.tokenIds.length;
-    const echo = p.body.echo ? (c.prompt.text ?? ctx.engine.tokenizer.decode(c.prompt.tokenIds)) : "";
+    const echo = p.body.echo ? (c.prompt.text ?? await ctx.tokenizer.decode(c.prompt.tokenIds)) : "";
     const ending = await choiceEnding(p.ending, c.tokenIds, c.text, c.finishReason);
     choices.push({
       index: c.index,
@@ -124,7 +124,7 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
   const echoed = new Map<number, number>();
   if (p.body.echo) {
     for (const r of p.runs) {
-      const text = r.prompt.text ?? ctx.engine.tokenizer.decode(r.prompt.tokenIds);
+      const text = r.prompt.text ?? await ctx.tokenizer.decode(r.prompt.tokenIds);
       echoed.set(r.index, text.length);
       yield chunk({ index: r.index, text, logprobs: null, finish_reason: null, stop_reason: null });
     }

@@ -40,11 +40,6 @@ export function badRequest(message: string, param: string | null = null): ApiErr
   return new ApiError(400, message, "BadRequestError", param);
 }
 
-/** 400 for a field vLLM has that LMPool does not implement (yet) with the value given. */
-export function notSupportedYet(param: string, what = `'${param}'`): ApiError {
-  return badRequest(`${what} is not supported yet by LMPool`, param);
-}
-
 /** 401 for a missing or wrong API key. */
 export function unauthorized(message: string): ApiError {
   return new ApiError(401, message, "AuthenticationError");
@@ -60,7 +55,7 @@ export function methodNotAllowed(method: string, path: string): ApiError {
   return new ApiError(405, `Method ${method} is not allowed on ${path}`, "MethodNotAllowedError");
 }
 
-/** 503 while the engine is dead, loading, or the server drains. */
+/** 503: the server cannot serve the request now (no live engine, loading, draining, tokenizer full); `type` says why. */
 export function unavailable(message: string, type = "ServiceUnavailableError"): ApiError {
   return new ApiError(503, message, type);
 }

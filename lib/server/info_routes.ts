@@ -4,7 +4,6 @@
  */
 import type { ServerContext } from "./context.ts";
 import { errorResponse, notFound, unavailable } from "./errors.ts";
-import { rankHealth } from "./metrics.ts";
 import { LMPOOL_VERSION } from "./version.ts";
 
 /** The served model's card, in OpenAI's shape plus vLLM's root, parent and max_model_len. */
@@ -56,7 +55,6 @@ export function handleVersion(): Response {
 export function handleMetrics(_req: Request, ctx: ServerContext): Response {
   // This scrape is itself in flight; it is not a request being served.
   const stats = ctx.engine.stats();
-  const health = rankHealth(stats, ctx.engine.model.numRanks, ctx.engine.healthy);
-  const text = ctx.metrics.render(stats, Math.max(0, ctx.lifecycle.inFlight - 1), health);
+  const text = ctx.metrics.render(stats, Math.max(0, ctx.lifecycle.inFlight - 1));
   return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
 }

@@ -60,18 +60,9 @@ const ROUTING_GAUGES: Record<string, [name: string, help: string]> = {
 // Read as their own series: healthy ranks is lmpool_healthy_ranks, restarts their own counter.
 const ROUTING_NOT_DECISIONS = new Set(["healthy_ranks", "control_plane_restarts", ...Object.keys(ROUTING_GAUGES)]);
 
-/**
- * Per-rank health of `numRanks` configured ranks: `stats.health` as the engine reports it; from an
- * engine that leaves it out, a rank counts as up while it reports stats and the engine is healthy.
- */
-export function rankHealth(stats: EngineStats, numRanks: number, engineHealthy: boolean): RankHealth[] {
-  const reported = (stats as Partial<Pick<EngineStats, "health">>).health?.ranks;
-  if (reported) return [...reported].sort((a, b) => a.rank - b.rank);
-  const reporting = new Set(stats.ranks.map((r) => r.rank));
-  return Array.from(
-    { length: numRanks },
-    (_, rank) => ({ rank, up: engineHealthy && reporting.has(rank), restarts: 0 }),
-  );
+/** Per-rank health as the engine reports it (`stats.health`), in rank order. */
+function rankHealth(stats: EngineStats): RankHealth[] {
+  return [...stats.health.ranks].sort((a, b) => a.rank - b.rank);
 }
 
 /** Server-recorded request metrics plus the scrape-time rendering of engine stats. */
@@ -111,12 +102,9 @@ export class ServerMetrics {
   }
 
   /** The whole exposition: engine gauges and counters from `stats`, then the recorded series. */
-  render(
-    stats: EngineStats,
-    inFlightRequests: number,
-    health: readonly RankHealth[] = rankHealth(stats, stats.ranks.length, true),
-  ): string {
+  render(stats: EngineStats, inFlightRequests: number): string {
     const model = this.modelName;
+    const health = rankHealth(stats);
     const byRank = (f: (h: RankHealth) => number): Sample[] =>
       health.map((h) => ({ labels: { model_name: model, engine: String(h.rank) }, value: f(h) }));
     const per = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>

@@ -7,7 +7,7 @@
  */
 import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
 import { badRequest } from "./errors.ts";
-import type { PoolJob, PoolResult, TokenizerPool } from "./tokenizer_pool.ts";
+import type { PoolResult, TokenizerPool } from "./tokenizer_pool.ts";
 
 /** Inputs at least this long (UTF-16 units of text, or token ids to decode) go to the pool. */
 export const INLINE_LIMIT_CHARS = 8 * 1024;
@@ -54,7 +54,8 @@ function renderInline(tokenizer: TextTokenizer, messages: ChatMessage[], addGene
   }
 }
 
-function chatChars(messages: readonly ChatMessage[]): number {
+/** Characters of text in `messages` (their contents, before the chat template). */
+export function chatChars(messages: readonly ChatMessage[]): number {
   return messages.reduce((n, m) => n + m.content.length, 0);
 }
 
@@ -93,17 +94,16 @@ function idsOf(r: PoolResult): number[] {
 /** Small inputs inline with `tokenizer`, large ones on `pool` (which this object then owns). */
 export function pooledPromptTokenizer(tokenizer: TextTokenizer, pool: TokenizerPool): PromptTokenizer {
   const inline = inlinePromptTokenizer(tokenizer, pool.maxInputCharsPerToken);
-  const run = (job: PoolJob, signal?: AbortSignal) => pool.run(job, signal);
   return {
     maxInputCharsPerToken: pool.maxInputCharsPerToken,
     async encode(text, o) {
       if (text.length < INLINE_LIMIT_CHARS) return inline.encode(text, o);
-      return idsOf(await run({ op: "encode", text, addSpecialTokens: o.addSpecialTokens }, o.signal));
+      return idsOf(await pool.run({ op: "encode", text, addSpecialTokens: o.addSpecialTokens }, o.signal));
     },
     async encodeChat(messages, o) {
       if (chatChars(messages) < INLINE_LIMIT_CHARS) return inline.encodeChat(messages, o);
       return idsOf(
-        await run({
+        await pool.run({
           op: "chat",
           messages,
           addGenerationPrompt: o.addGenerationPrompt,
@@ -113,7 +113,7 @@ export function pooledPromptTokenizer(tokenizer: TextTokenizer, pool: TokenizerP
     },
     async decode(ids, o) {
       if (ids.length < INLINE_LIMIT_IDS) return inline.decode(ids);
-      const r = await run({ op: "decode", ids: Int32Array.from(ids) }, o?.signal);
+      const r = await pool.run({ op: "decode", ids: Int32Array.from(ids) }, o?.signal);
       if (r.type === "failed") throw new Error(`tokenizer thread: ${r.message}`);
       return r.text ?? "";
     },

@@ -6,7 +6,7 @@
  */
 import type { ChatMessage } from "../core/engine_api.ts";
 import { badRequest } from "./errors.ts";
-import type { PromptTokenizer } from "./prompt_tokenizer.ts";
+import { chatChars, type PromptTokenizer } from "./prompt_tokenizer.ts";
 import type { ChatMessageInput } from "./schemas.ts";
 
 /** One prompt ready for the engine, with its text when it came as text (for echo). */
@@ -141,7 +141,7 @@ export async function chatTokenIds(
   options: { addGenerationPrompt: boolean; addSpecialTokens?: boolean; checkChars?: boolean },
 ): Promise<number[]> {
   const chat = toChatMessages(messages);
-  if (options.checkChars ?? true) checkPromptChars(chat.reduce((n, m) => n + m.content.length, 0), ctx, "messages");
+  if (options.checkChars ?? true) checkPromptChars(chatChars(chat), ctx, "messages");
   return ctx.tokenizer.encodeChat(chat, {
     addGenerationPrompt: options.addGenerationPrompt,
     addSpecialTokens: options.addSpecialTokens ?? false,

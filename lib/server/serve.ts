@@ -9,11 +9,11 @@
 import type { GenerationEngine } from "../core/engine_api.ts";
 import { type HttpServer, startHttpServer } from "../runtime/http_server.ts";
 import { createApp, type ServerApp } from "./app.ts";
-import { ApiError, errorResponse } from "./errors.ts";
+import { errorResponse, unavailable } from "./errors.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
 import { inlinePromptTokenizer, pooledPromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
-import { DEFAULT_TOKENIZER_THREADS, TokenizerPool } from "./tokenizer_pool.ts";
+import { TokenizerPool } from "./tokenizer_pool.ts";
 
 /** Where to listen. */
 export interface ListenOptions {
@@ -79,7 +79,7 @@ const RUNTIME_BODY_BOUND = 1024 ** 3;
 
 function loading(): Response {
   return errorResponse(
-    new ApiError(503, "The server is loading the model; retry shortly", "ModelLoadingError"),
+    unavailable("The server is loading the model; retry shortly", "ModelLoadingError"),
     { "retry-after": "5" },
   );
 }
@@ -140,7 +140,7 @@ async function startTokenizer(o: AppServeOptions): Promise<PromptTokenizer> {
   if (o.tokenizerDir === undefined) return inlinePromptTokenizer(o.engine.tokenizer);
   const pool = await TokenizerPool.start({
     dir: o.tokenizerDir,
-    threads: o.tokenizerThreads ?? DEFAULT_TOKENIZER_THREADS,
+    threads: o.tokenizerThreads,
     maxQueue: o.tokenizerQueue,
     jobTimeoutMs: o.tokenizerJobTimeoutMs,
   });

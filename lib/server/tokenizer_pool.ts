@@ -7,7 +7,7 @@
  */
 import type { TokenizerThreadJob, TokenizerThreadReply } from "../model/tokenizer_thread.ts";
 import { startThread, type Thread } from "../runtime/threads.ts";
-import { ApiError } from "./errors.ts";
+import { unavailable } from "./errors.ts";
 
 /** Threads of a pool unless told otherwise. */
 export const DEFAULT_TOKENIZER_THREADS = 2;
@@ -113,15 +113,12 @@ export class TokenizerPool {
   /** Runs one job on a free thread; 503 when the queue is full or the job runs too long. */
   run(job: PoolJob, signal?: AbortSignal): Promise<PoolResult> {
     if (this.#closed) {
-      return Promise.reject(
-        new ApiError(503, "The tokenizer pool is shut down", "ServiceUnavailableError"),
-      );
+      return Promise.reject(unavailable("The tokenizer pool is shut down"));
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#queue.length >= this.maxQueue) {
       return Promise.reject(
-        new ApiError(
-          503,
+        unavailable(
           `The tokenizer is busy: ${this.#queue.length} jobs are waiting (the queue holds ${this.maxQueue}); retry later`,
           "TokenizerBusyError",
         ),
@@ -147,7 +144,7 @@ export class TokenizerPool {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const gone = new ApiError(503, "The tokenizer pool is shut down", "ServiceUnavailableError");
+    const gone = unavailable("The tokenizer pool is shut down");
     for (const slot of this.#slots) {
       clearTimeout(slot.timer);
       slot.thread.terminate();
@@ -227,7 +224,7 @@ export class TokenizerPool {
         `[lmpool] tokenizer thread ${index} could not restart: ${err instanceof Error ? err.message : String(err)}`,
       );
       if (this.#slots.every((s) => !s.ready && !s.onReady)) {
-        const down = new ApiError(503, "No tokenizer thread is running", "ServiceUnavailableError");
+        const down = unavailable("No tokenizer thread is running");
         for (const p of this.#queue.splice(0)) this.#settle(p, () => p.reject(down));
       }
     });
@@ -246,8 +243,7 @@ export class TokenizerPool {
           p,
           () =>
             p.reject(
-              new ApiError(
-                503,
+              unavailable(
                 `Tokenization took longer than ${this.jobTimeoutMs} ms and was stopped`,
                 "TokenizerTimeoutError",
               ),
