@@ -104,7 +104,9 @@ async function bytesByPath(engine: LLMEngine, bytes: number): Promise<Record<str
   const read = () => {
     const ranks = engine.stats().ranks as unknown as Counters[];
     return Object.fromEntries(
-      ["ipc", "nccl", "host"].map((p) => [p, ranks.reduce((t, r) => t + (r[`data_path_${p}_sent_bytes`] ?? 0), 0)]),
+      ["ipc", "device_local", "nccl", "host"].map((
+        p,
+      ) => [p, ranks.reduce((t, r) => t + (r[`data_path_${p}_sent_bytes`] ?? 0), 0)]),
     );
   };
   for (const end = Date.now() + 3000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {

@@ -1,7 +1,9 @@
 // CUDA IPC of KV caches: a worker exports its KV tensor as a 64-byte handle, and a peer worker
 // maps it as a KV view, so one process can move blocks between the two caches with the copy
 // engine or a kernel (lp_kv_peer_copy) without the other process taking part. The exporter must
-// keep its cache alive until every view of it is closed.
+// keep its cache alive until every view of it is closed. The two processes may share one device
+// (the device-local path): the view then lives on that device and a copy is device-to-device;
+// the lazy peer-access flag only acts on an allocation of another device.
 #include <string.h>
 
 #include <atomic>

@@ -12,6 +12,8 @@ bool peer_enabled[kMaxDevices][kMaxDevices];
 }  // namespace
 
 lp_status enable_peer_access(int device, int peer) {
+  // One device (two caches of it, or a CUDA IPC view of another process's cache on it): its own
+  // memory needs no peer access, and cudaDeviceEnablePeerAccess refuses a device as its own peer.
   if (device == peer) return LP_OK;
   LP_REQUIRE(device >= 0 && peer >= 0 && device < kMaxDevices && peer < kMaxDevices, "devices %d and %d", device, peer);
   std::lock_guard<std::mutex> lock(contexts_mu);

@@ -1,42 +1,66 @@
 /**
- * Resolves the NVLink topology LLMEngine gives the control plane: explicit pairs when the caller
- * (or LMPOOL_NVLINK_PAIRS) names them, else `nvidia-smi topo -m` keeping only NV# links, else none.
+ * Resolves the topology LLMEngine gives the control plane and the workers. NVLink pairs: explicit
+ * rank pairs when the caller (or LMPOOL_NVLINK_PAIRS) names them, else `nvidia-smi topo -m` keeping
+ * only NV# links between the ranks' devices, else none ("none", or no nvidia-smi). Same-device
+ * pairs come on top of every one of those, "none" included: two ranks on one CUDA device copy KV
+ * between them on that device (a device-local copy) with no link at all, so the NVLink setting has
+ * nothing to say about them. Transfers between them are switched off with the transfer mode
+ * ("off"), like every other transfer.
  * @module
  */
 import { NvlinkTopology, type RankPair } from "../global/topology.ts";
 import { readSetting } from "../runtime/env.ts";
 import { spawnChild } from "../runtime/subprocess.ts";
 
-/** How the caller states the topology: "0-1,2-3", explicit pairs, "auto" (nvidia-smi) or "none". */
+/** How the caller states the NVLink pairs: "0-1,2-3", explicit pairs, "auto" (nvidia-smi) or "none". */
 export type TopologyInput = string | readonly RankPair[] | NvlinkTopology;
 
-/** The logical topology for `worldSize` ranks. */
+/**
+ * The logical topology of the ranks. `gpus` is the CUDA device of each rank (a count n means
+ * ranks 0..n-1 on devices 0..n-1): ranks that share a device are same-device pairs, and "auto"
+ * maps the NV# links between devices onto the ranks placed on them.
+ */
 export async function resolveTopology(
   input: TopologyInput | undefined,
-  worldSize: number,
+  gpus: number | readonly number[],
   log: (line: string) => void,
 ): Promise<NvlinkTopology> {
+  const devices = typeof gpus === "number" ? Array.from({ length: gpus }, (_, i) => i) : [...gpus];
+  const worldSize = devices.length;
+  const withDevices = (pairs: readonly RankPair[]) => new NvlinkTopology(worldSize, pairs, devices);
   if (input instanceof NvlinkTopology) {
     if (input.worldSize !== worldSize) {
       throw new RangeError(`topology is for ${input.worldSize} ranks, the engine has ${worldSize}`);
     }
-    return input;
+    return withDevices(input.pairs);
   }
-  if (Array.isArray(input)) return new NvlinkTopology(worldSize, input as RankPair[]);
+  if (Array.isArray(input)) return withDevices(input as RankPair[]);
   const setting = input === undefined ? (readSetting("LMPOOL_NVLINK_PAIRS") ?? "auto") : (input as string);
-  if (setting === "none") return new NvlinkTopology(worldSize, []);
-  if (Array.isArray(setting)) return new NvlinkTopology(worldSize, setting);
-  if (setting !== "auto") return NvlinkTopology.fromPairs(setting, worldSize);
+  if (setting === "none") return withDevices([]);
+  if (Array.isArray(setting)) return withDevices(setting);
+  if (setting !== "auto") return withDevices(NvlinkTopology.fromPairs(setting, worldSize).pairs);
   const smi = await nvidiaSmiTopo();
-  if (smi === undefined) return new NvlinkTopology(worldSize, []);
+  if (smi === undefined) return withDevices([]);
   try {
     const full = NvlinkTopology.fromNvidiaSmi(smi, readSetting("CUDA_VISIBLE_DEVICES"));
-    // Workers are logical ranks 0..worldSize-1 of the visible GPUs.
-    return new NvlinkTopology(worldSize, full.pairs.filter(([a, b]) => a < worldSize && b < worldSize));
+    return withDevices(ranksOnLinkedDevices(devices, full.pairs));
   } catch (e) {
     log(`[lmpool] ignoring nvidia-smi topology: ${(e as Error).message}`);
-    return new NvlinkTopology(worldSize, []);
+    return withDevices([]);
   }
+}
+
+/** Every two ranks whose devices (`devices[rank]`, logical CUDA ids) are an NVLink pair of `links`. */
+function ranksOnLinkedDevices(devices: readonly number[], links: readonly RankPair[]): RankPair[] {
+  const linked = new Set(links.map(([a, b]) => `${Math.min(a, b)}-${Math.max(a, b)}`));
+  const out: RankPair[] = [];
+  for (let a = 0; a < devices.length; a++) {
+    for (let b = a + 1; b < devices.length; b++) {
+      const [x, y] = [devices[a]!, devices[b]!];
+      if (linked.has(`${Math.min(x, y)}-${Math.max(x, y)}`)) out.push([a, b]);
+    }
+  }
+  return out;
 }
 
 async function nvidiaSmiTopo(): Promise<string | undefined> {

@@ -151,7 +151,7 @@ export class LLMEngine implements GenerationEngine {
     const log = o.log === null ? () => {} : (o.log ?? ((l: string) => console.error(l)));
     const spec = readModelSpec(o.model);
     const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
-    const topology = await resolveTopology(o.topology, worldSize, log);
+    const topology = await resolveTopology(o.topology, gpus, log);
     const transfers = resolveTransferOptions(o.transfers, o.transferTuning); // validates before any process starts
     const {
       model: _m,
@@ -198,7 +198,7 @@ export class LLMEngine implements GenerationEngine {
     };
     log(
       `[lmpool] ${worldSize} workers ready (${model.backend}, ${
-        topology.pairs.length ? `NVLink pairs ${topology.pairs.map((p) => p.join("-")).join(",")}` : "no NVLink pairs"
+        topology.pairs.length ? `direct pairs ${topology.describe()}` : "no direct pairs"
       }, routing ${routing?.policy ?? "lmpool"})`,
     );
     return new LLMEngine(procs, tokenizer, model, o, log);

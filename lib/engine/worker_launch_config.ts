@@ -20,7 +20,10 @@ export interface DataPathSource {
   startTimeoutMs: number;
 }
 
-/** A worker's data-path settings: the transfer config's choice, its NVLink partners and their devices. */
+/**
+ * A worker's data-path settings: the transfer config's choice, its direct partners (the topology's
+ * pairs: NVLink, and ranks sharing its device) and their devices.
+ */
 export function workerDataPath(o: DataPathSource, rank: number): WorkerDataPathConfig {
   const t = o.transfers;
   const partners = o.pairs.flatMap(([a, b]) => (a === rank ? [b] : b === rank ? [a] : []));

@@ -1,7 +1,9 @@
 /**
- * Direct NVLink pairs between logical GPU ranks: from explicit pairs ("0-1,2-3") or parsed from
- * `nvidia-smi topo -m`, keeping only NV# links (never PIX/PXB/PHB/NODE/SYS), then remapped to
- * logical ids after CUDA_VISIBLE_DEVICES.
+ * Direct partners between logical GPU ranks: NVLink pairs, from explicit pairs ("0-1,2-3") or parsed
+ * from `nvidia-smi topo -m`, keeping only NV# links (never PIX/PXB/PHB/NODE/SYS), then remapped to
+ * logical ids after CUDA_VISIBLE_DEVICES; and same-device pairs, two ranks on one CUDA device,
+ * which copy KV between them without any link (a device-local copy), so they are partners whatever
+ * the NVLink wiring says.
  * @module
  */
 
@@ -10,23 +12,41 @@ import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
 
 export type { RankPair };
 
-/** Which ranks are direct NVLink partners. */
+/** How two direct partners are linked: NVLink between two devices, or one CUDA device they share. */
+export type PairKind = "nvlink" | "same-device";
+
+/**
+ * Which ranks are direct partners (NVLink, or the same CUDA device). `devices`, when given, is the
+ * CUDA device of each rank: every two ranks of one device are then partners too, of kind
+ * "same-device" (a listed pair of such ranks is one as well); without it every pair is "nvlink".
+ */
 export class NvlinkTopology {
   readonly #partners: number[][];
-  /** The pairs, each with a < b, sorted. */
+  readonly #devices: readonly number[] | undefined;
+  /** The pairs, each with a < b, sorted: NVLink and same-device pairs alike. */
   readonly pairs: readonly RankPair[];
 
   constructor(
     readonly worldSize: number,
     pairs: readonly RankPair[],
+    devices?: readonly number[],
   ) {
     if (!Number.isInteger(worldSize) || worldSize < 1) {
       throw new RangeError(`worldSize must be an integer >= 1, got ${worldSize}`);
     }
+    if (devices !== undefined) {
+      if (devices.length !== worldSize) {
+        throw new RangeError(`devices lists ${devices.length} CUDA devices for ${worldSize} ranks`);
+      }
+      for (const d of devices) {
+        if (!Number.isInteger(d) || d < 0) throw new RangeError(`devices entries must be device indices, got ${d}`);
+      }
+    }
+    this.#devices = devices === undefined ? undefined : [...devices];
     this.#partners = Array.from({ length: worldSize }, () => []);
     const seen = new Set<string>();
     const out: RankPair[] = [];
-    for (const [x, y] of pairs) {
+    for (const [x, y] of [...pairs, ...sameDevicePairs(devices ?? [])]) {
       for (const r of [x, y]) {
         if (!Number.isInteger(r) || r < 0 || r >= worldSize) {
           throw new RangeError(`NVLink pair ${x}-${y} names rank ${r}, outside 0..${worldSize - 1}`);
@@ -45,12 +65,26 @@ export class NvlinkTopology {
     this.pairs = out.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
   }
 
-  /** Direct NVLink partners of `rank`, ascending. */
+  /** Direct partners of `rank` (NVLink or same device), ascending. */
   partners(rank: number): readonly number[] {
     return this.#partners[rank] ?? [];
   }
 
-  /** Topology affinity: 2 for the same GPU, 1 for a direct NVLink partner, 0 otherwise. */
+  /** The kind of the pair a-b, or undefined when they are not direct partners. */
+  kind(a: number, b: number): PairKind | undefined {
+    if (a === b || !this.#partners[a]?.includes(b)) return undefined;
+    return this.#devices !== undefined && this.#devices[a] === this.#devices[b] ? "same-device" : "nvlink";
+  }
+
+  /** The pairs as "0-1,2-3", a same-device pair marked "(same device)"; "none" without pairs (for log lines). */
+  describe(): string {
+    if (this.pairs.length === 0) return "none";
+    return this.pairs.map(([a, b]) => `${a}-${b}${this.kind(a, b) === "same-device" ? " (same device)" : ""}`).join(
+      ",",
+    );
+  }
+
+  /** Topology affinity: 2 for the same rank, 1 for a direct partner (NVLink or same device), 0 otherwise. */
   affinity(a: number, b: number): 0 | 1 | 2 {
     if (a === b) return 2;
     return this.#partners[a]?.includes(b) ? 1 : 0;
@@ -77,6 +111,15 @@ export class NvlinkTopology {
     }
     return new NvlinkTopology(order.length, mapped);
   }
+}
+
+/** Every two ranks that `devices` (the CUDA device of each rank) puts on one device, a < b. */
+export function sameDevicePairs(devices: readonly number[]): RankPair[] {
+  const out: RankPair[] = [];
+  for (let a = 0; a < devices.length; a++) {
+    for (let b = a + 1; b < devices.length; b++) if (devices[a] === devices[b]) out.push([a, b]);
+  }
+  return out;
 }
 
 /** The NV# links of a `nvidia-smi topo -m` matrix, in physical GPU indices. */

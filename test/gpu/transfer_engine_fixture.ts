@@ -1,6 +1,7 @@
 /**
- * The two-GPU LLMEngine transfer runs shared by test/gpu/ipc_engine.test.ts and
- * test/gpu/nccl_engine.test.ts: groups of a warm-up and a follower sharing a prefix, run once with
+ * The LLMEngine transfer runs shared by test/gpu/ipc_engine.test.ts, test/gpu/nccl_engine.test.ts
+ * (two GPUs) and test/gpu/device_local_engine.test.ts (two ranks of one GPU, through `placement`):
+ * groups of a warm-up and a follower sharing a prefix, run once with
  * transfers off and prefix-only routing (the reference) and once with forced transfers and
  * round-robin routing, with the checks both data paths make on the pair of runs.
  * @module
@@ -62,19 +63,22 @@ async function run(engine: LLMEngine, plan: GroupPlan): Promise<GroupOutputs> {
  * Runs `plan` with transfers off (prefix-only routing), then with `transfers` (round-robin), checks
  * that reference followers stay on the warm-up's rank and transferred ones move, that both reuse
  * the whole prefix and that the greedy tokens are equal, then hands the live engine to `check`.
+ * `placement` overrides {@link base}'s devices and topology for both runs.
  */
 export async function compareWithTransfersOff(
   transfers: LLMEngineOptions["transfers"],
   plan: GroupPlan,
   check: (engine: LLMEngine, got: GroupOutputs) => Promise<void>,
+  placement: Pick<LLMEngineOptions, "gpus" | "topology"> = {},
 ): Promise<void> {
   const model = engineTestModelDir();
+  const options = { model, ...base, ...placement };
   let reference: GroupOutputs;
   {
-    await using off = await LLMEngine.create({ model, ...base, transfers: "off", routing: { policy: "prefix-only" } });
+    await using off = await LLMEngine.create({ ...options, transfers: "off", routing: { policy: "prefix-only" } });
     reference = await run(off, plan);
   }
-  await using engine = await LLMEngine.create({ model, ...base, transfers, routing: { policy: "round-robin" } });
+  await using engine = await LLMEngine.create({ ...options, transfers, routing: { policy: "round-robin" } });
   const got = await run(engine, plan);
 
   for (let g = 0; g < plan.groups; g++) {

@@ -1,17 +1,34 @@
 /**
  * Which data path each directed pair of workers moves K/V payloads on, as the workers report it in
  * their stats: `data_path_<name>_peer_<r>` is 1 while the peer r is served by the direct path
- * <name> (CUDA IPC, NCCL), 0 after it fell back. A worker that reports any `data_path_*` counter
- * and does not name a peer on a direct path reaches that peer through host memory and sockets
- * (the CPU backend always does). The cost model prices the two very differently: a direct NVLink
- * path moves a 28 MiB block in ~0.09 ms, the host path takes orders of magnitude longer.
+ * <name> (DIRECT_PATH_NAMES: the device-local copy, CUDA IPC, NCCL), 0 after it fell back. A
+ * worker that reports any `data_path_*` counter and does not name a peer on a direct path reaches
+ * that peer through host memory and sockets (the CPU backend always does). The cost model prices
+ * them very differently: a copy within one device's memory or over NVLink takes a fraction of a
+ * millisecond per block, the host path orders of magnitude longer.
  * @module
  */
+
+/**
+ * The device-local path: two ranks of one CUDA device, the source copying into the partner's
+ * cache through a CUDA IPC mapping on that device (a device-to-device copy on the copy engine).
+ */
+export const DEVICE_LOCAL_PATH = "device_local";
+
+/** Names of the direct paths a worker may report, in order of preference. */
+export const DIRECT_PATH_NAMES = [DEVICE_LOCAL_PATH, "ipc", "nccl"] as const;
+
+/**
+ * Direct paths whose copy is one-sided (the source writes the destination's blocks through a CUDA
+ * IPC mapping, only after the destination's go-ahead): a plan's phases may pipeline on them.
+ */
+export const ONE_SIDED_PATHS: ReadonlySet<string> = new Set([DEVICE_LOCAL_PATH, "ipc"]);
 
 /** The data path of a pair: a direct path's name, "host", or "unknown" before any report. */
 export type PairPath = { kind: "direct"; name: string } | { kind: "host" } | { kind: "unknown" };
 
-const PEER_KEY = /^data_path_([a-z0-9]+)_peer_(\d+)$/;
+/** `data_path_<name>_peer_<r>`; a name may hold underscores (device_local). */
+const PEER_KEY = /^data_path_([a-z0-9_]+?)_peer_(\d+)$/;
 
 /** Per-rank reports of the peers each worker reaches on a direct path. */
 export class PairDataPaths {
@@ -34,6 +51,12 @@ export class PairDataPaths {
   /** Forgets a rank's report (it died; its successor reports again). */
   forget(rank: number): void {
     this.#direct.delete(rank);
+  }
+
+  /** The name plans from `src` to `dst` take ("host", a direct path's, or "unknown"), for counters and logs. */
+  nameOf(src: number, dst: number): string {
+    const p = this.pathOf(src, dst);
+    return p.kind === "direct" ? p.name : p.kind;
   }
 
   /**

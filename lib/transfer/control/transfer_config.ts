@@ -20,12 +20,14 @@ export const TRANSFER_MODES = ["off", "auto", "force"] as const;
 export type TransferModeSetting = (typeof TRANSFER_MODES)[number];
 
 /**
- * How workers move a plan's K/V payload between direct NVLink partners on distinct devices (cuda
- * backend). auto: per partner, the fastest path that comes up: CUDA IPC (the source copies into the
- * partner's cache with the copy engine), else an NCCL pair, else the host socket path (also used
- * after a direct path fails). host: always the host socket path. ipc / nccl: only that direct path;
- * a pair that cannot come up at start-up is a start-up error (the worker exits naming the pair and
- * the cause).
+ * How workers move a plan's K/V payload between direct partners (cuda backend). auto: per partner,
+ * the fastest path that comes up: for a partner on the same device the device-local copy (CUDA IPC
+ * on that device), for one on another device CUDA IPC (the source copies into the partner's cache
+ * with the copy engine), else an NCCL pair; else the host socket path (also used after a direct
+ * path fails). host: always the host socket path. ipc / nccl: only that direct path ("ipc" covers
+ * the device-local copy; "nccl" refuses two ranks of one device, which NCCL cannot pair); a pair
+ * that cannot come up at start-up is a start-up error (the worker exits naming the pair and the
+ * cause).
  */
 export const DATA_PATHS = ["auto", "host", "ipc", "nccl"] as const;
 /** One of DATA_PATHS. */

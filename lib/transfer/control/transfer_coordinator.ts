@@ -225,8 +225,11 @@ export class TransferCoordinator {
         publishMs,
         waitMs: this.#waitedMs(plan),
       });
+      // The pair's path as its workers last reported it: which data path the plan ran on.
+      const path = this.#o.cost.paths.nameOf(src, dst);
       this.count("transfer_completed");
       this.count(`transfer_${plan.kind}_completed`);
+      this.count(`transfer_path_${path}_completed`);
       this.count("transfer_blocks", plan.blocks.length);
       this.count("transfer_bytes", run.bytes);
       this.count("transfer_released_blocks", run.released);
@@ -235,11 +238,8 @@ export class TransferCoordinator {
         executeMs: run.executedAt! - run.preparedAt!,
       });
       if (trace) {
-        this.#o.trace!(
-          `[transfer-trace] ${plan.planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst}: publish ${
-            publishMs.toFixed(3)
-          } ms; ${trace.lines.join("; ")}`,
-        );
+        const what = `${plan.planId} ${plan.kind} ${plan.blocks.length} blocks ${src}->${dst} over ${path}`;
+        this.#o.trace!(`[transfer-trace] ${what}: publish ${publishMs.toFixed(3)} ms; ${trace.lines.join("; ")}`);
       }
       return { plan, status: "completed", bytes: run.bytes, publishMs, released: run.released };
     } catch (e) {

@@ -1,11 +1,14 @@
 /**
  * The transfer cost model: estimated dispatch-to-publish time of a plan and the prefill time it
  * saves. The pair's data path (reported by its workers, see pair_data_paths.ts) decides the static
- * estimate: a direct path (NVLink: CUDA IPC or NCCL) uses the measured profile,
+ * estimate: a direct path between two devices (NVLink: CUDA IPC or NCCL) uses the measured profile,
  * residual_P95(pair, size bucket) + interference x data_path_P95(pair, bytes) with the data-path
  * term interpolated on payload bytes, or without one a cold-start scalar (fixed latency + bytes /
- * bandwidth, defaults from the H200 copy-engine measurement); the host path (gather to host memory,
- * worker-to-worker socket, scatter) has its own, far slower scalar.
+ * bandwidth, defaults from the H200 copy-engine measurement); the device-local path (two ranks of
+ * one device, a device-to-device copy) has its own scalar, deviceLocalFixedMs + bytes /
+ * deviceLocalBytesPerMs, never the profile (whose curves are links between devices); the host path
+ * (gather to host memory, worker-to-worker socket, scatter) has its own, far slower scalar. Each is
+ * a prior only: completed plans replace it with what they measured (below).
  *
  * Phase waits (the interference term, made explicit): a worker whose steps hold its thread (the CPU
  * backend) reads phase messages only between steps, so each phase waits for the current step of a
@@ -36,7 +39,7 @@
  * @module
  */
 import { readText } from "../../runtime/files.ts";
-import { PairDataPaths } from "./pair_data_paths.ts";
+import { DEVICE_LOCAL_PATH, PairDataPaths } from "./pair_data_paths.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 
 /** A measured latency curve of one directed pair: payload bytes -> P95 ms, ascending. */
@@ -185,8 +188,11 @@ export function interpolateCurve(c: LatencyCurve, bytes: number): number {
   return c.p95Ms[n - 1]! + Math.max(0, slope) * (bytes - c.bytes[n - 1]!);
 }
 
-/** Where an estimate came from: EWMA of this pair and size, the profile, or a cold-start scalar (direct or host path). */
-export type EstimateSource = "observed" | "profile" | "fallback" | "host-fallback";
+/**
+ * Where an estimate came from: EWMA of this pair and size, the profile, or a cold-start scalar
+ * (direct, device-local or host path).
+ */
+export type EstimateSource = "observed" | "profile" | "fallback" | "device-local-fallback" | "host-fallback";
 
 /** Estimated cost of one plan. */
 export interface TransferEstimate {
@@ -301,9 +307,15 @@ export class TransferCostModel {
   #baseEstimate(src: number, dst: number, blocks: number, bytes: number): { ms: number; source: EstimateSource } {
     const observed = this.#publishEwma.get(`${pairKey(src, dst)}#${sizeBucket(blocks)}`);
     if (observed !== undefined) return { ms: observed, source: "observed" };
-    // A profile measures the direct path; it says nothing about a pair that moves through host memory.
-    if (this.paths.pathOf(src, dst).kind === "host") {
+    // A profile measures links between devices; it says nothing about a pair that moves through
+    // host memory, nor about two ranks of one device, whose copy never leaves that device's memory.
+    const path = this.paths.pathOf(src, dst);
+    if (path.kind === "host") {
       return { ms: this.#config.hostFixedMs + bytes / this.#config.hostBytesPerMs, source: "host-fallback" };
+    }
+    if (path.kind === "direct" && path.name === DEVICE_LOCAL_PATH) {
+      const c = this.#config;
+      return { ms: c.deviceLocalFixedMs + bytes / c.deviceLocalBytesPerMs, source: "device-local-fallback" };
     }
     const curve = this.profile?.pairs.get(pairKey(src, dst));
     if (curve) {

@@ -1,6 +1,7 @@
 /**
  * Foreground transfer planning: when a routed request meets a real local block shortage on its
- * rank, ask a direct NVLink partner for exactly that shortage, never the whole sequence.
+ * rank, ask a direct partner (NVLink or same device) for exactly that shortage, never the whole
+ * sequence.
  * - prefix copy: a partner holds more of the request's prompt prefix than the rank does; copy the
  *   missing blocks (only those) so the request prefills less.
  * - offload: the rank's pending work needs more blocks than are free, so cold cached chains would

@@ -16,6 +16,7 @@ import { projectRouteCost } from "../../global/route_cost.ts";
 import { type RouteQuery, RoutingContext } from "../../global/routing_context.ts";
 import type { TransferConfig } from "./transfer_config.ts";
 import { TransferCostModel } from "./transfer_cost_model.ts";
+import { ONE_SIDED_PATHS } from "./pair_data_paths.ts";
 import { type CoordinatorPhase, TransferCoordinator, type TransferLink } from "./transfer_coordinator.ts";
 import type { TransferPlan } from "./transfer_plan.ts";
 import {
@@ -85,7 +86,7 @@ export class TransferService {
     if (o.config.mode !== "off") o.scheduler.routeAdvisor = this.leases;
   }
 
-  /** True when plans may be made at all (a mode other than off, and some NVLink pair). */
+  /** True when plans may be made at all (a mode other than off, and some direct pair: NVLink or one device). */
   get enabled(): boolean {
     return this.config.mode !== "off" && (this.#scheduler.topology?.pairs.length ?? 0) > 0;
   }
@@ -104,10 +105,10 @@ export class TransferService {
     this.#timer = undefined;
   }
 
-  /** Pipelined phases are safe on the host path and CUDA IPC, not on NCCL (see TransferCoordinatorOptions). */
+  /** Pipelined phases are safe on the host path and one-sided (CUDA IPC) paths, not NCCL (see the coordinator). */
   #pipelines(src: number, dst: number): boolean {
     const p = this.cost.paths.pathOf(src, dst);
-    return p.kind === "host" || (p.kind === "direct" && p.name === "ipc");
+    return p.kind === "host" || (p.kind === "direct" && ONE_SIDED_PATHS.has(p.name));
   }
 
   /** Folds in a worker's counters: KV bytes per block, its data paths, cumulative prefill timings, its step wait. */

@@ -60,6 +60,14 @@ export interface TransferTuning {
   fallbackFixedMs: number;
   /** ... plus bytes / this bandwidth (default 3.7e8 bytes/ms = 370 GB/s, an H200 pair's copy-engine path). */
   fallbackBytesPerMs: number;
+  /**
+   * Cold-start cost of a device-local transfer (two ranks of one CUDA device: a device-to-device
+   * copy through a CUDA IPC mapping): fixed latency, the plan's control round trips and the copy's
+   * dispatch, which no payload is too small to pay (default 0.75 ms) ...
+   */
+  deviceLocalFixedMs: number;
+  /** ... plus bytes / this bandwidth (default 1.5e9 bytes/ms = 1.5 TB/s: HBM read and written once per byte). */
+  deviceLocalBytesPerMs: number;
   /** Cold-start cost of a host-path transfer (gather, worker socket, scatter): fixed latency (default 1 ms) ... */
   hostFixedMs: number;
   /** ... plus bytes / this bandwidth (default 2e5 bytes/ms = 200 MB/s). */
@@ -95,6 +103,8 @@ export const DEFAULT_TRANSFER_TUNING: Readonly<TransferTuning> = Object.freeze({
   prefillMsPerToken: 0.02,
   fallbackFixedMs: 0,
   fallbackBytesPerMs: 3.7e8,
+  deviceLocalFixedMs: 0.75,
+  deviceLocalBytesPerMs: 1.5e9,
   hostFixedMs: 1,
   hostBytesPerMs: 2e5,
   interferenceFactor: 1,
@@ -109,6 +119,7 @@ export const POSITIVE_TUNING = [
   "hotnessHalfLifeMs",
   "placementIntervalMs",
   "fallbackBytesPerMs",
+  "deviceLocalBytesPerMs",
   "hostBytesPerMs",
   "prefillMsPerToken",
 ] as const;

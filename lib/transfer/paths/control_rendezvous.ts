@@ -25,7 +25,7 @@ export interface RendezvousClientOptions {
 /** What every direct pair set-up (CUDA IPC, NCCL) is told: this worker, its partners, where to meet them. */
 export interface PairSetupOptions extends RendezvousClientOptions {
   epoch: number;
-  /** Partners to pair with (direct NVLink). */
+  /** Partners to pair with (direct partners). */
   peers: readonly number[];
 }
 

@@ -1,7 +1,7 @@
 /**
- * What the direct device paths (CUDA IPC, NCCL) share: a path that can give up one peer (the
- * worker then moves that peer to the host path), a posted half of a transfer, the timeout error,
- * and a pair's name in log lines and errors.
+ * What the direct device paths (device-local and cross-device CUDA IPC, NCCL) share: a path that
+ * can give up one peer (the worker then moves that peer to the host path), a posted half of a
+ * transfer, the timeout error, and a pair's name in log lines and errors.
  * @module
  */
 import type { KvDataPath } from "./kv_data_path.ts";

@@ -11,12 +11,13 @@
  *   backend's path; it also works on CUDA (through host memory), as a fallback.
  * - IpcDataPath (ipc/ipc_data_path.ts): the CUDA backend's fastest path: the source copies its
  *   blocks straight into the partner's reserved blocks through a CUDA IPC mapping of its cache
- *   (copy engine, no packing) and tells the destination when they landed.
+ *   (copy engine, no packing) and tells the destination when they landed. Between two ranks of
+ *   one device the same code is the device-local path, a device-to-device copy.
  * - NcclDataPath (nccl/nccl_data_path.ts): the CUDA backend's path over the NCCL pair of a
  *   direct NVLink partner, packing, sending and unpacking on the GPUs.
  * - PerPeerDataPath (../worker/per_peer_data_path.ts): what a worker runs (worker_data_path.ts
- *   opens it): CUDA IPC or NCCL for partners whose direct path came up, host copies for every
- *   other peer and after a direct path breaks.
+ *   opens it): the device-local copy, CUDA IPC or NCCL for partners whose direct path came up,
+ *   host copies for every other peer and after a direct path breaks.
  * @module
  */
 

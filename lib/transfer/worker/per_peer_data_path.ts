@@ -1,6 +1,8 @@
 /**
  * A worker's {@link KvDataPath} chosen per peer rank: a direct device path for the peers it came up
- * with at start-up (in order of preference, e.g. CUDA IPC mappings "ipc", then NCCL pairs "nccl"),
+ * with at start-up (in order of preference, e.g. the device-local copy "device_local" for a partner
+ * on the same device, CUDA IPC mappings "ipc", then NCCL pairs "nccl"; one path object may serve
+ * under two names),
  * the host socket path for every other peer. A peer whose direct path breaks (a plan timed out or
  * was cancelled after posting, a copy failed, or the partner dropped its end) falls back to the host
  * path for the rest of the run: logged once, counted, and reported through onFallback so the worker
@@ -10,13 +12,11 @@
  */
 import { type DirectDataPath, pairName } from "../paths/direct_data_path.ts";
 import type { KvDataPath, KvTransferJob } from "../paths/kv_data_path.ts";
-
-/** Names of the direct paths a worker may have, in order of preference; always in the counters. */
-const DIRECT_PATH_NAMES = ["ipc", "nccl"] as const;
+import { DIRECT_PATH_NAMES } from "../control/pair_data_paths.ts";
 
 /** One direct path of a {@link PerPeerDataPath} and the peers it was tried for. */
 export interface DirectPeers {
-  /** Name in counters and log lines ("ipc", "nccl"). */
+  /** Name in counters and log lines ("device_local", "ipc", "nccl"). */
   name: string;
   /** Absent when it came up with no peer. */
   path?: DirectDataPath;
@@ -102,12 +102,17 @@ export class PerPeerDataPath implements KvDataPath {
 
   cancel(planId: string, reason: string): void {
     // The plan may be on any path (or not started): all forget it.
-    for (const d of this.#direct) d.path?.cancel(planId, reason);
+    for (const p of this.#paths()) p.cancel(planId, reason);
     this.#o.host.cancel(planId, reason);
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#direct.map((d) => d.path?.close()), this.#o.host.close()]);
+    await Promise.all([...[...this.#paths()].map((p) => p.close()), this.#o.host.close()]);
+  }
+
+  /** Each direct path object once (one may serve under two names). */
+  #paths(): Set<DirectDataPath> {
+    return new Set(this.#direct.flatMap((d) => (d.path ? [d.path] : [])));
   }
 
   /** Moves `peer` to the host path for good (idempotent); its direct path drops its end. */
@@ -134,7 +139,7 @@ export class PerPeerDataPath implements KvDataPath {
   }
 
   /**
-   * Stats counters, for every direct path name (DIRECT_PATH_NAMES and those given):
+   * Stats counters, for every direct path name (pair_data_paths.ts DIRECT_PATH_NAMES and those given):
    * `data_path_<name>_peers` (peers on it now), `data_path_<name>_peer_<r>` (1 on it, 0 fallen back
    * or never up, for each peer it was tried for), `data_path_fallbacks`, and payload bytes per path
    * and side (`data_path_<path>_sent_bytes`, `data_path_<path>_received_bytes`, host included).

@@ -1,22 +1,27 @@
 /**
  * Opens a worker's KV data path: the host socket path (lib/transfer/paths/host/kv_peer_channel.ts) to every peer,
- * plus a direct device path with each direct NVLink partner on another CUDA device where
- * transfers.dataPath allows it. "auto" prefers, per partner, CUDA IPC (the source copies into the
- * partner's cache with the copy engine; the fastest path in the transfer benchmark), then an NCCL
- * pair, then the host path, logging one line per pair that falls back,
- * naming it and the cause. Plans pick the path per
- * peer ({@link PerPeerDataPath}). On the CPU backend nothing direct is tried: no rendezvous traffic.
+ * plus a direct path with each direct partner where transfers.dataPath allows it (CUDA backend):
+ * - a partner on the same CUDA device gets the device-local path ("device_local"): CUDA IPC of its
+ *   cache on that device, the copy a device-to-device copy on the copy engine. "auto" and "ipc"
+ *   try it; NCCL cannot pair a device with itself, so "nccl" refuses such a partner, and in "auto"
+ *   one whose mapping fails uses the host path.
+ * - a partner on another device: "auto" prefers CUDA IPC (the source copies into the partner's
+ *   cache with the copy engine; the fastest path in the transfer benchmark), then an NCCL pair,
+ *   then the host path.
+ * One log line per pair that falls back, naming it and the cause. Plans pick the path per peer
+ * ({@link PerPeerDataPath}). On the CPU backend nothing direct is tried: no rendezvous traffic.
  * @module
  */
 import { KvTransferEngine, type PeerCopyModeName } from "../../../ffi/kv_transfer.ts";
 import type { KvCache } from "../../../ffi/native.ts";
 import type { DataPathSetting } from "../control/transfer_config.ts";
+import { DEVICE_LOCAL_PATH } from "../control/pair_data_paths.ts";
 import type { HeartbeatOptions } from "../../protocol/heartbeat_monitor.ts";
 import { pairName } from "../paths/direct_data_path.ts";
 import { HostCopyDataPath } from "../paths/host/host_copy_data_path.ts";
 import { KvPeerChannel } from "../paths/host/kv_peer_channel.ts";
 import { IpcDataPath } from "../paths/ipc/ipc_data_path.ts";
-import { type IpcViewFactory, setUpIpcPeers } from "../paths/ipc/ipc_peer_setup.ts";
+import { type IpcPeerSetup, type IpcViewFactory, setUpIpcPeers } from "../paths/ipc/ipc_peer_setup.ts";
 import { ipcSignalsOverChannel } from "../paths/ipc/ipc_signals.ts";
 import { NcclDataPath } from "../paths/nccl/nccl_data_path.ts";
 import { type NcclPairFactory, setUpNcclPairs } from "../paths/nccl/nccl_pair_setup.ts";
@@ -26,7 +31,7 @@ import { type DirectPeers, PerPeerDataPath } from "./per_peer_data_path.ts";
 export interface WorkerDataPathConfig {
   /** transfers.dataPath. */
   mode: DataPathSetting;
-  /** Direct NVLink partners of this rank and their CUDA devices. */
+  /** Direct partners of this rank (NVLink, or the same CUDA device) and their CUDA devices. */
   peers: { rank: number; gpu: number }[];
   /** transfers.ncclTimeoutMs: bound on creating one pair, and on one plan's NCCL transfer. */
   ncclTimeoutMs: number;
@@ -68,15 +73,25 @@ function peerSocketPath(dir: string, rank: number): string {
 
 const DIRECT_NAMES = { ipc: "CUDA IPC", nccl: "NCCL" } as const;
 
+/** The partners a worker tries direct paths with: on its own CUDA device, and on other devices. */
+export interface DirectPeerRanks {
+  /** Partners sharing this worker's device: the device-local path. */
+  sameDevice: number[];
+  /** Partners on other devices: CUDA IPC and/or NCCL. */
+  otherDevice: number[];
+}
+
 /**
- * The partners this worker tries direct paths with (CUDA IPC and/or NCCL). Throws DataPathError
- * when the mode names a direct path and one partner cannot have it (CPU backend, shared device).
+ * The partners this worker tries direct paths with, ascending. Throws DataPathError when the mode
+ * names a direct path and one partner cannot have it (CPU backend; "nccl" with a partner on this
+ * worker's own device).
  */
 export function directPeerRanks(
   o: { rank: number; gpu: number; backend: "cpu" | "cuda"; config?: WorkerDataPathConfig },
-): number[] {
+): DirectPeerRanks {
   const c = o.config;
-  if (!c || c.mode === "host" || c.peers.length === 0) return [];
+  const none: DirectPeerRanks = { sameDevice: [], otherDevice: [] };
+  if (!c || c.mode === "host" || c.peers.length === 0) return none;
   const strict = c.mode === "auto" ? undefined : DIRECT_NAMES[c.mode];
   if (o.backend !== "cuda") {
     if (strict) {
@@ -84,33 +99,26 @@ export function directPeerRanks(
         `transfers.dataPath is "${c.mode}" but rank ${o.rank} runs the ${o.backend} backend, which has no ${strict}`,
       );
     }
-    return [];
+    return none;
   }
-  const shared = c.peers.filter((p) => p.gpu === o.gpu);
-  if (strict && shared.length > 0) {
+  const ranks = (same: boolean) =>
+    c.peers.filter((p) => (p.gpu === o.gpu) === same).map((p) => p.rank).sort((a, b) => a - b);
+  const sameDevice = ranks(true);
+  if (c.mode === "nccl" && sameDevice.length > 0) {
     throw new DataPathError(
-      `transfers.dataPath is "${c.mode}" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${
-        shared[0]!.rank
-      }; a ${strict} pair needs two devices`,
+      `transfers.dataPath is "nccl" but rank ${o.rank} shares CUDA device ${o.gpu} with rank ${
+        sameDevice[0]
+      }; an NCCL pair needs two devices ("auto" or "ipc" copy between ranks of one device)`,
     );
   }
-  return c.peers.filter((p) => p.gpu !== o.gpu).map((p) => p.rank).sort((a, b) => a - b);
+  return { sameDevice, otherDevice: ranks(false) };
 }
 
 /** Opens the per-peer data path; direct paths that fail fall back (or throw in a strict mode). */
 export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<PerPeerDataPath> {
   const log = o.log ?? ((l: string) => console.error(l));
-  const peers = directPeerRanks(o);
+  const { sameDevice, otherDevice } = directPeerRanks(o);
   const c = o.config;
-  if (o.backend === "cuda" && c?.mode === "auto") {
-    for (const p of c.peers.filter((q) => q.gpu === o.gpu)) {
-      log(
-        `[worker ${o.rank}] no direct pair ${
-          pairName(o.rank, p.rank)
-        } (CUDA IPC or NCCL): both ranks run on CUDA device ${o.gpu}; plans with rank ${p.rank} use the host path`,
-      );
-    }
-  }
   const dir = o.peerSocketDir;
   const channel = await KvPeerChannel.listen({
     rank: o.rank,
@@ -119,7 +127,7 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
     log,
   });
   const host = new HostCopyDataPath(o.kv, channel);
-  if (peers.length === 0 || !c) return new PerPeerDataPath({ rank: o.rank, host, log });
+  if (sameDevice.length + otherDevice.length === 0 || !c) return new PerPeerDataPath({ rank: o.rank, host, log });
   const rendezvous = {
     rank: o.rank,
     epoch: o.epoch,
@@ -130,7 +138,7 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
   };
   const direct: DirectPeers[] = [];
   const strictFailure = async (failed: ReadonlyMap<number, string>, what: string) => {
-    await Promise.all(direct.map((d) => d.path?.close()));
+    await Promise.all([...new Set(direct.map((d) => d.path))].map((p) => p?.close()));
     await channel.close();
     const list = [...failed].map(([peer, why]) => `${pairName(o.rank, peer)}: ${why}`).join("; ");
     return new DataPathError(`transfers.dataPath is "${c.mode}" but ${what} did not come up (${list})`);
@@ -139,28 +147,47 @@ export async function openWorkerDataPath(o: OpenWorkerDataPathOptions): Promise<
   let perPeer: PerPeerDataPath | undefined;
   const onBroken = (peer: number, reason: string) => perPeer?.fallBack(peer, reason);
 
-  let ncclPeers = peers;
+  let ncclPeers = otherDevice;
   if (c.mode === "auto" || c.mode === "ipc") {
-    const ipc = await setUpIpcPeers({
-      ...rendezvous,
-      peers,
-      factory: o.ipcFactory ?? nativeIpcFactory(new KvTransferEngine(o.kv.model.native), o.kv),
-      fallback: c.mode === "auto" ? "try NCCL next" : `cannot run: transfers.dataPath is "ipc", so start-up fails`,
-    });
-    const path = ipc.views.size > 0
+    const factory = o.ipcFactory ?? nativeIpcFactory(new KvTransferEngine(o.kv.model.native), o.kv);
+    const strictFallback = `cannot run: transfers.dataPath is "ipc", so start-up fails`;
+    const none: IpcPeerSetup = { views: new Map(), failed: new Map() };
+    // Both kinds of partner map each other's cache the same way; only the label and the next path differ.
+    const [local, remote] = await Promise.all([
+      sameDevice.length === 0 ? none : setUpIpcPeers({
+        ...rendezvous,
+        peers: sameDevice,
+        factory,
+        label: `device-local (CUDA IPC on device ${o.gpu})`,
+        fallback: c.mode === "auto" ? "use the host path" : strictFallback,
+      }),
+      otherDevice.length === 0 ? none : setUpIpcPeers({
+        ...rendezvous,
+        peers: otherDevice,
+        factory,
+        fallback: c.mode === "auto" ? "try NCCL next" : strictFallback,
+      }),
+    ]);
+    // One IpcDataPath serves both: its `ready`/`done` signals share the peer channel, one listener.
+    const views = new Map([...local.views, ...remote.views]);
+    const path = views.size > 0
       ? new IpcDataPath({
         rank: o.rank,
         blockBytes: o.kv.blockBytes,
-        views: ipc.views,
+        views,
         signals: ipcSignalsOverChannel(channel),
         timeoutMs: c.ipcTimeoutMs ?? 10_000,
         onPeerBroken: onBroken,
         log,
       })
       : undefined;
-    direct.push({ name: "ipc", ...(path ? { path } : {}), peers: ipc.views.keys(), failed: ipc.failed });
-    if (c.mode === "ipc" && ipc.failed.size > 0) throw await strictFailure(ipc.failed, "CUDA IPC pairs");
-    ncclPeers = peers.filter((p) => !ipc.views.has(p));
+    for (const [name, setup] of [[DEVICE_LOCAL_PATH, local], ["ipc", remote]] as const) {
+      const serves = path !== undefined && setup.views.size > 0;
+      direct.push({ name, ...(serves ? { path } : {}), peers: setup.views.keys(), failed: setup.failed });
+    }
+    const failed = new Map([...local.failed, ...remote.failed]);
+    if (c.mode === "ipc" && failed.size > 0) throw await strictFailure(failed, "CUDA IPC pairs");
+    ncclPeers = otherDevice.filter((p) => !remote.views.has(p));
   }
   if ((c.mode === "auto" || c.mode === "nccl") && ncclPeers.length > 0) {
     const setup = await setUpNcclPairs({
@@ -197,18 +224,21 @@ function nativePairFactory(xfer: KvTransferEngine): NcclPairFactory {
 
 /**
  * The native library's CUDA IPC as an {@link IpcViewFactory}: exports `kv`, maps a peer's cache
- * with `kv`'s shape, and copies into it with `mode` (copyEngineDirect: the copy engine only, the
- * fastest measured cross-process path; kernel: one kernel storing over NVLink).
+ * with `kv`'s shape (on this worker's device or another), and copies into it with `mode`
+ * (copyEngineDirect: the copy engine only, the fastest measured cross-process path, and on one
+ * device a device-to-device copy; kernel: one kernel storing through the mapping).
  */
 function nativeIpcFactory(
   xfer: KvTransferEngine,
   kv: KvCache,
   mode: PeerCopyModeName = "copyEngineDirect",
 ): IpcViewFactory {
+  let handle: Uint8Array | undefined;
   return {
     numBlocks: kv.numBlocks,
     blockBytes: kv.blockBytes,
-    exportHandle: () => xfer.exportKv(kv),
+    // Same-device and other-device partners set up side by side; one export serves both.
+    exportHandle: () => (handle ??= xfer.exportKv(kv)),
     openView: (handle, numBlocks) => {
       const view = xfer.openRemoteKv(handle, kv, numBlocks);
       return {

@@ -1,6 +1,7 @@
 /**
- * {@link KvDataPath} over CUDA IPC: at start-up each worker maps the KV cache of each direct NVLink
- * partner (lib/transfer/paths/ipc/ipc_peer_setup.ts); a plan's source then copies its blocks straight into the
+ * {@link KvDataPath} over CUDA IPC: at start-up each worker maps the KV cache of each direct
+ * partner, over NVLink on another device or on its own device (the device-local path;
+ * lib/transfer/paths/ipc/ipc_peer_setup.ts); a plan's source then copies its blocks straight into the
  * destination's reserved blocks through that mapping with the copy engine (ffi/kv_transfer.ts
  * peerCopy, copy_engine_direct: no packing, no staging, no kernels), waits for the copy with a
  * timeout and tells the destination. The destination runs no device work at all.

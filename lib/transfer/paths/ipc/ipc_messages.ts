@@ -1,7 +1,8 @@
 /**
- * Start-up of the CUDA IPC data path of a direct NVLink pair of workers, relayed by the control
- * plane. Only each KV cache's 64-byte IPC handle (with its size) travels here; K/V payloads never
- * pass through the control plane: the source of a plan copies straight into the peer's cache.
+ * Start-up of the CUDA IPC data path of a direct pair of workers (NVLink, or one device), relayed
+ * by the control plane. Only each KV cache's 64-byte IPC handle (with its size) travels here; K/V
+ * payloads never pass through the control plane: the source of a plan copies straight into the
+ * peer's cache.
  *
  * Each worker of the pair sends ipc_offer (a request) on a short-lived connection of its own, once
  * per stage; when both offers of a stage are in, the control plane answers each side with the

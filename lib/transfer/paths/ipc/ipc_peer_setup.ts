@@ -1,11 +1,13 @@
 /**
- * A worker's start-up of its CUDA IPC pairs, one per direct NVLink partner on another device, all
- * partners at once (nothing here blocks the event loop for long). Per pair, through the control
- * plane's rendezvous (lib/transfer/paths/ipc/ipc_messages.ts):
+ * A worker's start-up of its CUDA IPC pairs, one per direct partner (on another device over NVLink,
+ * or on its own device for the device-local path), all partners at once (nothing here blocks the
+ * event loop for long). Per pair, through the control plane's rendezvous
+ * (lib/transfer/paths/ipc/ipc_messages.ts):
  * 1. stage "handle": offer this worker's exported KV cache handle (or why there is none), get the
  *    partner's;
  * 2. map the partner's cache (lp_kv_ipc_open enables peer access to its device and fails when the
- *    two devices cannot access each other), after checking both caches have the same block shape;
+ *    two devices cannot access each other; on one device there is nothing to enable), after
+ *    checking both caches have the same block shape;
  * 3. stage "opened": offer whether that worked, get the partner's result. The pair is up only when
  *    both sides mapped the other's cache, so both sides agree on it; otherwise the mapping is
  *    closed again.
@@ -32,9 +34,11 @@ export interface IpcViewFactory {
   openView(handle: Uint8Array, numBlocks: number): IpcPeerView;
 }
 
-/** Options of {@link setUpIpcPeers}: `peers` are partners on another device; `rendezvousTimeoutMs` bounds the whole start-up of one pair. */
+/** Options of {@link setUpIpcPeers}: `peers` are direct partners; `rendezvousTimeoutMs` bounds one pair's start-up. */
 export interface IpcPeerSetupOptions extends PairSetupOptions {
   factory: IpcViewFactory;
+  /** What the pairs are called in log lines. Default "CUDA IPC". */
+  label?: string;
   /** Where plans with a partner go when its pair does not come up, for the log line (e.g. "try NCCL next"). */
   fallback: string;
 }
@@ -48,6 +52,7 @@ export interface IpcPeerSetup {
 /** Sets up every pair (see the module doc). Never throws: failures land in `failed`. */
 export async function setUpIpcPeers(o: IpcPeerSetupOptions): Promise<IpcPeerSetup> {
   const log = o.log ?? ((l: string) => console.error(l));
+  const label = o.label ?? "CUDA IPC";
   const out: IpcPeerSetup = { views: new Map(), failed: new Map() };
   const exported = safely(() => o.factory.exportHandle());
   const local = exported.ok ? undefined : `cannot export rank ${o.rank}'s KV cache: ${exported.error}`;
@@ -57,14 +62,14 @@ export async function setUpIpcPeers(o: IpcPeerSetupOptions): Promise<IpcPeerSetu
       if ("view" in r) {
         out.views.set(peer, r.view);
         log(
-          `[worker ${o.rank}] CUDA IPC pair ${
+          `[worker ${o.rank}] ${label} pair ${
             pairName(o.rank, peer)
           } up: rank ${peer}'s cache (${r.view.numBlocks} blocks) mapped`,
         );
       } else {
         out.failed.set(peer, r.error);
         log(
-          `[worker ${o.rank}] CUDA IPC pair ${
+          `[worker ${o.rank}] ${label} pair ${
             pairName(o.rank, peer)
           } is not available, plans with rank ${peer} ${o.fallback}: ${r.error}`,
         );

@@ -2,8 +2,8 @@
  * The control plane's part in CUDA IPC pair start-up (messages in lib/transfer/paths/ipc/ipc_messages.ts):
  * holds a worker's ipc_offer of one stage until its partner's offer of that stage arrives, then
  * answers each side with the other's, so both map each other's KV cache at about the same time and
- * both learn whether the other succeeded. Offers between ranks that are not a direct NVLink pair
- * are refused at once. The 64-byte handles pass through; K/V payloads never do.
+ * both learn whether the other succeeded. Offers between ranks that are not direct partners
+ * (NVLink, or one device) are refused at once. The 64-byte handles pass through; K/V payloads never do.
  * @module
  */
 import type { MessageOf } from "../../../protocol/messages.ts";
@@ -17,7 +17,7 @@ export type IpcAnswer = Omit<MessageOf<"ipc_answer">, "type" | "id" | "replyTo">
 
 /** Options of an {@link IpcRendezvous}. */
 export interface IpcRendezvousOptions {
-  /** Direct NVLink pairs: offers for any other pair are refused. */
+  /** Direct partners (NVLink or one device): offers for any other pair are refused. */
   topology?: NvlinkTopology;
 }
 
@@ -37,7 +37,11 @@ export class IpcRendezvous {
     const { rank, peerRank, stage } = offer;
     if (this.#o.topology?.affinity(rank, peerRank) !== 1) {
       this.#counts.ipc_offers_refused++;
-      answer({ peerRank, stage, error: `ranks ${rank} and ${peerRank} are not a direct NVLink pair of this engine` });
+      answer({
+        peerRank,
+        stage,
+        error: `ranks ${rank} and ${peerRank} are not direct partners (NVLink or one device) of this engine`,
+      });
       return;
     }
     const partner = this.#waiting.match(offer, owner, answer, {

@@ -102,7 +102,7 @@ test("the phase trace names each phase's acks with their round trips and the wor
   expect(lines).toHaveLength(1);
   // In-process links carry no handling time: "?" stands in for it.
   expect(lines[0]).toMatch(
-    /^\[transfer-trace\] t-\d+ background 1 blocks 0->1: publish [\d.]+ ms; prepare sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish sent \+[\d.]+: r1 [\d.]+ \(\?\)$/,
+    /^\[transfer-trace\] t-\d+ background 1 blocks 0->1 over unknown: publish [\d.]+ ms; prepare sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); execute sent \+[\d.]+: r[01] [\d.]+ \(\?\), r[01] [\d.]+ \(\?\); publish sent \+[\d.]+: r1 [\d.]+ \(\?\)$/,
   );
 });
 

@@ -5,7 +5,9 @@
 // "your partner dropped the pair" does the same and aborts the local end; cancel and close reach
 // both paths; the counters say which path each peer uses and how many bytes each path moved. With
 // two direct paths (CUDA IPC, then NCCL) each peer takes the first that serves it, and one that
-// breaks goes to the host path.
+// breaks goes to the host path. One path object serving under two names (the device-local copy to
+// a partner on the same device, CUDA IPC to one on another) counts each peer under its own name
+// and is cancelled and closed once.
 import { describe, expect, test } from "bun:test";
 import type { KvTransferJob } from "../../../../lib/transfer/paths/kv_data_path.ts";
 import { NcclDataPath } from "../../../../lib/transfer/paths/nccl/nccl_data_path.ts";
@@ -97,10 +99,13 @@ describe("PerPeerDataPath", () => {
       data_path_nccl_received_bytes: 0,
       data_path_host_sent_bytes: 1000,
       data_path_host_received_bytes: 2000,
-      // CUDA IPC was not tried here: its counters are there, at zero.
+      // CUDA IPC and the device-local path were not tried here: their counters are there, at zero.
       data_path_ipc_peers: 0,
       data_path_ipc_sent_bytes: 0,
       data_path_ipc_received_bytes: 0,
+      data_path_device_local_peers: 0,
+      data_path_device_local_sent_bytes: 0,
+      data_path_device_local_received_bytes: 0,
     });
   });
 
@@ -198,6 +203,9 @@ describe("PerPeerDataPath", () => {
       data_path_nccl_received_bytes: 3000,
       data_path_host_sent_bytes: 1000,
       data_path_host_received_bytes: 0,
+      data_path_device_local_peers: 0,
+      data_path_device_local_sent_bytes: 0,
+      data_path_device_local_received_bytes: 0,
     });
     path.fallBack(1, "copy failed");
     expect(ipc.dropped).toEqual(["1: copy failed"]);
@@ -210,5 +218,36 @@ describe("PerPeerDataPath", () => {
     expect([ipc.cancelled, nccl.cancelled, host.cancelled]).toEqual([["z"], ["z"], ["z"]]);
     await path.close();
     expect([ipc.closed, nccl.closed, host.closed]).toEqual([1, 1, 1]);
+  });
+
+  test("one path under two names: device_local and ipc peers counted apart; cancelled and closed once", async () => {
+    const [shared, host] = [new RecordingPath(), new RecordingPath()];
+    const path = new PerPeerDataPath({
+      rank: 0,
+      host,
+      log: () => {},
+      direct: [
+        { name: "device_local", path: shared, peers: [1] },
+        { name: "ipc", path: shared, peers: [2], failed: new Map([[3, "cannot map"]]) },
+      ],
+    });
+    expect([1, 2, 3].map((p) => path.pathOf(p))).toEqual(["device_local", "ipc", "host"]);
+    await Promise.all([path.send(job("a", 1)), path.receive(job("b", 2, 3))]);
+    expect(shared.calls).toEqual(["send a -> 1", "receive b <- 2"]);
+    expect(path.counters()).toMatchObject({
+      data_path_device_local_peers: 1,
+      data_path_device_local_peer_1: 1,
+      data_path_device_local_sent_bytes: 2000,
+      data_path_device_local_received_bytes: 0,
+      data_path_ipc_peers: 1,
+      data_path_ipc_peer_2: 1,
+      data_path_ipc_peer_3: 0,
+      data_path_ipc_sent_bytes: 0,
+      data_path_ipc_received_bytes: 3000,
+    });
+    expect(path.counters().data_path_device_local_peer_2).toBeUndefined();
+    path.cancel("z", "aborted");
+    await path.close();
+    expect([shared.cancelled, shared.closed, host.closed]).toEqual([["z"], 1, 1]);
   });
 });

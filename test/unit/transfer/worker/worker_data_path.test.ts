@@ -51,16 +51,24 @@ test("transfers.dataPath defaults to auto; a bad value or timeout is a RangeErro
 });
 
 describe("directPeerRanks", () => {
-  test("cuda tries every partner on another device; host mode and the CPU backend try none", () => {
+  test("cuda tries every partner, split by device; host mode and the CPU backend try none", () => {
     expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("auto", [[2, 2], [1, 1], [3, 0]]) }))
-      .toEqual([1, 2]);
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("ipc", [[2, 2], [1, 1]]) })).toEqual([
-      1,
-      2,
-    ]);
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("host", [[1, 1]]) })).toEqual([]);
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cpu", config: config("auto", [[1, 1]]) })).toEqual([]);
-    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda" })).toEqual([]);
+      .toEqual({ sameDevice: [3], otherDevice: [1, 2] });
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("ipc", [[2, 2], [1, 1]]) })).toEqual({
+      sameDevice: [],
+      otherDevice: [1, 2],
+    });
+    // "ipc" covers two ranks of one device: the device-local copy is CUDA IPC on that device.
+    expect(directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("ipc", [[0, 3]]) })).toEqual({
+      sameDevice: [0],
+      otherDevice: [],
+    });
+    const none = { sameDevice: [], otherDevice: [] };
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda", config: config("host", [[1, 1]]) })).toEqual(none);
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cpu", config: config("auto", [[1, 1], [2, 0]]) })).toEqual(
+      none,
+    );
+    expect(directPeerRanks({ rank: 0, gpu: 0, backend: "cuda" })).toEqual(none);
   });
 
   test('"ipc" or "nccl" that cannot be honoured is a DataPathError naming the rank and why', () => {
@@ -73,9 +81,8 @@ describe("directPeerRanks", () => {
     expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("nccl", [[0, 3]]) })).toThrow(
       DataPathError,
     );
-    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("ipc", [[0, 3]]) })).toThrow(
-      /shares CUDA device 3 with rank 0; a CUDA IPC pair needs two devices/,
-    );
+    expect(() => directPeerRanks({ rank: 1, gpu: 3, backend: "cuda", config: config("nccl", [[2, 2], [0, 3]]) }))
+      .toThrow(/"nccl" but rank 1 shares CUDA device 3 with rank 0; an NCCL pair needs two devices/);
   });
 });
 
@@ -248,5 +255,95 @@ describe("openWorkerDataPath", () => {
     expect(p.counters()).toMatchObject({ data_path_nccl_peers: 0, data_path_ipc_peers: 0 });
     expect(plane.nccl.counters().nccl_offers).toBe(0);
     expect(plane.ipc.counters().ipc_offers).toBe(0);
+  });
+
+  test('"auto": a partner on the same device gets the device-local path; a plan moves over it', async () => {
+    const { plane, open, factory } = await setup();
+    const logs: string[][] = [[], []];
+    const [p0, p1] = await Promise.all([
+      open(0, 0, "cuda", config("auto", [[1, 0]]), factory(0), logs[0]),
+      open(1, 0, "cuda", config("auto", [[0, 0]]), factory(1), logs[1]),
+    ]);
+    expect([p0.pathOf(1), p1.pathOf(0)]).toEqual(["device_local", "device_local"]);
+    expect(logs[0]).toEqual([
+      expect.stringMatching(/^\[worker 0\] device-local \(CUDA IPC on device 0\) pair 0-1 up: rank 1's cache/),
+    ]);
+    expect(plane.nccl.counters().nccl_offers).toBe(0); // NCCL cannot pair a device with itself: never tried
+    expect(plane.ipc.counters()).toMatchObject({ ipc_handles_relayed: 1, ipc_pairs_opened: 1 });
+    // The one-sided copy: the destination's go-ahead at prepare, the source copies and reports.
+    expect(p1.receivesAtPrepare(0)).toBe(true);
+    const job = { planId: "d1", srcBlocks: Int32Array.of(1, 2), dstBlocks: Int32Array.of(5, 6) };
+    const [sent, received] = await Promise.all([
+      p0.send({ ...job, peerRank: 1 }),
+      p1.receive({ ...job, peerRank: 0 }),
+    ]);
+    expect([sent, received]).toEqual([8, 8]);
+    expect(p0.counters()).toMatchObject({
+      data_path_device_local_peers: 1,
+      data_path_device_local_peer_1: 1,
+      data_path_device_local_sent_bytes: 8,
+      data_path_ipc_peers: 0,
+      data_path_ipc_sent_bytes: 0,
+      data_path_host_sent_bytes: 0,
+    });
+    expect(p1.counters()).toMatchObject({ data_path_device_local_received_bytes: 8, data_path_host_received_bytes: 0 });
+  });
+
+  test('"auto": partners on both kinds of device; a same-device mapping that fails goes to the host path', async () => {
+    const { plane, open, factory, ipc } = await setup();
+    const logs: string[][] = [[], [], [], []];
+    // Ranks 0, 1, 3 on device 0 (1 cannot map), rank 2 on device 2.
+    const [p0, p1, p2, p3] = await Promise.all([
+      open(0, 0, "cuda", config("auto", [[1, 0], [2, 2], [3, 0]]), factory(0), logs[0]),
+      open(1, 0, "cuda", config("auto", [[0, 0]]), factory(1), logs[1], ipc(1, true)),
+      open(2, 2, "cuda", config("auto", [[0, 0]]), factory(2), logs[2]),
+      open(3, 0, "cuda", config("auto", [[0, 0]]), factory(3), logs[3]),
+    ]);
+    expect([p0.pathOf(1), p0.pathOf(2), p0.pathOf(3), p1.pathOf(0), p2.pathOf(0), p3.pathOf(0)]).toEqual([
+      "host",
+      "ipc",
+      "device_local",
+      "host",
+      "ipc",
+      "device_local",
+    ]);
+    expect(logs[0]!.filter((l) => l.includes("is not available"))).toEqual([
+      expect.stringMatching(
+        /^\[worker 0\] device-local \(CUDA IPC on device 0\) pair 0-1 is not available, plans with rank 1 use the host path: rank 1: cannot map/,
+      ),
+    ]);
+    expect(plane.nccl.counters().nccl_offers).toBe(0);
+    expect(p0.counters()).toMatchObject({
+      data_path_device_local_peers: 1,
+      data_path_device_local_peer_1: 0,
+      data_path_device_local_peer_3: 1,
+      data_path_ipc_peers: 1,
+      data_path_ipc_peer_2: 1,
+    });
+    expect(p0.status()).toEqual([
+      { peerRank: 1, ok: false, error: expect.stringMatching(/^device_local: rank 1: cannot map rank 0's cache/) },
+      { peerRank: 2, ok: true },
+      { peerRank: 3, ok: true },
+    ]);
+  });
+
+  test('"ipc" accepts a same-device partner (device-local); start-up fails when it cannot map', async () => {
+    const { open, factory, ipc } = await setup();
+    const [a0, a1] = await Promise.all([
+      open(0, 0, "cuda", config("ipc", [[1, 0]]), factory(0)),
+      open(1, 0, "cuda", config("ipc", [[0, 0]]), factory(1)),
+    ]);
+    expect([a0.pathOf(1), a1.pathOf(0)]).toEqual(["device_local", "device_local"]);
+    const results = await Promise.allSettled([
+      open(0, 0, "cuda", config("ipc", [[1, 0]]), factory(0)),
+      open(1, 0, "cuda", config("ipc", [[0, 0]]), factory(1), [], ipc(1, true)),
+    ]);
+    for (const r of results) {
+      expect(r.status).toBe("rejected");
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(DataPathError);
+      expect(((r as PromiseRejectedResult).reason as Error).message).toMatch(
+        /^transfers.dataPath is "ipc" but CUDA IPC pairs did not come up \(0-1: /,
+      );
+    }
   });
 });

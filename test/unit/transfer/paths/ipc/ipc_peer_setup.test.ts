@@ -126,7 +126,7 @@ describe("CUDA IPC pair start-up", () => {
     // Rank 0 also asks for 0-3 (not a pair). Later, rank 2 waits for rank 1, which is done and never comes.
     const [s0, s1] = await Promise.all([worker(plane, 0, [1, 3], f[0]!, logs), worker(plane, 1, [0], f[1]!, logs)]);
     expect(s0.views.has(1) && s1.views.has(0)).toBe(true);
-    expect(s0.failed.get(3)).toBe("ranks 0 and 3 are not a direct NVLink pair of this engine");
+    expect(s0.failed.get(3)).toBe("ranks 0 and 3 are not direct partners (NVLink or one device) of this engine");
     const s2 = await worker(plane, 2, [1], f[2]!, logs, 150);
     expect(s2.failed.get(1)).toBe(
       "rendezvous through the control plane failed: rank 1 did not reach the rendezvous within 150 ms",
