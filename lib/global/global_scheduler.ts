@@ -9,6 +9,7 @@ import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import { type Clock, realClock } from "../core/clock.ts";
 import { CapacityError } from "../core/errors.ts";
 import { type ApplyResult, GlobalBlockManager } from "./global_block_manager.ts";
+import { DeviceSpeeds } from "./device_cost.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
 import type { RoutingPolicy } from "./policies/routing_policy.ts";
 import type { RouteAdvisor } from "./route_advisor.ts";
@@ -59,6 +60,8 @@ export class GlobalScheduler {
   readonly reservations = new RouteReservations();
   readonly policy: RoutingPolicy;
   readonly topology: NvlinkTopology | undefined;
+  /** Each rank's measured step speed, from its workers' stats (the lmpool policy prices routes with it). */
+  readonly speeds: DeviceSpeeds;
   /** Adjusts the policy's choice (placement leases); unset: the policy decides alone. */
   routeAdvisor: RouteAdvisor | undefined;
   readonly #clock: Clock;
@@ -70,6 +73,7 @@ export class GlobalScheduler {
     this.policy = createPolicy(this.config.policy, this.config);
     this.topology = options.topology;
     this.#clock = options.clock ?? realClock;
+    this.speeds = new DeviceSpeeds(this.config.device);
   }
 
   /** Routes one query and reserves its blocks on the chosen rank. */
@@ -89,7 +93,7 @@ export class GlobalScheduler {
       this.#count("reservations_expired", this.reservations.expire(now, this.config.reservationTtlMs));
     }
     if (this.blocks.healthyRanks().length === 0) throw new NoHealthyRankError(query.requestId);
-    const ctx = new RoutingContext(query, this.blocks, this.reservations, this.topology, this.config);
+    const ctx = new RoutingContext(query, this.blocks, this.reservations, this.topology, this.config, this.speeds);
     const picked = this.policy.choose(ctx);
     const choice = this.routeAdvisor?.advise(ctx, picked) ?? picked;
     const cost = projectRouteCost(ctx, choice.rank);
@@ -142,6 +146,11 @@ export class GlobalScheduler {
     return r;
   }
 
+  /** A worker's stats counters: its cumulative prefill and decode step timings. */
+  observeWorkerStats(rank: number, counters: Record<string, number>): void {
+    this.speeds.observe(rank, counters);
+  }
+
   /** The request ended (or was never dispatched): drop its reservation. Idempotent. */
   release(requestId: string): boolean {
     return this.reservations.release(requestId);
@@ -155,6 +164,7 @@ export class GlobalScheduler {
     const dropped = this.blocks.dropRank(rank, epoch, options);
     if (!dropped) return [];
     this.policy.forgetRank?.(rank);
+    this.speeds.forget(rank);
     this.#count("ranks_dropped", 1);
     return this.reservations.dropRank(rank);
   }

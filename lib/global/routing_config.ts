@@ -1,9 +1,11 @@
 /**
- * Every routing weight and threshold, in one typed config with documented defaults. Costs are in
- * token-equivalents: one unit is the work of prefilling one prompt token.
+ * Every routing weight and threshold, in one typed config with documented defaults: the queue
+ * weights in token-equivalents (one unit is the work of prefilling one prompt token) and the device
+ * step costs the lmpool policy prices routes with, in milliseconds. Unknown keys are refused.
  * @module
  */
 
+import { DEFAULT_DEVICE_COST, type DeviceCostModel } from "./device_cost.ts";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy_registry.ts";
 import type {
   CacheAwareConfig,
@@ -39,11 +41,8 @@ export const DEFAULT_ROUTING_CONFIG: Readonly<RoutingConfig> = Object.freeze({
     missingPrefillWeight: 1,
     reclaimTokenWeight: 0.5,
     decodeReserveBlocks: 1,
-    spillLoadGapTokens: 8192,
-    spillLoadRatio: 2,
-    spillMaxExtraPrefillTokens: 4096,
-    spillMaxSharers: 8,
   }),
+  device: DEFAULT_DEVICE_COST,
   cacheAware: Object.freeze({ balanceAbsThreshold: 64, balanceRelThreshold: 1.5, matchThreshold: 0.3 }),
   weightedScorers: Object.freeze({ prefix: 3, queue: 2, kvUtilization: 2 }),
   sessionAffinity: Object.freeze({ maxSessions: 100_000 }),
@@ -52,9 +51,10 @@ export const DEFAULT_ROUTING_CONFIG: Readonly<RoutingConfig> = Object.freeze({
 
 /** A partial config, section by section. */
 export type RoutingConfigInput =
-  & Partial<Omit<RoutingConfig, "cost" | "cacheAware" | "weightedScorers" | "sessionAffinity">>
+  & Partial<Omit<RoutingConfig, "cost" | "device" | "cacheAware" | "weightedScorers" | "sessionAffinity">>
   & {
     cost?: Partial<CostModelConfig>;
+    device?: Partial<DeviceCostModel>;
     cacheAware?: Partial<CacheAwareConfig>;
     weightedScorers?: Partial<WeightedScorersConfig>;
     sessionAffinity?: Partial<SessionAffinityConfig>;
@@ -65,6 +65,7 @@ export function resolveRoutingConfig(input: RoutingConfigInput = {}): RoutingCon
   const c: RoutingConfig = {
     policy: input.policy ?? DEFAULT_ROUTING_CONFIG.policy,
     cost: { ...DEFAULT_ROUTING_CONFIG.cost, ...input.cost },
+    device: { ...DEFAULT_ROUTING_CONFIG.device, ...input.device },
     cacheAware: { ...DEFAULT_ROUTING_CONFIG.cacheAware, ...input.cacheAware },
     weightedScorers: { ...DEFAULT_ROUTING_CONFIG.weightedScorers, ...input.weightedScorers },
     sessionAffinity: { ...DEFAULT_ROUTING_CONFIG.sessionAffinity, ...input.sessionAffinity },
@@ -72,6 +73,14 @@ export function resolveRoutingConfig(input: RoutingConfigInput = {}): RoutingCon
   };
   if (!(POLICY_NAMES as readonly string[]).includes(c.policy)) {
     throw new RangeError(`unknown routing policy ${JSON.stringify(c.policy)}; valid: ${POLICY_NAMES.join(", ")}`);
+  }
+  for (const section of ["cost", "device", "cacheAware", "weightedScorers", "sessionAffinity"] as const) {
+    const known = Object.keys(DEFAULT_ROUTING_CONFIG[section]);
+    for (const k of Object.keys(input[section] ?? {})) {
+      if (!known.includes(k)) {
+        throw new RangeError(`unknown routing setting ${section}.${k}; valid: ${known.join(", ")}`);
+      }
+    }
   }
   const nonNeg = (section: string, rec: object) => {
     for (const [k, v] of Object.entries(rec)) {
@@ -81,12 +90,10 @@ export function resolveRoutingConfig(input: RoutingConfigInput = {}): RoutingCon
     }
   };
   nonNeg("cost", c.cost);
+  nonNeg("device", c.device);
   nonNeg("cacheAware", c.cacheAware);
   nonNeg("weightedScorers", c.weightedScorers);
   nonNeg("sessionAffinity", c.sessionAffinity);
-  if (c.cost.spillLoadRatio < 1) {
-    throw new RangeError(`routing cost.spillLoadRatio must be >= 1, got ${c.cost.spillLoadRatio}`);
-  }
   if (!Number.isInteger(c.cost.decodeReserveBlocks)) {
     throw new RangeError(`routing cost.decodeReserveBlocks must be an integer, got ${c.cost.decodeReserveBlocks}`);
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
+import { DeviceSpeeds } from "./device_cost.ts";
 import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
 import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
 import type { RouteReservations } from "./route_reservations.ts";
@@ -29,6 +30,8 @@ export interface RouteChoice {
   reason: string;
 }
 
+const UNMEASURED = new DeviceSpeeds();
+
 /** Read-only routing state for one query. */
 export class RoutingContext {
   // Filled for every healthy rank by one walk down the hash chain, on first use.
@@ -42,6 +45,8 @@ export class RoutingContext {
     readonly reservations: RouteReservations,
     readonly topology: NvlinkTopology | undefined,
     readonly config: RoutingWeights & { readonly policy: string },
+    /** Each rank's measured step speed against the device cost model (default: as modelled). */
+    readonly speeds: DeviceSpeeds = UNMEASURED,
   ) {}
 
   /** Ranks with a live page-table slice, ascending. */

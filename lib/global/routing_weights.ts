@@ -1,11 +1,14 @@
 /**
  * The weights and thresholds routing policies read (RoutingContext.config), apart from the choice
  * of policy (routing_config.ts), so the policies need not import the registry that lists them.
- * Costs are in token-equivalents: one unit is the work of prefilling one prompt token.
+ * The token weights price a rank's queue for transfer placement (one unit is the work of prefilling
+ * one prompt token); the lmpool policy prices routes in device milliseconds (`device`).
  * @module
  */
 
-/** Weights of the lmpool cost model and its bounded spill. */
+import type { DeviceCostModel } from "./device_cost.ts";
+
+/** Weights of a rank's queue in token-equivalents, and the eviction weight of the lmpool policy. */
 export interface CostModelConfig {
   /** Per token still to prefill in a rank's queue (waiting + routed-but-unreported). Default 1. */
   waitingTokenWeight: number;
@@ -23,20 +26,6 @@ export interface CostModelConfig {
   reclaimTokenWeight: number;
   /** Blocks reserved beyond the prompt's for the first decode tokens. Default 1. */
   decodeReserveBlocks: number;
-  /** Spill away from the prefix owner only when its queue work exceeds the target's by this many tokens. Default 8192. */
-  spillLoadGapTokens: number;
-  /** ...and by this factor. Default 2. */
-  spillLoadRatio: number;
-  /** ...and the extra prefill the spill causes (owner's cached tokens lost) is at most this. Default 4096. */
-  spillMaxExtraPrefillTokens: number;
-  /**
-   * Shared-prefix spill: when live sequences on the owner share the request's prefix, the spill's
-   * extra prefill is paid once and then serves the requests that follow (the target holds the
-   * prefix from then on), so it is divided by 1 + those sharers, counting at most this many. The
-   * owner is then bypassed when it carries spillLoadRatio x the target's queue work and the gap
-   * exceeds that amortized prefill (no absolute gap needed). 0 disables. Default 8.
-   */
-  spillMaxSharers: number;
 }
 
 /** SGLang cache-aware router thresholds. */
@@ -68,6 +57,8 @@ export interface SessionAffinityConfig {
 /** Every routing weight and threshold (RoutingConfig without the policy). */
 export interface RoutingWeights {
   cost: CostModelConfig;
+  /** Step-cost coefficients the lmpool policy prices routes with (device_cost.ts). */
+  device: DeviceCostModel;
   cacheAware: CacheAwareConfig;
   weightedScorers: WeightedScorersConfig;
   sessionAffinity: SessionAffinityConfig;

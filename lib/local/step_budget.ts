@@ -21,6 +21,9 @@
  * doubles its steps until the fitted cost, not the cap, is what binds.
  * @module
  */
+import { chunkPairs } from "../core/attention_pairs.ts";
+
+export { chunkPairs };
 
 /** The work of a step (or of part of it). */
 export interface StepShape {
@@ -28,11 +31,6 @@ export interface StepShape {
   tokens: number;
   /** Causal attention (query, key) pairs: see {@link chunkPairs}. */
   pairs: number;
-}
-
-/** Attention pairs of a chunk of `n` tokens starting at position `start`: each attends to itself and every earlier token. */
-export function chunkPairs(start: number, n: number): number {
-  return n * start + (n * (n + 1)) / 2;
 }
 
 /** Options of a {@link StepBudget}. */

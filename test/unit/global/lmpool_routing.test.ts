@@ -1,5 +1,5 @@
-// lmpool routing through the GlobalScheduler: hit/miss, capacity feasibility, overloaded-owner
-// bypass and bounded spill, NVLink pair filtering, stale state and dead ranks.
+// lmpool routing through the GlobalScheduler: hit/miss, capacity feasibility, an overloaded owner
+// left by cost, measured speeds, NVLink pair filtering, stale state and dead ranks.
 import { expect, test } from "bun:test";
 import { CapacityError } from "../../../lib/core/errors.ts";
 import { GlobalScheduler, NoHealthyRankError } from "../../../lib/global/global_scheduler.ts";
@@ -83,45 +83,45 @@ test("an overloaded prefix owner is bypassed by cost", () => {
   expect(d.matchedBlocks).toBe(0);
 });
 
-test("bounded spill: the owner's cost still wins but its load gap triggers a spill, unless the extra prefill exceeds the bound", () => {
-  const cfg = { cost: { missingPrefillWeight: 4 } };
-  const busy = { numRunning: 0, numWaiting: 10, runningTokens: 0, waitingTokens: 10000 };
-  const small = promptTokens(1, 16 * 200); // 3200 cached tokens: extra prefill 3200 <= 4096
-  const s = cluster(2, { config: cfg });
-  s.applySnapshot(snapshot(1, { version: 2, entries: chainEntries(hashesOf(small)), load: busy }));
-  const spill = s.route(query(promptTokens(1, 16 * 200, 5, 100)));
-  expect(spill).toMatchObject({ rank: 0, reason: "spill" });
-  const big = promptTokens(1, 16 * 300); // 4800 cached tokens: extra prefill beyond the bound
-  const t = cluster(2, { config: cfg });
-  t.applySnapshot(snapshot(1, { version: 2, entries: chainEntries(hashesOf(big)), load: busy }));
-  expect(t.route(query(promptTokens(1, 16 * 300, 6, 100)))).toMatchObject({ rank: 1, reason: "prefix-hit" });
-  const calm = cluster(2, { config: { cost: { missingPrefillWeight: 4, spillLoadGapTokens: 20000 } } });
-  calm.applySnapshot(snapshot(1, { version: 2, entries: chainEntries(hashesOf(small)), load: busy }));
-  expect(calm.route(query(promptTokens(1, 16 * 200, 7, 100))).rank).toBe(1);
-});
-
-test("shared-prefix spill: a hot prefix whose prefill outweighs the owner's queue leaves a twice-as-busy owner once live requests share it", () => {
-  // Load skew at GPU scale: a 9,216-token prefix, 11 running requests on its owner, 5 on the partner.
+test("a hot prefix stays with its owner while its prefill outweighs the owner's queue, and leaves a long queue", () => {
+  // A 9,216-token prefix costs ~52 ms to prefill again on the H200 model; the owner's queue decides.
   const hot = promptTokens(3, 16 * 576);
-  const running = (n: number) => ({
-    numRunning: n,
-    numWaiting: 0,
-    runningTokens: n * (16 * 576 + 12),
-    waitingTokens: 0,
-  });
-  const route = (sharers: number, partnerRunning = 5, cost = {}) => {
-    const s = cluster(2, { config: { cost } });
-    s.applySnapshot(snapshot(0, { version: 2, entries: chainEntries(hashesOf(hot), 0, sharers), load: running(11) }));
-    s.applySnapshot(snapshot(1, { version: 2, load: running(partnerRunning) }));
+  const route = (numWaiting: number, waitingTokens: number) => {
+    const s = cluster(2);
+    const load = { numRunning: 0, numWaiting, runningTokens: 0, waitingTokens };
+    s.applySnapshot(snapshot(0, { version: 2, entries: chainEntries(hashesOf(hot), 0, 1), load }));
     return s.route(query([...hot, 1, 2, 3]));
   };
-  // Queue work ~5,427 vs ~2,467: the 9,216-token prefill is more than the gap, beyond the 4,096 bound.
-  expect(route(0)).toMatchObject({ rank: 0, reason: "prefix-hit" });
-  // Five live requests share it: 9,216 / 6 = 1,536 amortized, under the gap and the bound.
-  expect(route(5)).toMatchObject({ rank: 1, reason: "spill" });
-  expect(route(5, 6).rank).toBe(0); // 5,427 < 2 x 2,960: the owner is not twice as busy
-  expect(route(1).rank).toBe(0); // 4,608 amortized: more than the gap
-  expect(route(5, 5, { spillMaxSharers: 0 }).rank).toBe(0); // disabled
+  expect(route(1, 1000)).toMatchObject({ rank: 0, reason: "prefix-hit" }); // ~3 ms queued: stay
+  expect(route(10, 50_000)).toMatchObject({ rank: 1, reason: "least-cost" }); // ~200 ms queued: leave
+});
+
+test("the prefill a hit saves counts once per request that would wait for it", () => {
+  // Both ranks queue the same work; the owner also runs 20 sequences that a full prefill would hold up.
+  const prompt = promptTokens(4, 16 * 100);
+  const s = cluster(2);
+  const busy = { numRunning: 20, numWaiting: 0, runningTokens: 20 * 2000, waitingTokens: 0 };
+  s.applySnapshot(snapshot(0, { version: 2, entries: chainEntries(hashesOf(prompt), 0, 1), load: busy }));
+  s.applySnapshot(snapshot(1, { version: 2, load: busy }));
+  expect(s.route(query([...prompt, 9]))).toMatchObject({ rank: 0, reason: "prefix-hit" });
+});
+
+test("a cold request goes to the rank measured faster, and to the smaller decode batch", () => {
+  const s = cluster(2);
+  const slowPrefill = { prefill_ms: 400, prefill_tokens: 50_000, prefill_pairs: 0 }; // 3x the model's 130 ms
+  const asModelled = { prefill_ms: 130, prefill_tokens: 50_000, prefill_pairs: 0 };
+  s.observeWorkerStats(0, slowPrefill);
+  s.observeWorkerStats(1, asModelled);
+  expect(s.speeds.prefillRatio(0)).toBeCloseTo(400 / 130, 2);
+  expect(s.route(query(promptTokens(30, 2000))).rank).toBe(1);
+  const t = cluster(2);
+  t.applySnapshot(
+    snapshot(0, { version: 2, load: { numRunning: 40, numWaiting: 0, runningTokens: 80_000, waitingTokens: 0 } }),
+  );
+  t.applySnapshot(
+    snapshot(1, { version: 2, load: { numRunning: 4, numWaiting: 0, runningTokens: 8_000, waitingTokens: 0 } }),
+  );
+  expect(t.route(query(promptTokens(31, 500))).rank).toBe(1);
 });
 
 test("candidates are the ingress rank and its NVLink partners only", () => {

@@ -22,6 +22,9 @@ test("bad values are RangeErrors naming the field and value", () => {
     "routing cost.waitingTokenWeight must be a finite number >= 0, got -1",
   );
   expect(() => resolveRoutingConfig({ cacheAware: { matchThreshold: 2 } })).toThrow(/matchThreshold.*got 2/);
-  expect(() => resolveRoutingConfig({ cost: { spillLoadRatio: 0.5 } })).toThrow(/spillLoadRatio/);
+  expect(() => resolveRoutingConfig({ cost: { spillLoadRatio: 2 } as never })).toThrow(
+    /unknown routing setting cost.spillLoadRatio/,
+  );
+  expect(() => resolveRoutingConfig({ device: { kvReadMs: -1 } })).toThrow(/device.kvReadMs/);
   expect(() => resolveRoutingConfig({ reservationTtlMs: 0 })).toThrow(/reservationTtlMs/);
 });

@@ -1,0 +1,85 @@
+/**
+ * The lmpool routing cost of one candidate rank, in device milliseconds: the latency the request
+ * adds to everyone, itself included, if it goes there.
+ *
+ *   cost(r) = s_p(r) x [wait + prefill x (1 + others) + reclaim] + s_d(r) x decode
+ *
+ * - wait: r's queued prefill (its waiting and routed-but-unreported prompt tokens), which runs
+ *   before this request's first token;
+ * - prefill: this request's own prefill on r, only the tokens r does not hold, with the attention
+ *   over its cached prefix (device_cost.ts); `others` is every request running or queued on r, each
+ *   of which waits that long once more (a prefill chunk shares their steps);
+ * - decode: max_tokens steps of r's batch with this request in it, plus the time its presence adds
+ *   to each of the others' steps;
+ * - reclaim: the prefill of the cached tokens its new blocks would evict, at reclaimTokenWeight
+ *   (half may be asked for again);
+ * - s_p, s_d: r's measured prefill and decode speed against the model (DeviceSpeeds).
+ * The queue is the rank's and the speed is the device's: ranks sharing one GPU are time-sliced by
+ * it, each getting an equal share while busy, so a rank's own queue drains at its share of the
+ * device, and its measured steps stretch by as much as its partners keep the device busy (which
+ * the speed ratios carry). A rank piled with requests on a shared GPU is therefore as slow for
+ * them as a slower GPU would be, and an idle partner's speed-up shows in the ratios within a report. A prefix hit therefore wins by
+ * the prefill it saves, times the requests that would otherwise wait for that prefill; a busy
+ * device loses by the queue ahead and the batch it would join. No per-workload switch: the same
+ * sum decides a hot prefix (stay: its prefill is expensive and every sharer waits for it), an
+ * overloaded owner (leave: its queue outweighs the prefill) and a cold prompt (the least loaded
+ * device with room).
+ * @module
+ */
+import { decodeStepMs, type DeviceSpeeds, prefillMs } from "./device_cost.ts";
+import type { RouteCost } from "./route_cost.ts";
+import type { RoutingContext } from "./routing_context.ts";
+
+/** The parts of one rank's routing cost, ms. */
+export interface RouteTime {
+  rank: number;
+  waitMs: number;
+  prefillMs: number;
+  /** Prefill time the others on the device wait for. */
+  externalMs: number;
+  decodeMs: number;
+  reclaimMs: number;
+  totalMs: number;
+}
+
+/** The rank's load, routed-but-unreported work included. */
+function rankLoad(ctx: RoutingContext, rank: number) {
+  const l = ctx.load(rank);
+  return {
+    queuedTokens: l.waitingTokens + ctx.reservations.pendingTokens(rank),
+    queued: l.numWaiting + ctx.reservations.pendingRequests(rank),
+    running: l.numRunning,
+    context: l.runningTokens,
+  };
+}
+
+/** Projects the latency cost of routing `ctx.query` to `rank` (`cost` gives its eviction). */
+export function projectRouteTime(ctx: RoutingContext, rank: number, cost: RouteCost, speeds: DeviceSpeeds): RouteTime {
+  const m = speeds.model;
+  const pr = speeds.prefillRatio(rank);
+  const dr = speeds.decodeRatio(rank);
+  const q = ctx.query;
+  const d = rankLoad(ctx, rank);
+  // Queued prompts are priced as GEMM tokens plus the attention of an average queued prompt.
+  const avgQueued = d.queued > 0 ? d.queuedTokens / d.queued : 0;
+  const waitMs = pr * d.queued * prefillMs(m, avgQueued, 0);
+  const cached = ctx.cachedTokens(rank);
+  const own = pr * prefillMs(m, q.promptTokens - cached, cached);
+  const others = d.running + d.queued;
+  const externalMs = own * others;
+  // Its own context over its decode is its prompt plus half its output, on average.
+  const ctxTokens = q.promptTokens + q.maxTokens / 2;
+  const withIt = decodeStepMs(m, d.running + 1, d.context + ctxTokens);
+  const added = m.decodeSeqMs + ctxTokens * m.kvReadMs;
+  const decodeMs = dr * q.maxTokens * (withIt + d.running * added);
+  const reclaimMs = pr * (cost.reclaimPressure * m.prefillTokenMs);
+  return {
+    rank,
+    waitMs,
+    prefillMs: own,
+    externalMs,
+    decodeMs,
+    reclaimMs,
+    totalMs: waitMs + own + externalMs + decodeMs + reclaimMs,
+  };
+}
