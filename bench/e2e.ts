@@ -4,26 +4,31 @@
  * transfer with round-robin; full LMPool), several repetitions each on a fresh engine, and
  * writes results.json, summary.md and SVG charts under bench/results/<UTC timestamp>/.
  * `--quick` runs the CPU backend with the tiny model on a scaled-down workload (locality, or the
- * load-skew/memory-skew/mooncake forms when named), two repetitions and the five reference
- * configurations, and still writes every artifact. The Mooncake trace's window and caps come from
- * their own flags (--first, --start, --duration, --max-input, --max-output, --speedup); requests
- * longer than the served model's context are always skipped.
+ * load-skew/memory-skew/mooncake/shared-prefix-ladder forms when named), two repetitions and the
+ * five reference configurations, and still writes every artifact. `--arrival` takes burst, trace, a
+ * Poisson rate or a ladder of rates ("2,4,8"); under a ladder, summary.md and results.json add one
+ * row per configuration and rung (the shared-prefix ladder brings its own rates). The Mooncake
+ * trace's window and caps come from their own flags (--first, --start, --duration, --max-input,
+ * --max-output, --speedup); requests longer than the served model's context are always skipped.
  * @module
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./configurations.ts";
-import { parseArrival } from "./driver/arrival.ts";
+import { describeArrival } from "./driver/arrival.ts";
+import { LADDER_WORKLOAD } from "./driver/ladder_arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
-import { describeGpus, gpusOption, intOption, numberOption } from "./cli_options.ts";
+import { describeGpus, gpusOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult, type TransferLatencyPoint } from "./report/schema.ts";
+import { rungRows } from "./report/rung_table.ts";
 import { scenarioSection } from "./report/summary_md.ts";
 import { createResultsDir, writeArtifacts } from "./report/write_artifacts.ts";
 import { profileTrace, type TraceProfile } from "./trace_profile.ts";
-import { buildWorkload, FILE_WORKLOADS, WORKLOAD_NAMES, type WorkloadSpec } from "./workloads/registry.ts";
+import { WORKLOAD_NAMES } from "./workloads/registry.ts";
+import { jsonObjectOption, selectWorkloads, WORKLOAD_FLAG_OPTIONS } from "./workload_flags.ts";
 import type { Workload } from "./workloads/types.ts";
 import { parseTransferProfile, profileLatencyPoints, TRANSFER_PROFILE_SCHEMA } from "./transfer_profile.ts";
 
@@ -71,29 +76,36 @@ export const QUICK_MOONCAKE = {
   maxInFlight: 8,
 };
 
+/** The shared-prefix ladder of --quick: 4 groups x 3 users on 16-token blocks, a warm-up pass over the
+ * users, then 3 rungs of one request per user at rising rates. */
+export const QUICK_SHARED_PREFIX_LADDER = {
+  groups: 4,
+  users: 3,
+  systemTokens: 64,
+  questionTokens: 16,
+  outputTokens: 4,
+  rates: [8, 16, 32],
+  requestsPerRung: 12,
+  blockSize: 16,
+  kvBlocksPerGpu: 256,
+  maxTokenId: 4000,
+};
+
 const QUICK_OVERRIDES: Readonly<Record<string, Record<string, unknown>>> = {
   locality: QUICK_LOCALITY,
   "load-skew": QUICK_LOAD_SKEW,
   "memory-skew": QUICK_MEMORY_SKEW,
   mooncake: QUICK_MOONCAKE,
+  [LADDER_WORKLOAD]: QUICK_SHARED_PREFIX_LADDER,
 };
-
-/** The Mooncake workload's flags, by the workload option each one sets. */
-const MOONCAKE_FLAGS = {
-  first: "first",
-  start: "start",
-  duration: "duration",
-  "max-input": "maxInput",
-  "max-output": "maxOutput",
-  speedup: "speedup",
-} as const;
 
 /** The configurations of --quick: the reference's five-way comparison (single GPU, round-robin,
  * routing only, transfer only, full LMPool), to keep the CI form short. */
 export const QUICK_CONFIGURATIONS = ["single-gpu", "round-robin", "lmpool-routing", "transfer-rr", "lmpool"];
 
 const HELP = `usage: bun bench e2e [options]
-  --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew/mooncake, 2 repetitions
+  --quick                 CPU backend, tiny model, scaled-down locality/load-skew/memory-skew/mooncake/
+                          shared-prefix-ladder, 2 repetitions
   --workload A,B          any of ${Object.keys(WORKLOAD_NAMES).join(" | ")} (default locality)
   --scales 1,3,5          locality prefix scales (default 1,3,5)
   --workload-file PATH    trace of --workload jsonl (the default workload when a file is given) or of
@@ -114,7 +126,9 @@ const HELP = `usage: bun bench e2e [options]
                           device 3); single-gpu runs on the first (default 2)
   --repetitions N         complete repetitions per configuration (default 3)
   --seed N                workload seed (default 0)
-  --arrival MODE          burst | trace | requests per second (Poisson) (default burst)
+  --arrival MODE          burst | trace | requests per second (Poisson) | a ladder of rates, e.g. 2,4,8: rung k's
+                          requests arrive as a Poisson process at the k-th rate, one report row per rung
+                          (default burst; shared-prefix-ladder: its own rates, which a rate or list replaces)
   --max-in-flight N       in-flight limit (default: the workload's)
   --transfer-mode MODE    auto (cost-gated, default) | force (every candidate plan: checks the mechanisms)
   --transfer-options JSON transfer settings of the transfer configurations, e.g. '{"offloadIntoColderCache":true}'
@@ -130,21 +144,6 @@ async function traceProfileOf(w: Workload, blockSize: number, modelDir: string):
   return profileTrace(w.requests, blockSize, (t) => tok.encode(t));
 }
 
-/** The JSON object of option `--name` (empty when absent); a RangeError naming the option otherwise. */
-function jsonObjectOption(name: string, text: string | undefined): Record<string, unknown> {
-  if (text === undefined) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}: ${(e as Error).message}`);
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) {
-    throw new RangeError(`--${name} must be a JSON object, got ${JSON.stringify(text)}`);
-  }
-  return v as Record<string, unknown>;
-}
-
 /** Runs the e2e comparison with command-line `argv`; returns the results and where they went (null for --help). */
 export async function runE2E(
   argv: string[],
@@ -153,27 +152,15 @@ export async function runE2E(
   const { values: a } = parseArgs({
     args: argv,
     options: {
+      ...WORKLOAD_FLAG_OPTIONS,
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
-      workload: { type: "string" },
-      scales: { type: "string" },
-      "workload-file": { type: "string" },
-      "workload-options": { type: "string" },
-      first: { type: "string" },
-      start: { type: "string" },
-      duration: { type: "string" },
-      "max-input": { type: "string" },
-      "max-output": { type: "string" },
-      speedup: { type: "string" },
       topology: { type: "string" },
       configs: { type: "string" },
       model: { type: "string" },
       backend: { type: "string" },
       gpus: { type: "string" },
       repetitions: { type: "string" },
-      seed: { type: "string" },
-      arrival: { type: "string" },
-      "max-in-flight": { type: "string" },
       "transfer-json": { type: "string" },
       "transfer-mode": { type: "string" },
       "transfer-options": { type: "string" },
@@ -191,55 +178,16 @@ export async function runE2E(
   if (backend !== undefined && backend !== "cpu" && backend !== "cuda") {
     throw new RangeError(`--backend must be cpu or cuda, got ${JSON.stringify(backend)}`);
   }
-  const seed = a.seed === undefined ? 0 : Number(a.seed);
-  if (!Number.isSafeInteger(seed)) throw new RangeError(`--seed must be an integer, got ${JSON.stringify(a.seed)}`);
+  const sel = selectWorkloads(a, {
+    quickOverrides: quick ? QUICK_OVERRIDES : undefined,
+    defaultScales: quick ? "1" : "1,3,5",
+  });
+  const seed = sel.seed;
   const repetitions = intOption("repetitions", a.repetitions, quick ? 2 : 3);
   const gpus = gpusOption("gpus", a.gpus, 2);
-  const scales = (a.scales ?? (quick ? "1" : "1,3,5")).split(",").map((s) => intOption("scales", s.trim(), 1));
-  const extra = jsonObjectOption("workload-options", a["workload-options"]);
   const transferOptions = jsonObjectOption("transfer-options", a["transfer-options"]);
-  const overridesOf = (name: string) => ({ ...(quick ? QUICK_OVERRIDES[name] : {}), ...extra });
-  // A trace file alone means the jsonl workload; with no jsonl among the named ones, the file would go unread.
-  const workloadNames = (a.workload ?? (a["workload-file"] !== undefined ? "jsonl" : "locality")).split(",").map((s) =>
-    s.trim()
-  );
-  if (a.scales !== undefined && !workloadNames.includes("locality")) {
-    throw new RangeError(
-      `--scales is read by --workload locality only, got --workload ${JSON.stringify(a.workload ?? "jsonl")}`,
-    );
-  }
-  const fileReaders = workloadNames.filter((n) => FILE_WORKLOADS.includes(n));
-  if (a["workload-file"] !== undefined && fileReaders.length !== 1) {
-    throw new RangeError(
-      `--workload-file is read by exactly one of --workload ${FILE_WORKLOADS.join(" or ")}, got --workload ${
-        JSON.stringify(a.workload)
-      }`,
-    );
-  }
-  const mooncakeFlags = mooncakeFlagOptions(a, extra);
-  if (Object.keys(mooncakeFlags).length > 0 && !workloadNames.includes("mooncake")) {
-    const flag = Object.keys(MOONCAKE_FLAGS).find((f) => a[f as keyof typeof MOONCAKE_FLAGS] !== undefined);
-    throw new RangeError(
-      `--${flag} is read by --workload mooncake only, got --workload ${JSON.stringify(a.workload ?? "locality")}`,
-    );
-  }
-  if ((a.speedup !== undefined || "speedup" in extra) && a.arrival !== "trace") {
-    throw new RangeError(
-      `--speedup scales the trace's arrival times and needs --arrival trace, got --arrival ${
-        JSON.stringify(a.arrival ?? "burst")
-      }`,
-    );
-  }
-  const specs: WorkloadSpec[] = workloadNames.flatMap((name): WorkloadSpec[] =>
-    name === "locality" ? scales.map((scale) => ({ name, scale, seed, overrides: overridesOf(name) })) : [{
-      name,
-      seed,
-      overrides: name === "mooncake" ? { ...overridesOf(name), ...mooncakeFlags } : overridesOf(name),
-      ...(name === fileReaders[0] && a["workload-file"] !== undefined ? { path: a["workload-file"] } : {}),
-    }]
-  );
   // The Mooncake replay skips requests by the served model's context, so it waits for the model.
-  const early = specs.map((spec) => (spec.name === "mooncake" ? null : buildWorkload(spec)));
+  const early = sel.specs.map((spec) => (spec.name === "mooncake" ? null : sel.build(spec, {})));
   const configNames = (a.configs ?? (quick ? QUICK_CONFIGURATIONS : CONFIGURATION_NAMES).join(",")).split(",").map((
     s,
   ) => s.trim()).filter(Boolean);
@@ -249,16 +197,15 @@ export async function runE2E(
       `unknown configuration ${JSON.stringify(unknown[0])}; known: ${CONFIGURATION_NAMES.join(", ")}`,
     );
   }
-  const arrival = parseArrival(a.arrival ?? "burst", seed);
   const transferMode = a["transfer-mode"] ?? "auto";
   if (transferMode !== "auto" && transferMode !== "force") {
     throw new RangeError(`--transfer-mode must be auto or force, got ${JSON.stringify(transferMode)}`);
   }
-  const maxInFlight = a["max-in-flight"] === undefined ? undefined : intOption("max-in-flight", a["max-in-flight"], 1);
+  const maxInFlight = sel.maxInFlight;
 
   const modelDir = await resolveModelDir(a.model ?? (quick ? "tiny" : "qwen3-0.6b"));
   const model = readModelConfig(modelDir);
-  const workloads = specs.map((spec, i) => early[i] ?? buildWorkload(withModelLimits(spec, model)));
+  const workloads = sel.specs.map((spec, i) => early[i] ?? sel.build(spec, model));
   log(
     `e2e: model ${modelDir}, backend ${backend ?? "auto"}, ${
       describeGpus(gpus)
@@ -272,7 +219,12 @@ export async function runE2E(
     metadata: collectMetadata({
       command: ["bun", "bench", "e2e", ...argv],
       model,
-      seeds: { workload: seed, ...(arrival.kind === "poisson" ? { arrival: arrival.seed } : {}) },
+      seeds: {
+        workload: seed,
+        ...(workloads.some(({ arrival }) => arrival.kind === "poisson" || arrival.kind === "ladder")
+          ? { arrival: seed }
+          : {}),
+      },
       extra: { backend: backend ?? "auto", gpusUsed: new Set(gpus).size, rankDevices: gpus, quick },
     }),
     scenarios,
@@ -280,7 +232,7 @@ export async function runE2E(
   };
   const dir = a.out ?? createResultsDir();
   let written: { files: string[] } | undefined;
-  for (const w of workloads) {
+  for (const { workload: w, arrival, rungs } of workloads) {
     const blockSize = w.settings.blockSize ?? 256;
     const ctx: EngineContext = {
       modelDir,
@@ -309,19 +261,20 @@ export async function runE2E(
         ...(w.reference ? { reference: w.reference } : {}),
       },
       traceProfile,
-      arrival: arrival.kind === "poisson" ? `poisson ${arrival.rate} req/s` : arrival.kind,
+      arrival: describeArrival(arrival),
       maxInFlight: maxInFlight ?? w.settings.maxInFlight ?? null,
       configurations: [],
+      ...(rungs ? { ladder: { rungs, rows: [] } } : {}),
     };
     scenarios.push(scenario);
     for (const config of buildConfigurations(configNames, ctx)) {
-      scenario.configurations.push(
-        await runConfiguration(config, w, {
-          repetitions,
-          run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) },
-          log,
-        }),
-      );
+      const result = await runConfiguration(config, w, {
+        repetitions,
+        run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) },
+        log,
+      });
+      scenario.configurations.push(result);
+      if (scenario.ladder) scenario.ladder.rows.push(...rungRows(result, scenario.ladder.rungs));
       // Rewrite the artifacts after every configuration: an interrupted sweep keeps what it measured.
       written = writeArtifacts(results, { dir });
     }
@@ -340,41 +293,6 @@ const entry: BenchEntry = {
   },
 };
 export default entry;
-
-/** The Mooncake options its flags set; a RangeError names a bad flag or one --workload-options also sets. */
-function mooncakeFlagOptions(
-  a: Partial<Record<keyof typeof MOONCAKE_FLAGS, string>>,
-  extra: Record<string, unknown>,
-): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [flag, option] of Object.entries(MOONCAKE_FLAGS)) {
-    const text = a[flag as keyof typeof MOONCAKE_FLAGS];
-    if (text === undefined) continue;
-    if (option in extra) {
-      throw new RangeError(`--${flag} and --workload-options' ${option} set the same option; give one of them`);
-    }
-    const isCount = flag === "first" || flag === "max-input" || flag === "max-output";
-    out[option] = isCount ? intOption(flag, text, 1) : numberOption(flag, text, 0, flag !== "start") as number;
-  }
-  return out;
-}
-
-/** `spec` with the served model's context and vocabulary, which a workload option may narrow but not widen. */
-function withModelLimits(spec: WorkloadSpec, model: Record<string, unknown>): WorkloadSpec {
-  const limits: Record<string, number> = {
-    maxModelLen: model.max_position_embeddings as number,
-    vocabSize: model.vocab_size as number,
-  };
-  const overrides = { ...spec.overrides };
-  for (const [key, limit] of Object.entries(limits)) {
-    const given = overrides[key];
-    if (given !== undefined && !(typeof given === "number" && given <= limit)) {
-      throw new RangeError(`--workload-options' ${key} must be at most the model's ${limit}, got ${String(given)}`);
-    }
-    overrides[key] ??= limit;
-  }
-  return { ...spec, overrides };
-}
 
 /** Transfer latency points from the transfer bench's profile (p95 per size) or a plain point list. */
 function readTransferLatency(path: string): TransferLatencyPoint[] {

@@ -19,6 +19,8 @@ export const BENCH_ENTRY_MODULES: readonly { name: string; module: string }[] = 
   { name: "transfer", module: "./transfer.ts" },
   { name: "transfer_latency", module: "./transfer_latency.ts" },
   { name: "faults", module: "./faults.ts" },
+  { name: "simulate", module: "./simulate.ts" },
+  { name: "calibrate", module: "./calibrate.ts" },
 ];
 
 /** An entry that loaded, or why it did not. */

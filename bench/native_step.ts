@@ -7,16 +7,24 @@
  * the results as JSON (e.g. bench/results/native_step.json); `--profile` runs only one prefill
  * and a few batch-1 decode steps, a short target for a kernel profiler (ncu); `--batches 1,2,4`
  * measures other decode batch sizes instead.
+ *
+ * `--sweep decode,prefill,mixed` (any subset) runs the calibration sweeps of bench/calibration/
+ * instead: decode over batch x context wherever the KV cache holds it, prefill chunks behind
+ * cached prefixes, and prefill chunks beside decode batches; each point is the median device time
+ * of its timed steps after warm-up. `--out` then writes the sweep file that `bun bench calibrate
+ * --from` fits; with `--quick` a small grid runs on the tiny shape on the CPU backend.
  * @module
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { allocateStepBatch, Native, type NativeModel, type NativeModelConfig, type StepBatch } from "../ffi/native.ts";
-import { seededRandom } from "../lib/core/seeded_random.ts";
+import { Native, type NativeModelConfig } from "../ffi/native.ts";
 import { parseModelSpec } from "../lib/model/config.ts";
 import { presetConfig } from "../lib/model/presets.ts";
-import { f32ToBf16 } from "../lib/model/float_formats.ts";
+import { buildSyntheticModel, makeStep, timeMs } from "./calibration/synthetic_model.ts";
+import { FULL_SWEEP_GRID, parseSweepKinds, QUICK_SWEEP_GRID, type SweepKind } from "./calibration/sweep_grid.ts";
+import { FULL_SWEEP_TIMING, QUICK_SWEEP_TIMING, runSweep } from "./calibration/sweep_run.ts";
+import { formatSweepTable } from "./calibration/sweep_table.ts";
 import { intListOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
@@ -77,95 +85,6 @@ const QUICK: Plan = {
   gemm: { m: 256, n: 256, k: 256, iters: 3 },
 };
 
-/** Seeded uniform values in [-spread, spread] as bf16 bits. */
-function randomBf16(n: number, spread: number, seed: number): Uint16Array {
-  const rand = seededRandom(seed);
-  return Uint16Array.from({ length: n }, () => f32ToBf16((rand() * 2 - 1) * spread));
-}
-
-/** Builds the model with random weights: one random pool, tiled to each weight's size. */
-function buildModel(native: Native, c: NativeModelConfig, maxTokens: number, maxSeqs: number): NativeModel {
-  const model = native.createModel(c);
-  const pool = randomBf16(1 << 20, Math.sqrt(3 / c.hiddenSize), 12345);
-  let big = new Uint16Array(0);
-  const tensor = (numel: number): Uint16Array => {
-    if (numel <= pool.length) return pool.subarray(0, numel);
-    if (big.length < numel) {
-      big = new Uint16Array(numel);
-      for (let o = 0; o < numel; o += pool.length) big.set(pool.subarray(0, Math.min(pool.length, numel - o)), o);
-    }
-    return big.subarray(0, numel);
-  };
-  const norm = (n: number) => Float32Array.from({ length: n }, (_, i) => 1 + 0.1 * Math.sin(i));
-  const H = c.hiddenSize, I = c.intermediateSize, D = c.headDim, q = c.numHeads * D, kv = c.numKvHeads * D;
-  const matrix = (layer: number, kind: Parameters<NativeModel["setWeight"]>[1], numel: number) =>
-    model.setWeight(layer, kind, "bf16", tensor(numel), numel);
-  const vector = (layer: number, kind: Parameters<NativeModel["setWeight"]>[1], n: number) =>
-    model.setWeight(layer, kind, "f32", norm(n), n);
-  matrix(-1, "embed", c.vocabSize * H);
-  vector(-1, "finalNorm", H);
-  if (!c.tieWordEmbeddings) matrix(-1, "lmHead", c.vocabSize * H);
-  for (let l = 0; l < c.numLayers; l++) {
-    vector(l, "inputNorm", H);
-    matrix(l, "q", q * H);
-    matrix(l, "k", kv * H);
-    matrix(l, "v", kv * H);
-    matrix(l, "o", H * q);
-    if (c.arch === "qwen3") {
-      vector(l, "qNorm", D);
-      vector(l, "kNorm", D);
-    }
-    vector(l, "postNorm", H);
-    matrix(l, "gate", I * H);
-    matrix(l, "up", I * H);
-    matrix(l, "down", H * I);
-  }
-  model.finalize(maxTokens, maxSeqs);
-  return model;
-}
-
-/** A step of `seqs` sequences: seq s feeds `len` tokens after `cached` ones, in blocks from firstBlock + s * perSeq. */
-function makeStep(
-  seqs: number,
-  len: number,
-  cached: number,
-  firstBlock: number,
-  perSeq: number,
-  bs: number,
-  vocab: number,
-  seed: number,
-): StepBatch {
-  const T = seqs * len;
-  const b: StepBatch = {
-    ...allocateStepBatch({ tokens: T, seqs, maxBlocksPerSeq: perSeq }),
-    numSeqs: seqs,
-    numTokens: T,
-    numRows: seqs,
-  };
-  b.topP.fill(1);
-  let s32 = seed >>> 0;
-  for (let s = 0; s < seqs; s++) {
-    for (let j = 0; j < perSeq; j++) b.blockTables[s * perSeq + j] = firstBlock + s * perSeq + j;
-    b.queryStart[s + 1] = (s + 1) * len;
-    b.contextLens[s] = cached + len;
-    b.sampleIndex[s] = (s + 1) * len - 1;
-    for (let j = 0; j < len; j++) {
-      const t = s * len + j, pos = cached + j;
-      s32 = (Math.imul(s32, 1664525) + 1013904223) >>> 0;
-      b.tokenIds[t] = s32 % vocab;
-      b.positions[t] = pos;
-      b.slotMapping[t] = (firstBlock + s * perSeq + Math.floor(pos / bs)) * bs + (pos % bs);
-    }
-  }
-  return b;
-}
-
-function timeMs(fn: () => void): number {
-  const t0 = performance.now();
-  fn();
-  return performance.now() - t0;
-}
-
 const fmt = (x: number, d = 2) => x.toFixed(d);
 
 /** A rate with an SI prefix: si(4.3e12, "B/s") is "4.30 TB/s". */
@@ -183,12 +102,22 @@ async function run(argv: string[]): Promise<void> {
       out: { type: "string" },
       profile: { type: "boolean" },
       batches: { type: "string" },
+      sweep: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.help) {
-    console.log("usage: bun bench native_step [--quick] [--profile] [--batches 1,16] [--out results.json]");
+    console.log(
+      "usage: bun bench native_step [--quick] [--profile] [--batches 1,16] [--out results.json]\n" +
+        "       bun bench native_step --sweep decode,prefill,mixed [--quick] [--out sweep.json]",
+    );
     return;
+  }
+  if (values.sweep !== undefined) {
+    for (const flag of ["profile", "batches"] as const) {
+      if (values[flag] !== undefined) throw new RangeError(`--${flag} does not apply to --sweep; leave one out`);
+    }
+    return runSweeps(parseSweepKinds(values.sweep), values.quick ?? false, values.out, argv);
   }
   const base = values.quick ? QUICK : FULL;
   const chosen: Plan = values.profile
@@ -218,7 +147,7 @@ async function run(argv: string[]): Promise<void> {
 
   const maxBatch = Math.max(...plan.decodeBatches);
   const prefillTokens = plan.prefillSeqs * plan.prefillLen;
-  const model = buildModel(native, c, Math.max(prefillTokens, maxBatch), Math.max(maxBatch, plan.prefillSeqs));
+  const model = buildSyntheticModel(native, c, Math.max(prefillTokens, maxBatch), Math.max(maxBatch, plan.prefillSeqs));
   const ctxBlocks = plan.context / bs, prefillBlocks = plan.prefillLen / bs, perStep = plan.prefillSeqs * prefillBlocks;
   const numBlocks = Math.ceil(Math.max(maxBatch * ctxBlocks, perStep) / perStep) * perStep;
   const kv = model.createKvCache(numBlocks, bs);
@@ -330,10 +259,39 @@ async function run(argv: string[]): Promise<void> {
   model.dispose();
 }
 
+/** The calibration sweeps (see the module doc), printed and optionally written to `out`. */
+function runSweeps(kinds: SweepKind[], quick: boolean, out: string | undefined, argv: string[]): void {
+  const plan = quick ? QUICK : FULL;
+  const native = new Native(plan.backend ? { backend: plan.backend } : {});
+  const metadata = collectMetadata({
+    command: ["bench", "native_step", ...argv],
+    model: { ...plan.config, blockSize: plan.blockSize },
+  });
+  console.log(`native_step --sweep ${kinds.join(",")} on the ${native.backend} backend (${native.path})`);
+  const sweep = runSweep({
+    native,
+    config: plan.config,
+    modelName: quick ? "qwen3-0.6b (tiny shape)" : "qwen3-0.6b",
+    blockSize: plan.blockSize,
+    grid: quick ? QUICK_SWEEP_GRID : FULL_SWEEP_GRID,
+    kinds,
+    timing: quick ? QUICK_SWEEP_TIMING : FULL_SWEEP_TIMING,
+    device: native.backend === "cuda" ? (metadata.gpus[0]?.name ?? "cuda") : "cpu",
+    copy: plan.copy,
+  });
+  console.log(formatSweepTable(sweep));
+  if (out) {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, JSON.stringify({ ...sweep, metadata }, null, 2));
+    console.log(`\nwrote ${out}`);
+  }
+}
+
 /** The native step benchmark entry. */
 const entry: BenchEntry = {
   name: "native_step",
-  description: "forward step, Qwen3-0.6B shape: decode ms vs weights+KV roofline, prefill tokens/s vs bf16 GEMM peak",
+  description:
+    "forward step, Qwen3-0.6B shape: decode ms vs weights+KV roofline, prefill tokens/s vs bf16 GEMM peak; --sweep for calibration",
   run,
 };
 export default entry;

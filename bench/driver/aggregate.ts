@@ -2,7 +2,8 @@
  * Aggregates one run: request and token throughput, TTFT/TPOT/ITL/E2E distributions, realized
  * prefix-hit rate (requests with cached tokens > 0) and token reuse (cached / prompt tokens),
  * transfers done during the run (difference of engine stats, with plans by kind, released source
- * blocks and dispatch-to-publish latency), per-rank request counts and a per-phase breakdown.
+ * blocks and dispatch-to-publish latency), per-rank request counts and a per-phase breakdown (each
+ * phase with its own achieved throughput, over its own span).
  * Throughputs count completed requests only, over the run's elapsed time. The run is also given
  * under vLLM `bench serve`'s JSON keys.
  * @module
@@ -25,6 +26,15 @@ export interface LatencyBreakdown {
   tokenReuse: number;
 }
 
+/** A phase's figures: its latencies and cache ratios, and what it achieved from its first request sent to its
+ * last one finished (a ladder rung's achieved rate beside its offered one). */
+export interface PhaseBreakdown extends LatencyBreakdown {
+  elapsedS: number;
+  outputTokens: number;
+  requestThroughput: number;
+  outputThroughput: number;
+}
+
 /** Everything reported about one run. */
 export interface RunMetrics extends LatencyBreakdown {
   completed: number;
@@ -43,9 +53,26 @@ export interface RunMetrics extends LatencyBreakdown {
   /** Control-plane counter differences (gauges such as transfer_publish_*: the value after). */
   routing: Record<string, number>;
   perRankRequests: Record<string, number>;
-  phases: Record<string, LatencyBreakdown>;
+  phases: Record<string, PhaseBreakdown>;
   /** The same run under vLLM `bench serve`'s JSON keys, for side-by-side comparison. */
   vllmBenchServe: VllmBenchServeKeys;
+}
+
+/** `breakdown` of one phase's records plus its throughput over its own span (failed requests excluded). */
+export function phaseBreakdown(records: readonly RequestRecord[]): PhaseBreakdown {
+  const ok = records.filter((r) => r.error === undefined);
+  const outputTokens = ok.reduce((n, r) => n + r.outputTokens, 0);
+  const elapsedS = ok.length
+    ? (Math.max(...ok.map((r) => r.finishMs)) - Math.min(...ok.map((r) => r.sentMs))) / 1000
+    : 0;
+  const rate = (x: number) => (elapsedS > 0 ? x / elapsedS : 0);
+  return {
+    ...breakdown(records),
+    elapsedS,
+    outputTokens,
+    requestThroughput: rate(ok.length),
+    outputThroughput: rate(outputTokens),
+  };
 }
 
 /** Latency distributions and cache ratios over `records` (failed ones excluded). */
@@ -91,10 +118,10 @@ export function aggregateRun(run: RunResult): RunMetrics {
   const outputTokens = ok.reduce((n, r) => n + r.outputTokens, 0);
   const perRankRequests: Record<string, number> = {};
   for (const r of ok) perRankRequests[String(r.rank)] = (perRankRequests[String(r.rank)] ?? 0) + 1;
-  const phases: Record<string, LatencyBreakdown> = {};
+  const phases: Record<string, PhaseBreakdown> = {};
   const phaseNames = [...new Set(run.records.flatMap((r) => (r.phase === undefined ? [] : [r.phase])))];
   if (phaseNames.length > 1) {
-    for (const p of phaseNames) phases[p] = breakdown(run.records.filter((r) => r.phase === p));
+    for (const p of phaseNames) phases[p] = phaseBreakdown(run.records.filter((r) => r.phase === p));
   }
   const rate = (x: number) => (elapsedS > 0 ? x / elapsedS : 0);
   return {

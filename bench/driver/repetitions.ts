@@ -112,6 +112,14 @@ export async function runConfiguration(
       await engine.shutdown().catch((e: unknown) => log(`  ${config.name}: shutdown failed: ${errorText(e)}`));
     }
   }
+  return summarizeRepetitions(result);
+}
+
+/**
+ * Fills a configuration's intervals and vLLM keys from its complete repetitions (or marks it failed
+ * when there is none). The simulator summarises its seeds with it too.
+ */
+export function summarizeRepetitions(result: ConfigurationResult): ConfigurationResult {
   const complete = result.repetitions.filter((r) => r.complete && r.metrics);
   result.completeRepetitions = complete.length;
   if (complete.length === 0) {

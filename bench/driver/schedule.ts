@@ -5,6 +5,7 @@
  * the previous phase drained. How one request is sent and measured is the caller's `send`.
  * @module
  */
+import { type Clock, realClock } from "../../lib/core/clock.ts";
 import type { Workload, WorkloadRequest } from "../workloads/types.ts";
 import { type ArrivalMode, arrivalOffsetsMs } from "./arrival.ts";
 import { type RequestObservation, type RequestRecord, toRecord } from "./request_record.ts";
@@ -17,6 +18,8 @@ export interface ScheduleOptions {
   maxInFlight?: number;
   phaseBarrier?: boolean;
   onRequestDone?: (record: RequestRecord, done: number, total: number) => void;
+  /** Time and timers of the run (default the real clock; the cluster simulator passes its virtual one). */
+  clock?: Clock;
 }
 
 /** Sends request `r` now and observes it; `now()` is ms since the start of the run. Must not throw. */
@@ -56,14 +59,15 @@ export async function runSchedule(
   const sessionTail = new Map<string, Promise<void>>();
   const records: RequestRecord[] = new Array(requests.length);
   let done = 0;
-  const t0 = performance.now();
-  const now = () => performance.now() - t0;
+  const clock = options.clock ?? realClock;
+  const t0 = clock.now();
+  const now = () => clock.now() - t0;
 
   // `previous` is the same session's preceding request, captured before this one replaces it.
   const runOne = async (i: number, dueMs: number, previous: Promise<void> | undefined): Promise<void> => {
     const r = requests[i] as WorkloadRequest;
     const wait = dueMs - now();
-    if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+    if (wait > 0) await new Promise<void>((res) => clock.setTimeout(res, wait));
     if (previous) await previous;
     await slots.acquire();
     let obs: RequestObservation;
@@ -90,5 +94,5 @@ export async function runSchedule(
   }
   const firstSent = Math.min(...records.map((r) => r.sentMs));
   const lastFinish = Math.max(...records.map((r) => r.finishMs));
-  return { startedAtEpochMs: performance.timeOrigin + t0, elapsedMs: lastFinish - firstSent, records };
+  return { startedAtEpochMs: clock.timeOrigin + t0, elapsedMs: lastFinish - firstSent, records };
 }

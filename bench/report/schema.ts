@@ -1,10 +1,13 @@
 /**
  * The results.json layout every benchmark entry writes: metadata, then one scenario per workload
- * (its trace profile and every configuration's repetitions and intervals).
+ * (its trace profile and every configuration's repetitions and intervals; under a rate ladder, a row
+ * per configuration and rung).
  * @module
  */
 import type { ConfigurationResult } from "../driver/repetitions.ts";
+import type { LadderRung } from "../driver/ladder_arrival.ts";
 import type { TraceProfile } from "../trace_profile.ts";
+import type { RungRow } from "./rung_table.ts";
 import type { ReferenceShares, WorkloadSettings } from "../workloads/types.ts";
 import type { RunMetadata } from "./metadata.ts";
 
@@ -29,6 +32,8 @@ export interface ScenarioResult {
   arrival: string;
   maxInFlight: number | null;
   configurations: ConfigurationResult[];
+  /** A rate ladder's rungs and every configuration's row per rung (absent without a ladder). */
+  ladder?: { rungs: LadderRung[]; rows: RungRow[] };
 }
 
 /** A measured transfer latency (e.g. from a KV transfer microbenchmark). */

@@ -1,11 +1,13 @@
 /**
  * The markdown summary: one table per scenario, one row per configuration, means across complete
  * repetitions with their 95% Student-t half-widths; then, when any configuration transferred, a
- * table of what verifies its transfers (plans by kind, released source blocks, publish latency).
+ * table of what verifies its transfers (plans by kind, released source blocks, publish latency);
+ * under a rate ladder, a table with one row per configuration and rung.
  * @module
  */
 import type { ConfigurationResult } from "../driver/repetitions.ts";
 import type { ConfidenceInterval } from "../stats/interval.ts";
+import type { RungRow } from "./rung_table.ts";
 import type { BenchResults, ScenarioResult } from "./schema.ts";
 
 /** Renders rows as a GitHub-flavoured markdown table (pipes in cells are escaped). */
@@ -126,6 +128,40 @@ export function transferTable(configs: readonly ConfigurationResult[]): string |
   );
 }
 
+/** One row per configuration and rung: offered rate, requests, achieved req/s and tok/s, TTFT, TPOT, hit rate. */
+export function rungTable(rows: readonly RungRow[]): string {
+  return markdownTable(
+    [
+      "configuration",
+      "rung",
+      "offered req/s",
+      "requests",
+      "reps",
+      "achieved req/s",
+      "output tok/s",
+      "mean TTFT ms",
+      "p99 TTFT ms",
+      "mean TPOT ms",
+      "hit %",
+    ],
+    rows.map((r) => [
+      r.configuration,
+      r.phase,
+      String(r.rate),
+      String(r.requests),
+      String(r.repetitions),
+      ...intervalCells(r.intervals, [
+        ["requestThroughput", 2],
+        ["outputThroughput", 1],
+        ["ttftMean", 1],
+        ["ttftP99", 1],
+        ["tpotMean", 2],
+        ["prefixHitRate", 1, 100],
+      ]),
+    ]),
+  );
+}
+
 /** The section of one scenario. */
 export function scenarioSection(s: ScenarioResult): string {
   const w = s.workload;
@@ -165,6 +201,14 @@ export function scenarioSection(s: ScenarioResult): string {
     ],
     s.configurations.map(configurationRow),
   ));
+  if (s.ladder && s.ladder.rows.length > 0) {
+    lines.push(
+      "",
+      "Per rung (achieved rates over the rung's own span, first request sent to last finished; each rung drains before the next starts when the workload sets phase barriers):",
+      "",
+      rungTable(s.ladder.rows),
+    );
+  }
   const transfers = transferTable(s.configurations);
   if (transfers) {
     lines.push(

@@ -11,6 +11,7 @@ import { mooncakeWorkload } from "./mooncake.ts";
 import { multiTurnWorkload } from "./multi_turn.ts";
 import { randomLengthsWorkload, readRandom256 } from "./random_lengths.ts";
 import { sharedPrefixWorkload } from "./shared_prefix.ts";
+import { sharedPrefixLadderWorkload } from "./shared_prefix_ladder.ts";
 import type { Workload } from "./types.ts";
 
 /** Which workload to build and with what. */
@@ -31,6 +32,8 @@ export const WORKLOAD_NAMES: Readonly<Record<string, string>> = {
   "load-skew": "3 hot-prefix warm-ups, then 189 revisits",
   "memory-skew": "6 session warm-ups, 30 anchor/cold pressure requests, 36 session reuses",
   "shared-prefix": "SGLang generated-shared-prefix (64 groups x 16 prompts)",
+  "shared-prefix-ladder":
+    "llm-d's shared-prefix ladder: 40 groups x 5 users, Poisson rungs 2 -> 60 req/s (--arrival 2,4,8)",
   random: "256 random-length prompts (compact-engine throughput workload)",
   "random-256": "the published random-256.jsonl",
   "multi-turn": "sessions whose turns extend the previous prompt and answer",
@@ -69,6 +72,8 @@ export function buildWorkload(spec: WorkloadSpec): Workload {
       return memorySkewWorkload(o);
     case "shared-prefix":
       return sharedPrefixWorkload(o);
+    case "shared-prefix-ladder":
+      return sharedPrefixLadderWorkload(o);
     case "random":
       return randomLengthsWorkload(o);
     case "random-256":

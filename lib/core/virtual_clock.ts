@@ -1,7 +1,9 @@
 /**
  * A {@link Clock} whose time moves only when its owner says so: the cluster simulator runs the
  * control plane on it, and unit tests let deadlines pass without waiting. Timers fire in order of
- * due time, ties in the order they were set, so a run is the same every time.
+ * due time, ties in the order they were set, so a run is the same every time. Pending timers sit
+ * in a binary heap (a simulation keeps thousands of them: one per step in flight and per arrival);
+ * a cleared timer's heap entry is dropped lazily when it reaches the top.
  * @module
  */
 import type { Clock, TimerHandle } from "./clock.ts";
@@ -37,6 +39,8 @@ export class VirtualClock implements Clock {
   #nextId = 1;
   /** Pending timers, by id (a timer's handle is its id). */
   readonly #timers = new Map<number, VirtualTimer>();
+  /** Min-heap of (due, id); entries whose timer was cleared or re-armed are stale. */
+  readonly #heap: { due: number; id: number }[] = [];
 
   constructor(options: VirtualClockOptions = {}) {
     this.#now = options.startMs ?? 0;
@@ -89,8 +93,12 @@ export class VirtualClock implements Clock {
     const t = this.#next();
     if (!t) return false;
     this.#now = Math.max(this.#now, t.due);
+    this.#pop();
     if (t.every === undefined) this.#timers.delete(t.id);
-    else t.due += t.every;
+    else {
+      t.due += t.every;
+      this.#push(t);
+    }
     t.fn();
     return true;
   }
@@ -128,18 +136,59 @@ export class VirtualClock implements Clock {
 
   #add(fn: () => void, ms: number, every: number | undefined): TimerHandle {
     const id = this.#nextId++;
-    this.#timers.set(id, { id, due: this.#now + delayOf(ms), fn, every });
+    const t = { id, due: this.#now + delayOf(ms), fn, every };
+    this.#timers.set(id, t);
+    this.#push(t);
     return id as unknown as TimerHandle;
   }
 
-  /** The earliest due timer; ties go to the one set first. */
+  /** The earliest due timer; ties go to the one set first. Drops stale heap entries on the way. */
   #next(): VirtualTimer | undefined {
-    let best: VirtualTimer | undefined;
-    for (const t of this.#timers.values()) {
-      if (!best || t.due < best.due || (t.due === best.due && t.id < best.id)) best = t;
+    const h = this.#heap;
+    while (h.length > 0) {
+      const top = h[0]!;
+      const t = this.#timers.get(top.id);
+      if (t && t.due === top.due) return t;
+      this.#pop();
     }
-    return best;
+    return undefined;
   }
+
+  #push(t: VirtualTimer): void {
+    const h = this.#heap;
+    const e = { due: t.due, id: t.id };
+    let i = h.length;
+    h.push(e);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!before(e, h[p]!)) break;
+      h[i] = h[p]!;
+      i = p;
+    }
+    h[i] = e;
+  }
+
+  #pop(): void {
+    const h = this.#heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= h.length) break;
+      const r = l + 1;
+      const c = r < h.length && before(h[r]!, h[l]!) ? r : l;
+      if (!before(h[c]!, last)) break;
+      h[i] = h[c]!;
+      i = c;
+    }
+    h[i] = last;
+  }
+}
+
+/** Heap order: earlier due first, then the timer set first. */
+function before(a: { due: number; id: number }, b: { due: number; id: number }): boolean {
+  return a.due < b.due || (a.due === b.due && a.id < b.id);
 }
 
 /** A timer's delay as the host's timers take it: not a number or negative counts as 0. */

@@ -8,12 +8,13 @@
 import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
-import type { FinishReason, RequestOutput, StreamDelta } from "../core/outputs.ts";
+import type { FinishReason, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
-import { ModelRunner, type StepModel, type StepResult } from "./model_runner.ts";
+import { ModelRunner, type StepModel, type StepResult, topLogprobsOf } from "./model_runner.ts";
 import { Scheduler, type SchedulerConfig, type SchedulerOutput, type StepKind, stepKind } from "./scheduler.ts";
 import { chunkPairs } from "./step_budget.ts";
+import { type StepWork, stepWorkOf } from "./step_work.ts";
 import { StepTimings } from "./step_timings.ts";
 import { StopChecker } from "./stop_checker.ts";
 
@@ -45,6 +46,8 @@ export interface StepReport {
   preempted: number;
   nativeMs: number;
   totalMs: number;
+  /** What the step computed, in the terms of the engine cost model (absent for an idle step). */
+  work?: StepWork;
 }
 
 interface Tracked {
@@ -203,13 +206,14 @@ export class LocalEngine {
   /** Applies a computed step: the scheduler's bookkeeping, stop checks and the report's deltas. */
   #complete(out: SchedulerOutput, result: StepResult, t0: number): StepReport {
     const stamp = now();
-    this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp);
+    this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp, (r) => topLogprobsOf(result, r));
     const deltas: StreamDelta[] = [];
     let row = 0;
     for (const s of out.scheduled) {
       if (!s.sample) continue;
       const token = result.tokens[row]!;
       const logprob = result.logprobs[row]!;
+      const top = token >= 0 ? topLogprobsOf(result, row) : undefined;
       const rowError = token < 0 ? result.rowErrors.get(row) : undefined;
       row++;
       const t = this.#requests.get(s.seq.requestId)!;
@@ -228,7 +232,7 @@ export class LocalEngine {
       const verdict = t.stop.onToken(token);
       if (verdict.finish) {
         this.scheduler.finish(t.seq, verdict.finish, stamp);
-        deltas.push(this.#final(t, [token], [logprob], verdict.finish, verdict.text));
+        deltas.push(this.#final(t, [token], [logprob], verdict.finish, verdict.text, undefined, top));
       } else if (t.stream) {
         deltas.push({
           requestId: t.seq.requestId,
@@ -236,6 +240,7 @@ export class LocalEngine {
           text: verdict.text,
           finished: false,
           ...(t.seq.params.logprobs ? { logprobs: [logprob] } : {}),
+          ...(top ? { topLogprobs: [top] } : {}),
         });
       }
     }
@@ -253,6 +258,7 @@ export class LocalEngine {
       preempted: out.preempted.length,
       nativeMs: result.nativeMs,
       totalMs,
+      work: stepWorkOf(out),
     };
   }
 
@@ -297,6 +303,7 @@ export class LocalEngine {
     reason: FinishReason,
     text = "",
     error?: StreamDelta["error"],
+    top?: TopLogprob[],
   ): StreamDelta {
     this.#requests.delete(t.seq.requestId);
     this.numFinished++;
@@ -307,6 +314,7 @@ export class LocalEngine {
       tokenIds,
       text: t.stream ? text + rest : "",
       ...(t.seq.params.logprobs ? { logprobs } : {}),
+      ...(top ? { topLogprobs: [top] } : {}),
       finished: true,
       finishReason: reason,
       output,

@@ -15,15 +15,16 @@ import { readSetting } from "../runtime/env.ts";
 import { appendText } from "../runtime/files.ts";
 import { listenUnix, type UnixServer } from "../runtime/unix_socket.ts";
 import type { ApplyResult } from "../global/global_block_manager.ts";
-import { GlobalScheduler, NoHealthyRankError } from "../global/global_scheduler.ts";
+import { type GlobalScheduler, NoHealthyRankError } from "../global/global_scheduler.ts";
+import { ControlDecisions } from "./control_decisions.ts";
 import { IpcRendezvous } from "../transfer/paths/ipc/ipc_rendezvous.ts";
 import { NcclRendezvous } from "../transfer/paths/nccl/nccl_rendezvous.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
 import type { NvlinkTopology } from "../global/topology.ts";
-import { resolveTransferConfig, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
+import type { TransferConfigInput } from "../transfer/control/transfer_config.ts";
 import type { CoordinatorPhase, PhaseMessage, TransferAck } from "../transfer/control/transfer_coordinator.ts";
 import type { TransferPlan } from "../transfer/control/transfer_plan.ts";
-import { TransferService } from "../transfer/control/transfer_service.ts";
+import type { TransferService } from "../transfer/control/transfer_service.ts";
 // Every message family a control plane sends or receives registers itself with the codec on import.
 import "../transfer/transfer_messages.ts";
 import "../transfer/paths/ipc/ipc_messages.ts";
@@ -55,6 +56,8 @@ export interface ControlPlaneOptions {
 
 /** The control-plane server and its state. */
 export class ControlPlane {
+  /** Routing, page-table and transfer decisions (the part the cluster simulator runs too). */
+  readonly decisions: ControlDecisions;
   readonly scheduler: GlobalScheduler;
   /** KV transfer decisions and plans. */
   readonly transfers: TransferService;
@@ -69,22 +72,23 @@ export class ControlPlane {
   readonly #log: (line: string) => void;
   #closed = false;
 
-  private constructor(server: UnixServer, scheduler: GlobalScheduler, o: ControlPlaneOptions) {
+  private constructor(server: UnixServer, o: ControlPlaneOptions) {
     this.#server = server;
-    this.scheduler = scheduler;
     this.#o = o;
     this.#log = o.log ?? ((l) => console.error(l));
-    this.transfers = new TransferService({
-      scheduler,
-      config: resolveTransferConfig(o.transfers ?? "off"),
+    this.decisions = new ControlDecisions({
+      routing: o.routing,
+      topology: o.topology,
+      transfers: o.transfers,
       link: (rank, m, timeoutMs) => this.#transferRequest(rank, m, timeoutMs),
       idPrefix: `c${o.epoch}`,
       clock: o.clock,
       log: this.#log,
-      beforePhase: o.beforeTransferPhase,
+      beforeTransferPhase: o.beforeTransferPhase,
       ...transferTrace(this.#log),
     });
-    this.transfers.start();
+    this.scheduler = this.decisions.scheduler;
+    this.transfers = this.decisions.transfers;
     this.nccl = new NcclRendezvous({
       topology: o.topology,
       sendPairDown: (rank, peerRank, reason) => {
@@ -101,11 +105,6 @@ export class ControlPlane {
 
   /** Starts listening on `options.socketPath`. */
   static async listen(options: ControlPlaneOptions): Promise<ControlPlane> {
-    const scheduler = new GlobalScheduler({
-      config: options.routing,
-      topology: options.topology,
-      clock: options.clock,
-    });
     // deno-lint-ignore prefer-const -- assigned once, after the callbacks that read it are made
     let self: ControlPlane | undefined;
     const pending: Connection[] = [];
@@ -114,7 +113,7 @@ export class ControlPlane {
       if (self) self.#accept(conn);
       else pending.push(conn);
     });
-    self = new ControlPlane(server, scheduler, options);
+    self = new ControlPlane(server, options);
     for (const c of pending) self.#accept(c);
     return self;
   }
@@ -138,7 +137,7 @@ export class ControlPlane {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.transfers.stop();
+    this.decisions.stop();
     for (const w of this.#workers.values()) w.conn.close("control plane closing");
     for (const l of this.#launchers) l.close("control plane closing");
     await this.#server.close();
@@ -179,7 +178,7 @@ export class ControlPlane {
       if (role === "worker" && this.#workers.get(rank)?.conn === conn) {
         this.#workers.delete(rank);
         // The worker may be alive (it will reconnect and resend a full snapshot): do not retire its epoch.
-        this.scheduler.dropRank(rank, undefined, { retire: false });
+        this.decisions.rankDisconnected(rank);
         this.#log(`[control] worker ${rank} disconnected (${reason}); its blocks left the page table`);
       } else if (role === "launcher") {
         this.#launchers.delete(conn);
@@ -196,12 +195,10 @@ export class ControlPlane {
       case "route_query":
         return this.#route(conn, m);
       case "route_release":
-        this.scheduler.release(m.requestId);
-        this.transfers.onRelease(m.requestId);
+        this.decisions.release(m.requestId);
         return;
       case "rank_down":
-        this.scheduler.dropRank(m.rank, m.epoch);
-        this.transfers.onRankDown(m.rank);
+        this.decisions.rankDown(m.rank, m.epoch);
         this.nccl.onRankDown(m.rank);
         this.ipc.onRankDown(m.rank);
         this.#log(`[control] rank ${m.rank} epoch ${m.epoch} down: ${m.reason}`);
@@ -210,8 +207,7 @@ export class ControlPlane {
         conn.reply(m, {
           type: "stats",
           counters: {
-            ...this.scheduler.counters(),
-            ...this.transfers.counters(),
+            ...this.decisions.counters(),
             ...this.nccl.counters(),
             ...this.ipc.counters(),
           },
@@ -232,7 +228,7 @@ export class ControlPlane {
 
   #route(conn: Connection, m: MessageOf<"route_query">): void {
     try {
-      const { decision: d, ctx } = this.scheduler.routeWithContext(m);
+      const { decision: d, ready } = this.decisions.route(m);
       const reply = () =>
         conn.reply(m, {
           type: "route_result",
@@ -243,8 +239,7 @@ export class ControlPlane {
           feasible: d.feasible,
         });
       // A foreground transfer for this request: answer once its blocks are there (or it gave up).
-      const pending = this.transfers.afterRoute(m, d, ctx);
-      if (pending) void pending.then(reply);
+      if (ready) void ready.then(reply);
       else reply();
     } catch (e) {
       const code = e instanceof NoHealthyRankError
@@ -269,16 +264,16 @@ export class ControlPlane {
             "snapshot.rank",
           );
         }
-        return this.#afterApply(conn, rank, this.scheduler.applySnapshot(m.snapshot, m));
+        return this.#afterApply(conn, rank, this.decisions.applySnapshot(m.snapshot, m));
       case "block_delta":
         if (m.delta.rank !== rank) {
           return void conn.replyError(m, "schema", `rank ${rank} sent a delta of rank ${m.delta.rank}`, "delta.rank");
         }
-        return this.#afterApply(conn, rank, this.scheduler.applyDelta(m.delta, m));
+        return this.#afterApply(conn, rank, this.decisions.applyDelta(m.delta, m));
       case "transfer_ack":
         return; // acks arrive as replies to the coordinator's requests; a late one is dropped
       case "stats":
-        this.transfers.observeWorkerStats(rank, m.counters);
+        this.decisions.workerStats(rank, m.counters);
         return;
       case "nccl_pair_status":
         if (m.rank !== rank) {

@@ -17,9 +17,12 @@ import { connectUnix } from "../runtime/unix_socket.ts";
 import { settlesWithin } from "../core/clock.ts";
 import { yieldToEventLoop } from "../runtime/event_loop.ts";
 import { IdleBlockAudit } from "../local/idle_block_audit.ts";
+import { StepWorkTotals } from "../local/step_work.ts";
 import { StepLiveness } from "./step_liveness.ts";
 import type { WorkerHostOptions } from "./worker_host_options.ts";
 import { keepAwakeWhile } from "../runtime/keep_awake.ts";
+import { readSetting } from "../runtime/env.ts";
+import { appendText } from "../runtime/files.ts";
 import type { LocalEngine } from "../local/local_engine.ts";
 import { StepWaitEstimator } from "../transfer/worker/step_wait_estimator.ts";
 import type { TransferPhaseMessage } from "../transfer/worker/transfer_executor.ts";
@@ -63,6 +66,12 @@ export class WorkerHost {
   readonly #liveness: StepLiveness;
   /** Blocks found still held when the worker last went idle (a leak), and invariant violations seen. */
   readonly #audit = new IdleBlockAudit();
+  /** LMPOOL_TRACE_STEPS: the file each step's line is appended to. */
+  readonly #stepTrace = readSetting("LMPOOL_TRACE_STEPS");
+  /** When the previous step ended (the trace's gap between steps). */
+  #lastStepEnd: number | undefined;
+  /** Work and native time of pure prefill and decode steps (the control plane's speed estimate). */
+  readonly #stepTotals = new StepWorkTotals();
 
   constructor(o: WorkerHostOptions) {
     this.#o = o;
@@ -173,6 +182,10 @@ export class WorkerHost {
         }
         const stepMs = performance.now() - t0;
         if (report.kind !== "idle") this.#stepWait.observe(stepMs);
+        if (report.work) {
+          this.#stepTotals.add(report.work, report.nativeMs);
+          if (this.#stepTrace) this.#traceStep(report, t0, stepMs);
+        }
         this.#liveness.observe(stepMs);
         const items: z.infer<typeof TokenDeltaItem>[] = [];
         for (const d of report.deltas) {
@@ -182,6 +195,7 @@ export class WorkerHost {
               tokenIds: d.tokenIds,
               text: d.text,
               ...(d.logprobs ? { logprobs: d.logprobs } : {}),
+              ...(d.topLogprobs ? { topLogprobs: d.topLogprobs } : {}),
             });}
         }
         if (items.length > 0) this.#o.launcher.send({ type: "token_delta", items });
@@ -227,6 +241,7 @@ export class WorkerHost {
       tokenIds: d.tokenIds,
       text: d.text,
       ...(d.logprobs ? { logprobs: d.logprobs } : {}),
+      ...(d.topLogprobs ? { topLogprobs: d.topLogprobs } : {}),
       ...(d.error ? { error: d.error } : {}),
       ...(o
         ? {
@@ -234,6 +249,7 @@ export class WorkerHost {
             tokenIds: o.tokenIds,
             text: o.text,
             ...(o.logprobs ? { logprobs: o.logprobs } : {}),
+            ...(o.topLogprobs ? { topLogprobs: o.topLogprobs } : {}),
             metrics: { ...o.metrics, rank: this.#o.rank },
           },
         }
@@ -420,6 +436,23 @@ export class WorkerHost {
     };
   }
 
+  /** One step's line of the LMPOOL_TRACE_STEPS trace. */
+  #traceStep(report: { kind: string; work?: object; nativeMs: number; totalMs: number }, t0: number, stepMs: number) {
+    const gapMs = this.#lastStepEnd === undefined ? null : t0 - this.#lastStepEnd;
+    this.#lastStepEnd = t0 + stepMs;
+    const line = {
+      t: performance.timeOrigin + t0,
+      rank: this.#o.rank,
+      kind: report.kind,
+      ...report.work,
+      nativeMs: report.nativeMs,
+      totalMs: report.totalMs,
+      stepMs,
+      gapMs,
+    };
+    appendText(this.#stepTrace!, JSON.stringify(line) + "\n");
+  }
+
   /** Tells the peers how long a step on this thread may keep heartbeats from going out. */
   #announceBusyStep(): void {
     const expectedMs = this.#liveness.announcementMs();
@@ -454,7 +487,6 @@ export class WorkerHost {
    * step to end (the residual E[s^2] / (2 E[s]) while stepping, 0 while idle).
    */
   #controlStats(): MessageOf<"stats"> {
-    const p = this.#engine.timings.byKind.prefill;
     // The step that finished the last request already reports idle: the next message is read at
     // once; so is every message while the device computes a step apart from this thread.
     const readsDuringSteps = this.#engine.readsMessagesDuringSteps;
@@ -462,8 +494,7 @@ export class WorkerHost {
     const counters = {
       ...this.#o.dataPath?.counters(),
       kv_block_bytes: this.#engine.kv.blockBytes,
-      prefill_tokens: p.tokens,
-      prefill_ms: p.nativeMs,
+      ...this.#stepTotals.counters(),
       step_wait_ms: this.#stepWait.waitMs(busy),
       step_token_budget: this.#engine.scheduler.stepTokenBudget,
       reads_during_steps: readsDuringSteps ? 1 : 0,

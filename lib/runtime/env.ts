@@ -131,7 +131,7 @@ export const SETTINGS = {
     type: "`auto` | `none` | `0-1,2-3`",
     default: "`auto`",
     doc:
-      "NVLink pairs of LLMEngine's ranks when its `topology` option is unset: `auto` reads `nvidia-smi topo -m` (NV# links only), `none` has none.",
+      "NVLink pairs of LLMEngine's ranks when its `topology` option is unset: `auto` reads `nvidia-smi topo -m` (NV# links only), `none` has none. Ranks sharing one CUDA device are direct partners (device-local copies) whatever this says; transfers mode `off` turns transfers off.",
     expected: `"auto", "none" or pairs such as "0-1,2-3"`,
     parse: (t) => (t === "auto" || t === "none" ? t : parseRankPairs(t, "LMPOOL_NVLINK_PAIRS")),
   }),
@@ -142,6 +142,14 @@ export const SETTINGS = {
       "Per-plan transfer phase trace of the control plane: `1` writes it to the control plane's log, a path appends it to that file.",
     expected: `"0", "1" or a file path`,
     parse: (t) => (t === "0" ? "off" : t === "1" ? "log" : { file: t }),
+  }),
+  LMPOOL_TRACE_STEPS: setting({
+    type: "file",
+    default: "unset",
+    doc:
+      "Per-step trace of every worker, one JSON line per step (rank, kind, the step's work, native and total ms, the gap since the previous step), appended to this file: what the simulator's calibration is checked against.",
+    expected: "a file path",
+    parse: text,
   }),
   LMPOOL_CODEC_WARMUP: setting({
     type: "integer >= 0",
