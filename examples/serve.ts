@@ -72,6 +72,7 @@ try {
       drainTimeoutSeconds: cli.drainTimeout,
       tokenizerDir: dir,
       tokenizerThreads: cli.tokenizerThreads,
+      replyParsers: cli.replyParsers,
     });
   } catch (err) {
     await engine.shutdown();

@@ -13,10 +13,11 @@ import { type StepBatch, StepBatchPacker } from "./step_batch.ts";
 
 export type { NativeModelConfig } from "./model_config.ts";
 export { allocateStepBatch, type StepBatch, type StepBatchCapacity } from "./step_batch.ts";
+export { MAX_TOP_LOGPROBS, type RowControls, StepControlsWriter } from "./step_controls.ts";
 
-/** The NUL-terminated text a C call writes into a 1024-byte buffer (truncated there). */
+/** The NUL-terminated text a C call writes into a 4096-byte buffer (truncated there). */
 function readText(write: (buf: Uint8Array) => unknown): string {
-  const buf = new Uint8Array(1024);
+  const buf = new Uint8Array(4096);
   write(buf);
   const end = buf.indexOf(0);
   return new TextDecoder().decode(buf.subarray(0, end < 0 ? buf.length : end));

@@ -27,6 +27,27 @@ export interface StepBatch {
   outTokens: Int32Array; // [numRows]
   outLogprobs: Float32Array; // [numRows]
   outLogits?: Float32Array | null; // [numRows * vocab], tests only
+  /** Stride of outTopTokenIds / outTopLogprobs; 0 when no row asks for top logprobs. */
+  maxTopLogprobs?: number;
+  /** Sampling controls (lp_step in lmpool.h); an absent array turns its control off for every row. */
+  minP?: Float32Array | null; // [numRows] 0: off
+  presencePenalty?: Float32Array | null; // [numRows]
+  frequencyPenalty?: Float32Array | null; // [numRows]
+  repetitionPenalty?: Float32Array | null; // [numRows] 1: off
+  penaltyStart?: Int32Array | null; // [numRows + 1] row r's entries: [start[r], start[r + 1])
+  penaltyTokenIds?: Int32Array | null; // distinct tokens of prompt and output, per row
+  penaltyCounts?: Int32Array | null; // occurrences in the output (0: prompt only)
+  biasStart?: Int32Array | null; // [numRows + 1]
+  biasTokenIds?: Int32Array | null;
+  biasValues?: Float32Array | null;
+  allowedStart?: Int32Array | null; // [numRows + 1]
+  allowedTokenIds?: Int32Array | null;
+  bannedStart?: Int32Array | null; // [numRows + 1]
+  bannedTokenIds?: Int32Array | null;
+  scoreTokenIds?: Int32Array | null; // [numRows] -1: sample; else the row scores this token
+  topLogprobs?: Int32Array | null; // [numRows] k per row, <= maxTopLogprobs
+  outTopTokenIds?: Int32Array | null; // [numRows * maxTopLogprobs]
+  outTopLogprobs?: Float32Array | null; // [numRows * maxTopLogprobs]
 }
 
 /** The array sizes of a {@link StepBatch}. */
@@ -66,7 +87,7 @@ export function allocateStepBatch(capacity: StepBatchCapacity): StepBatch {
   };
 }
 
-type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows";
+type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows" | "maxTopLogprobs";
 type ArrayKey = Exclude<keyof StepBatch, CountKey>;
 
 /** A count field: an int32 in C. */
@@ -87,6 +108,11 @@ interface ArrayField {
 
 const tokens = (b: StepBatch) => b.numTokens;
 const rows = (b: StepBatch) => b.numRows;
+const rowStarts = (b: StepBatch) => (b.numRows > 0 ? b.numRows + 1 : 0);
+/** Entries of a control list: its start array's last value (the packer checks that array first). */
+const entries = (start: "penaltyStart" | "biasStart" | "allowedStart" | "bannedStart") => (b: StepBatch) =>
+  b.numRows > 0 && b[start] ? b[start]![b.numRows] ?? 0 : 0;
+const topEntries = (b: StepBatch) => b.numRows * (b.maxTopLogprobs ?? 0);
 
 /** lp_step_batch's int32 counts, in declaration order (they come first). */
 const COUNT_FIELDS: readonly CountField[] = [
@@ -94,6 +120,7 @@ const COUNT_FIELDS: readonly CountField[] = [
   { c: "num_tokens", key: "numTokens" },
   { c: "max_blocks_per_seq", key: "maxBlocksPerSeq" },
   { c: "num_rows", key: "numRows" },
+  { c: "max_top_logprobs", key: "maxTopLogprobs" },
 ];
 
 /** lp_step_batch's pointers, in declaration order (after the counts). */
@@ -113,11 +140,30 @@ const ARRAY_FIELDS: readonly ArrayField[] = [
   { c: "out_tokens", key: "outTokens", needs: rows },
   { c: "out_logprobs", key: "outLogprobs", needs: rows },
   { c: "out_logits", key: "outLogits", needs: (b, vocab) => b.numRows * vocab, optional: true },
+  { c: "min_p", key: "minP", needs: rows, optional: true },
+  { c: "presence_penalty", key: "presencePenalty", needs: rows, optional: true },
+  { c: "frequency_penalty", key: "frequencyPenalty", needs: rows, optional: true },
+  { c: "repetition_penalty", key: "repetitionPenalty", needs: rows, optional: true },
+  { c: "penalty_start", key: "penaltyStart", needs: rowStarts, optional: true },
+  { c: "penalty_token_ids", key: "penaltyTokenIds", needs: entries("penaltyStart"), optional: true },
+  { c: "penalty_counts", key: "penaltyCounts", needs: entries("penaltyStart"), optional: true },
+  { c: "bias_start", key: "biasStart", needs: rowStarts, optional: true },
+  { c: "bias_token_ids", key: "biasTokenIds", needs: entries("biasStart"), optional: true },
+  { c: "bias_values", key: "biasValues", needs: entries("biasStart"), optional: true },
+  { c: "allowed_start", key: "allowedStart", needs: rowStarts, optional: true },
+  { c: "allowed_token_ids", key: "allowedTokenIds", needs: entries("allowedStart"), optional: true },
+  { c: "banned_start", key: "bannedStart", needs: rowStarts, optional: true },
+  { c: "banned_token_ids", key: "bannedTokenIds", needs: entries("bannedStart"), optional: true },
+  { c: "score_token_ids", key: "scoreTokenIds", needs: rows, optional: true },
+  { c: "top_logprobs", key: "topLogprobs", needs: rows, optional: true },
+  { c: "out_top_token_ids", key: "outTopTokenIds", needs: topEntries, optional: true },
+  { c: "out_top_logprobs", key: "outTopLogprobs", needs: topEntries, optional: true },
 ];
 
 const COUNT_BYTES = 4;
 const POINTER_BYTES = 8;
-const POINTERS_AT = COUNT_FIELDS.length * COUNT_BYTES;
+// The pointers start at the next 8-byte boundary after the counts.
+const POINTERS_AT = Math.ceil((COUNT_FIELDS.length * COUNT_BYTES) / POINTER_BYTES) * POINTER_BYTES;
 
 /** Bytes of lp_step_batch on the 64-bit targets LMPool builds for. */
 export const STEP_BATCH_BYTES = POINTERS_AT + ARRAY_FIELDS.length * POINTER_BYTES;
@@ -148,7 +194,7 @@ export class StepBatchPacker {
   pack(b: StepBatch): Uint8Array {
     const v = this.#view;
     COUNT_FIELDS.forEach((f, i) => {
-      const n = b[f.key];
+      const n = b[f.key] ?? 0;
       if (!Number.isInteger(n) || n < 0 || n > 0x7fffffff) {
         throw new RangeError(`StepBatch.${f.key} must be an int32 >= 0, got ${n}`);
       }

@@ -18,7 +18,7 @@ export interface NativeSignature {
 }
 
 /** LP_ABI_VERSION of the lmpool.h this table states; the loader refuses a library of another. */
-export const ABI_VERSION = 2;
+export const ABI_VERSION = 3;
 
 /** Every function lmpool.h exports (test/native/exported_abi.test.ts holds the two together). */
 export const SYMBOLS = {

@@ -14,19 +14,25 @@ static const struct {
   size_t offset;
 } fields[] = {
     LP_FIELD(num_seqs),     LP_FIELD(num_tokens),   LP_FIELD(max_blocks_per_seq), LP_FIELD(num_rows),
+    LP_FIELD(max_top_logprobs),
     LP_FIELD(token_ids),    LP_FIELD(positions),    LP_FIELD(slot_mapping),       LP_FIELD(query_start),
     LP_FIELD(context_lens), LP_FIELD(block_tables), LP_FIELD(sample_index),       LP_FIELD(temperature),
     LP_FIELD(top_k),        LP_FIELD(top_p),        LP_FIELD(seed),               LP_FIELD(out_tokens),
     LP_FIELD(out_logprobs), LP_FIELD(out_logits),
+    LP_FIELD(min_p), LP_FIELD(presence_penalty), LP_FIELD(frequency_penalty), LP_FIELD(repetition_penalty),
+    LP_FIELD(penalty_start), LP_FIELD(penalty_token_ids), LP_FIELD(penalty_counts), LP_FIELD(bias_start),
+    LP_FIELD(bias_token_ids), LP_FIELD(bias_values), LP_FIELD(allowed_start), LP_FIELD(allowed_token_ids),
+    LP_FIELD(banned_start), LP_FIELD(banned_token_ids), LP_FIELD(score_token_ids), LP_FIELD(top_logprobs),
+    LP_FIELD(out_top_token_ids), LP_FIELD(out_top_logprobs),
 };
 
-/* The table above lists 4 counts and 14 pointers; a field added to the struct must be added
- * there (and to ffi/step_batch.ts) too. */
-_Static_assert(sizeof(lp_step_batch) == 4 * sizeof(int32_t) + 14 * sizeof(void *),
+/* The table above lists 5 counts (padded to 8-byte alignment) and 32 pointers; a field added to
+ * the struct must be added there (and to ffi/step_batch.ts) too. */
+_Static_assert(sizeof(lp_step_batch) == 6 * sizeof(int32_t) + 32 * sizeof(void *),
                "lp_step_batch changed: update the fields table and ffi/step_batch.ts");
 
 int32_t lp_step_batch_layout(char *buf, int32_t cap) {
-  char text[1024];
+  char text[2048];
   int len = snprintf(text, sizeof text, "size=%zu", sizeof(lp_step_batch));
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     len += snprintf(text + len, sizeof text - (size_t)len, " %s@%zu", fields[i].name, fields[i].offset);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "../common/lp_error.h"
+#include "../common/sampling_controls.h"
 
 /* A loop runs on several threads only with at least this much work (multiply-adds or the like,
  * about half a millisecond on one core): below that, waking threads costs more than it saves, and
@@ -123,10 +124,17 @@ void cpu_attention(const lp_model *m, const lp_kv *kv, int32_t layer, const lp_s
 lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch *s);
 /* Fills bounds[0, B) with lower and bounds[B, 2B) with upper bounds of g per bucket. */
 void cpu_gumbel_bounds(float *bounds);
+/* One row's sampling inputs: the step's per-row values and its controls (sampling_controls.h). */
+typedef struct cpu_row_sampling {
+  float temperature, top_p;
+  int32_t top_k, position, max_top;
+  uint64_t seed;
+  lp_row_controls ctl;
+} cpu_row_sampling;
 /* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. A row
- * with invalid sampling parameters gets token -1 and logprob NaN. */
-void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32_t top_k,
-                    float top_p, uint64_t seed, int32_t position, const float *gumbel_bounds,
-                    float *scratch, int32_t *out_token, float *out_logprob);
+ * with invalid sampling parameters gets token -1 and logprob NaN. out_top_* hold max_top entries. */
+void cpu_sample_row(const float *logits, int64_t vocab, const cpu_row_sampling *p, const float *gumbel_bounds,
+                    float *scratch, int32_t *out_token, float *out_logprob, int32_t *out_top_ids,
+                    float *out_top_lps);
 
 #endif

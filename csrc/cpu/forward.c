@@ -62,13 +62,18 @@ static void decoder_layer(const lp_model *m, const lp_kv *kv, int32_t layer, con
 static void sample_rows(const lp_model *m, const lp_step_batch *s) {
   const int64_t V = m->cfg.vocab_size;
   const cpu_workspace *ws = &m->ws;
+  const int32_t max_top = s->max_top_logprobs;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ws->threads) \
     if (s->num_rows > 1 && s->num_rows * V * 8 >= LP_PARALLEL_MIN_WORK)
   for (int32_t r = 0; r < s->num_rows; r++) {
     float *scratch = ws->sample_scratch + (int64_t)omp_get_thread_num() * 3 * V;
-    cpu_sample_row(ws->logits + r * V, V, s->temperature[r], s->top_k[r], s->top_p[r], s->seed[r],
-                   s->positions[s->sample_index[r]], ws->gumbel_bounds, scratch, &s->out_tokens[r],
-                   &s->out_logprobs[r]);
+    cpu_row_sampling p;
+    p.temperature = s->temperature[r], p.top_p = s->top_p[r], p.top_k = s->top_k[r];
+    p.position = s->positions[s->sample_index[r]], p.max_top = max_top, p.seed = s->seed[r];
+    lp_row_controls_of(s, r, &p.ctl);
+    cpu_sample_row(ws->logits + r * V, V, &p, ws->gumbel_bounds, scratch, &s->out_tokens[r], &s->out_logprobs[r],
+                   max_top ? s->out_top_token_ids + (int64_t)r * max_top : 0,
+                   max_top ? s->out_top_logprobs + (int64_t)r * max_top : 0);
   }
 }
 

@@ -8,11 +8,17 @@
  * 12 bits bounds each score from below and above; only tokens whose upper bound reaches the best
  * lower bound (a few dozen of 151936) get the exact score.
  *
- * A row whose parameters lp_sampling_row_ok rejects is not sampled: token -1, logprob NaN. */
+ * The row's controls (allowed, banned, bias, penalties; lmpool.h) process a copy of the logits
+ * before temperature; min_p drops tokens after it. Top logprobs come from the raw logits, like the
+ * chosen token's logprob.
+ *
+ * A row whose parameters lp_sampling_row_ok or lp_row_controls_ok rejects is not sampled, and
+ * neither is one whose controls exclude every token: token -1, logprob NaN. */
 #include <math.h>
 #include <string.h>
 
 #include "../common/mix64.h"
+#include "../common/sampling_controls.h"
 #include "../common/sampling_row_check.h"
 #include "cpu_math.h"
 #include "cpu_model.h"
@@ -195,68 +201,147 @@ static float top_p_cutoff(const float *e, int64_t vocab, float top_p, float *sel
   return mass_cutoff(sel, n, target, above);
 }
 
-void cpu_sample_row(const float *logits, int64_t vocab, float temperature, int32_t top_k,
-                    float top_p, uint64_t seed, int32_t position, const float *gumbel_bounds,
-                    float *scratch, int32_t *out_token, float *out_logprob) {
-  if (!lp_sampling_row_ok(temperature, top_p)) {
+/* Heap order of the top-logprob selection: a ranks before b (larger value, then lower index). */
+static inline int ranks_before(float av, int32_t ai, float bv, int32_t bi) {
+  return av > bv || (av == bv && ai < bi);
+}
+
+/* Sift-down of a heap whose root is the entry ranking last. */
+static void top_sift(float *v, int32_t *id, int32_t n, int32_t i) {
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && ranks_before(v[c], id[c], v[c + 1], id[c + 1])) c++;
+    if (!ranks_before(v[i], id[i], v[c], id[c])) return;
+    float tv = v[i];
+    v[i] = v[c], v[c] = tv;
+    int32_t ti = id[i];
+    id[i] = id[c], id[c] = ti;
+    i = c;
+  }
+}
+
+/* The k highest logits (k <= vocab), sorted: value descending, lowest index on ties, each as
+ * log_softmax with the chosen token's formula. */
+static void top_logprobs(const float *logits, int64_t vocab, int32_t k, float raw_max, double log_sum,
+                         float *heap_v, int32_t *heap_id, int32_t *out_ids, float *out_lps) {
+  int32_t n = 0;
+  for (int64_t i = 0; i < vocab; i++) {
+    const float x = logits[i];
+    if (x != x) continue; /* NaN ranks nowhere */
+    if (n < k) {
+      heap_v[n] = x, heap_id[n] = (int32_t)i, n++;
+      if (n == k)
+        for (int32_t j = k / 2 - 1; j >= 0; j--) top_sift(heap_v, heap_id, k, j);
+    } else if (ranks_before(x, (int32_t)i, heap_v[0], heap_id[0])) {
+      heap_v[0] = x, heap_id[0] = (int32_t)i;
+      top_sift(heap_v, heap_id, k, 0);
+    }
+  }
+  if (n < k)
+    for (int32_t j = n / 2 - 1; j >= 0; j--) top_sift(heap_v, heap_id, n, j);
+  /* Pop the last-ranked entry into the last free slot until the heap is empty. */
+  for (int32_t m = n; m > 0; m--) {
+    out_ids[m - 1] = heap_id[0];
+    out_lps[m - 1] = (float)((double)(heap_v[0] - raw_max) - log_sum);
+    heap_v[0] = heap_v[m - 1], heap_id[0] = heap_id[m - 1];
+    top_sift(heap_v, heap_id, m - 1, 0);
+  }
+  for (int32_t j = n; j < k; j++) out_ids[j] = -1, out_lps[j] = NAN;
+}
+
+/* Temperature, min_p, top-k, top-p and the Gumbel sample over the logits l (z = l / temperature
+ * goes to z, which may be l; scratch: e, sel). -1 when every token is excluded. */
+static int32_t sample_z(const float *l, float *z, int64_t vocab, const cpu_row_sampling *p,
+                        const float *gumbel_bounds, float *e, float *sel) {
+  const float temperature = p->temperature, top_p = p->top_p;
+  const int32_t top_k = p->top_k;
+  for (int64_t i = 0; i < vocab; i++) z[i] = l[i] / temperature;
+  const float z_max = max_of(z, vocab);
+  if (z_max == -INFINITY) return -1;
+  if (p->ctl.min_p > 0.f) {
+    /* exp(z - z_max) < min_p, compared as logs (the same expression on the device). */
+    const float log_min_p = logf(p->ctl.min_p);
+    for (int64_t i = 0; i < vocab; i++)
+      if (z[i] - z_max < log_min_p) z[i] = -INFINITY;
+  }
+  float keep_z = -INFINITY, keep_e = -INFINITY; /* kept: z >= keep_z and (top-p) e >= keep_e */
+  if (top_k > 0 && top_k < vocab) keep_z = top_k_threshold(z, vocab, top_k, sel);
+  if (top_p < 1.f) {
+    int64_t i = 0;
+    for (; i + 4 <= vocab; i += 4) {
+      const lp_v4 zv = lp_load4(z + i);
+      const lp_v4 out = lp_select4(zv >= keep_z, lp_exp4(zv - z_max), lp_splat4(-1.f));
+      memcpy(e + i, &out, sizeof out);
+    }
+    for (; i < vocab; i++) e[i] = z[i] >= keep_z ? lp_expf(z[i] - z_max) : -1.f;
+    keep_e = top_p_cutoff(e, vocab, top_p, sel);
+  }
+  /* Pass 1: bound every kept token's score. A token whose upper bound reaches the running best
+   * lower bound (minus the tolerance for fp32 rounding of the bounds) may win: its index goes to
+   * the candidate list (in sel's storage). The running bound only rises, so the final winner is
+   * on the list. Excluded tokens (-inf) never are. */
+  const uint64_t base = lp_sample_noise_key(p->seed, p->position);
+  const float *g_lo = gumbel_bounds, *g_up = gumbel_bounds + LP_GUMBEL_BUCKETS;
+  const int use_e = top_p < 1.f;
+  const uint32_t shift = 24 - LP_GUMBEL_BITS;
+  const float tol = 1e-3f + 1e-6f * (fabsf(z_max) + 40.f);
+  float best_lower = -INFINITY;
+  int32_t *cand = (int32_t *)(void *)sel;
+  int64_t n_cand = 0;
+  for (int64_t i = 0; i < vocab; i++) {
+    if (!(z[i] >= keep_z && (!use_e || e[i] >= keep_e)) || z[i] == -INFINITY) continue;
+    const uint32_t b = noise_bits(base, i) >> shift;
+    const float lower = z[i] + g_lo[b];
+    best_lower = lower > best_lower ? lower : best_lower;
+    if (z[i] + g_up[b] >= best_lower - tol) cand[n_cand++] = (int32_t)i;
+  }
+  /* Pass 2: exact scores of the candidates; ties go to the lowest index (candidates are in index
+   * order). */
+  double best = -INFINITY;
+  int32_t chosen = -1;
+  for (int64_t c = 0; c < n_cand; c++) {
+    const int64_t i = cand[c];
+    const uint32_t b = noise_bits(base, i) >> shift;
+    if (!(z[i] + g_up[b] >= best_lower - tol)) continue;
+    const double score = (double)z[i] + gumbel_exact(noise_bits(base, i));
+    if (chosen < 0 || score > best) best = score, chosen = (int32_t)i;
+  }
+  return chosen;
+}
+
+void cpu_sample_row(const float *logits, int64_t vocab, const cpu_row_sampling *p, const float *gumbel_bounds,
+                    float *scratch, int32_t *out_token, float *out_logprob, int32_t *out_top_ids,
+                    float *out_top_lps) {
+  const lp_row_controls *ctl = &p->ctl;
+  const int32_t k = ctl->top_logprobs;
+  for (int32_t j = 0; j < p->max_top; j++) out_top_ids[j] = -1, out_top_lps[j] = NAN;
+  if (!lp_sampling_row_ok(p->temperature, p->top_p) || !lp_row_controls_ok(ctl, (int32_t)vocab, p->max_top)) {
     *out_token = -1;
     *out_logprob = NAN;
     return;
   }
   const float raw_max = max_of(logits, vocab);
+  const double log_sum = log(sum_exp(logits, vocab, raw_max));
+  float *z = scratch, *e = scratch + vocab, *sel = scratch + 2 * vocab;
+  if (k > 0) top_logprobs(logits, vocab, k, raw_max, log_sum, e, (int32_t *)(void *)sel, out_top_ids, out_top_lps);
   int32_t chosen;
-  if (temperature == 0.f) {
+  if (ctl->score_token >= 0) {
+    chosen = ctl->score_token;
+  } else if (!lp_row_controls_process(ctl) && p->temperature == 0.f) {
     chosen = first_index_of(logits, vocab, raw_max);
   } else {
-    float *z = scratch, *e = scratch + vocab, *sel = scratch + 2 * vocab;
-    for (int64_t i = 0; i < vocab; i++) z[i] = logits[i] / temperature;
-    const float z_max = max_of(z, vocab);
-    float keep_z = -INFINITY, keep_e = -INFINITY; /* kept: z >= keep_z and (top-p) e >= keep_e */
-    if (top_k > 0 && top_k < vocab) {
-      keep_z = top_k_threshold(z, vocab, top_k, sel);
+    const int process = lp_row_controls_process(ctl);
+    if (process) lp_apply_row_controls(ctl, logits, z, vocab);
+    if (p->temperature == 0.f) {
+      const float mx = max_of(z, vocab);
+      chosen = mx == -INFINITY ? -1 : first_index_of(z, vocab, mx);
+    } else {
+      chosen = sample_z(process ? z : logits, z, vocab, p, gumbel_bounds, e, sel);
+      /* NaN logits leave no candidate: fall back to the raw argmax, as before any control. */
+      if (chosen < 0 && max_of(z, vocab) != -INFINITY) chosen = first_index_of(logits, vocab, raw_max);
     }
-    if (top_p < 1.f) {
-      int64_t i = 0;
-      for (; i + 4 <= vocab; i += 4) {
-        const lp_v4 zv = lp_load4(z + i);
-        const lp_v4 out = lp_select4(zv >= keep_z, lp_exp4(zv - z_max), lp_splat4(-1.f));
-        memcpy(e + i, &out, sizeof out);
-      }
-      for (; i < vocab; i++) e[i] = z[i] >= keep_z ? lp_expf(z[i] - z_max) : -1.f;
-      keep_e = top_p_cutoff(e, vocab, top_p, sel);
-    }
-    /* Pass 1: bound every kept token's score. A token whose upper bound reaches the running best
-     * lower bound (minus the tolerance for fp32 rounding of the bounds) may win: its index goes
-     * to the candidate list (in sel's storage). The running bound only rises, so the final
-     * winner is on the list. */
-    const uint64_t base = lp_sample_noise_key(seed, position);
-    const float *g_lo = gumbel_bounds, *g_up = gumbel_bounds + LP_GUMBEL_BUCKETS;
-    const int use_e = top_p < 1.f;
-    const uint32_t shift = 24 - LP_GUMBEL_BITS;
-    const float tol = 1e-3f + 1e-6f * (fabsf(z_max) + 40.f);
-    float best_lower = -INFINITY;
-    int32_t *cand = (int32_t *)(void *)sel;
-    int64_t n_cand = 0;
-    for (int64_t i = 0; i < vocab; i++) {
-      if (!(z[i] >= keep_z && (!use_e || e[i] >= keep_e))) continue;
-      const uint32_t b = noise_bits(base, i) >> shift;
-      const float lower = z[i] + g_lo[b];
-      best_lower = lower > best_lower ? lower : best_lower;
-      if (z[i] + g_up[b] >= best_lower - tol) cand[n_cand++] = (int32_t)i;
-    }
-    /* Pass 2: exact scores of the candidates; ties go to the lowest index (candidates are in
-     * index order). */
-    double best = -INFINITY;
-    chosen = -1;
-    for (int64_t c = 0; c < n_cand; c++) {
-      const int64_t i = cand[c];
-      const uint32_t b = noise_bits(base, i) >> shift;
-      if (!(z[i] + g_up[b] >= best_lower - tol)) continue;
-      const double score = (double)z[i] + gumbel_exact(noise_bits(base, i));
-      if (chosen < 0 || score > best) best = score, chosen = (int32_t)i;
-    }
-    if (chosen < 0) chosen = first_index_of(logits, vocab, raw_max); /* NaN logits */
   }
   *out_token = chosen;
-  *out_logprob = (float)((double)(logits[chosen] - raw_max) - log(sum_exp(logits, vocab, raw_max)));
+  *out_logprob = chosen < 0 ? NAN : (float)((double)(logits[chosen] - raw_max) - log_sum);
 }

@@ -99,5 +99,6 @@ lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_ba
                (const void *)s->out_logprobs);
     LP_TRY(check_rows(s));
   }
+  LP_TRY(lp_check_control_arrays(s, m->cfg.vocab_size));
   return LP_OK;
 }

@@ -7,6 +7,7 @@
 #include "forward.cuh"
 #include "graphs.cuh"
 #include "ops.cuh"
+#include "step_controls.cuh"
 #include "step_pack.cuh"
 
 namespace {
@@ -127,9 +128,15 @@ lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const Ste
     LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
     LP_TRY(gemm_bf16(m->cublas, V, gemm_rows(R, m->max_seqs), h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
   }
-  return launch_sampling(b.logits, R, V, dm, b.sample_out, reinterpret_cast<float *>(b.sample_out + R),
-                         head_gemv ? 1 : sampling_parts(R, m->num_sms), b.sample_parts, b.sample_counters,
-                         head_gemv ? b.head_stats : nullptr, b.head_stats_parts, st);
+  SamplingBuffers out;
+  out.out_tokens = b.sample_out;
+  out.out_logprobs = reinterpret_cast<float *>(b.sample_out + R);
+  out.top_ids = b.top_out;
+  out.top_logprobs = reinterpret_cast<float *>(b.top_out + (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS);
+  out.processed = b.processed;
+  out.lists = b.lists;
+  return launch_sampling(b.logits, R, V, dm, out, head_gemv ? 1 : sampling_parts(R, m->num_sms), b.sample_parts,
+                         b.sample_counters, head_gemv ? b.head_stats : nullptr, b.head_stats_parts, st);
 }
 
 extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch *batch) {
@@ -150,11 +157,19 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
   m->pending_rows = 0;
   m->pending_skipped = 0;
   m->pending_ran = num_tokens > 0;
+  m->pending_top_stride = 0;
   if (num_tokens > 0) {  // an empty step has nothing to run (no rows can sample from it)
-    const int graph_batch = pure_decode ? decode_graph_batch(m->graphs, num_seqs) : 0;
+    // A graph reads its list buffer through the pointer it was captured with, and that buffer
+    // moves when it grows: steps with control lists run eagerly.
+    const bool graphable = pure_decode && controls_list_ints(in) == 0;
+    const int graph_batch = graphable ? decode_graph_batch(m->graphs, num_seqs) : 0;
     if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
     const size_t bytes = step_pack(m, kv, in, c, &m->pending_skipped);
+    size_t list_ints = 0;
+    LP_TRY(controls_pack(m, in, c, &list_ints));
     CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
+    if (list_ints > 0)
+      CUDA_CHECK(cudaMemcpyAsync(m->buf.lists, m->buf.lists_host, list_ints * 4, cudaMemcpyHostToDevice, m->stream));
     const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
     CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
     if (graph_batch > 0) {
@@ -169,6 +184,14 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
       if (in.out_logits)
         CUDA_CHECK(cudaMemcpyAsync(in.out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
                                    cudaMemcpyDeviceToHost, m->stream));
+      // Only the k ids and logprobs of each row leave the device, never its logits.
+      const size_t top = (size_t)num_rows * in.max_top_logprobs, cap = (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS;
+      if (top > 0) {
+        CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host, m->buf.top_out, top * 4, cudaMemcpyDeviceToHost, m->stream));
+        CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host + cap, m->buf.top_out + cap, top * 4, cudaMemcpyDeviceToHost,
+                                   m->stream));
+        m->pending_top_stride = in.max_top_logprobs;
+      }
     }
     m->pending_rows = num_rows;
     m->pending_crows = c.rows;
@@ -176,6 +199,8 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
   CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
   m->pending_tokens = in.out_tokens;
   m->pending_logprobs = in.out_logprobs;
+  m->pending_top_ids = in.out_top_token_ids;
+  m->pending_top_logprobs = in.out_top_logprobs;
   m->step_pending = true;
   return LP_OK;
 }
@@ -206,6 +231,12 @@ extern "C" lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_don
   if (rows == 0) return LP_OK;
   memcpy(m->pending_tokens, m->buf.out_host, (size_t)rows * 4);
   memcpy(m->pending_logprobs, m->buf.out_host + m->pending_crows, (size_t)rows * 4);
+  const int stride = m->pending_top_stride;
+  if (stride > 0) {
+    const size_t top = (size_t)rows * stride, cap = (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS;
+    memcpy(m->pending_top_ids, m->buf.top_host, top * 4);
+    memcpy(m->pending_top_logprobs, m->buf.top_host + cap, top * 4);
+  }
   for (int r = 0; m->pending_skipped > 0 && r < rows; r++) {
     if (!m->buf.row_skipped[r]) continue;
     m->pending_tokens[r] = -1;

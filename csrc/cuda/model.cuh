@@ -43,6 +43,12 @@ struct StepBuffers {
   uint8_t *meta_host;       // pinned staging of the step metadata
   size_t meta_cap;          // bytes of each
   int32_t *out_host;        // pinned [2 * max_seqs]
+  float *processed;         // [max_seqs, vocab] logits of rows whose controls change them (lmpool.h)
+  int32_t *top_out;         // [2 * max_seqs * LP_MAX_TOP_LOGPROBS]: top token ids, then logprob bits
+  int32_t *top_host;        // pinned, the same
+  int32_t *lists;           // the step's control lists (int32 elements; offsets in the header)
+  int32_t *lists_host;      // pinned staging of them
+  size_t lists_cap;         // elements each holds (grown by step_controls.cu)
   uint8_t *row_skipped;     // host [max_seqs]: the step's row r had invalid sampling parameters
   void *cublas_ws;          // cuBLAS workspace (fixed so graph capture allocates nothing)
   size_t cublas_ws_bytes;
@@ -80,6 +86,9 @@ struct lp_model {
   int pending_skipped;    // rows flagged in buf.row_skipped
   int32_t *pending_tokens;
   float *pending_logprobs;
+  int pending_top_stride;  // the step's max_top_logprobs (0: no top outputs)
+  int32_t *pending_top_ids;
+  float *pending_top_logprobs;
 };
 
 struct lp_kv {

@@ -142,9 +142,20 @@ lp_status launch_attention_simple(const AttnArgs &a, const StepMeta &m, int toke
 // enough to fill the GPU); part_stats [rows * parts] is scratch, counters [rows] are zeros (the
 // last CTA of a row resets its counter). When the LM head GEMV left its per-CTA stats of each row
 // (head_stats [rows * head_parts], see GemvArgs::row_stats), they are merged instead (parts 1).
+// Rows with sampling controls (StepMeta's per-row values and the lists) are processed into
+// `processed` [rows, vocab] and sampled from there; top logprobs go to top_ids / top_logprobs at
+// the header's stride (row r at r * stride).
+struct SamplingBuffers {
+  int32_t *out_tokens;
+  float *out_logprobs;
+  int32_t *top_ids;
+  float *top_logprobs;
+  float *processed;
+  const int32_t *lists;
+};
 int sampling_parts(int rows, int num_sms);
-lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m,
-                          int32_t *out_tokens, float *out_logprobs, int parts, float4 *part_stats,
-                          int32_t *counters, const float4 *head_stats, int head_parts, cudaStream_t stream);
+lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, const SamplingBuffers &out,
+                          int parts, float4 *part_stats, int32_t *counters, const float4 *head_stats, int head_parts,
+                          cudaStream_t stream);
 
 #endif

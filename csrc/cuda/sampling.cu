@@ -9,9 +9,14 @@
 // batches a greedy step so reads its logits with the whole GPU instead of one SM per row. When
 // the LM head ran as the decode GEMV, its CTAs left these stats for the rows they wrote, and one
 // CTA per row merges them instead (the greedy token and every logprob then read no logits at all).
+// Sampling controls run in the row's last CTA: top logprobs from the raw row (k block-wide argmax
+// passes), then, for a row whose controls change its logits, a processed copy of the row
+// (allowed, banned, bias, penalties) that the greedy argmax or the sampler reads; min_p excludes
+// tokens as they are read, like top-k and top-p.
 #include <math.h>
 
 #include "../common/mix64.h"
+#include "../common/sampling_controls.h"
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "ops.cuh"
@@ -67,8 +72,19 @@ __device__ __forceinline__ void add_count(int bin, SampleShared &sh) {
   if (bin >= 0 && (threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.count[bin], __popc(peers));
 }
 
+// z = logit / temperature of a row as the sampler reads it: tokens min_p drops (exp(z - zmax) <
+// min_p, compared as logs as the CPU build does) read as -inf. log_min_p = -inf: min_p off.
+struct ZView {
+  const float *row;
+  float temp, zmax, log_min_p;
+  __device__ __forceinline__ float z(int i) const {
+    const float v = row[i] / temp;
+    return v - zmax < log_min_p ? -INFINITY : v;
+  }
+};
+
 // Key of the k-th largest z (ties share a key).
-__device__ uint32_t select_kth(const float *row, int vocab, float temp, int k, SampleShared &sh) {
+__device__ uint32_t select_kth(const ZView &zv, int vocab, int k, SampleShared &sh) {
   uint32_t prefix = 0, mask = 0;
   if (threadIdx.x == 0) sh.remaining = (unsigned)k;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -78,7 +94,7 @@ __device__ uint32_t select_kth(const float *row, int vocab, float temp, int k, S
       const int i = base + threadIdx.x;
       int bin = -1;
       if (i < vocab) {
-        const uint32_t key = order_key(row[i] / temp);
+        const uint32_t key = order_key(zv.z(i));
         if ((key & mask) == prefix) bin = (int)((key >> shift) & 255u);
       }
       add_count(bin, sh);
@@ -106,8 +122,8 @@ __device__ __forceinline__ unsigned long long fixed_mass(float z, float zmax) {
 
 // Key of the top-p cutoff among tokens with key >= floor_key: the largest key whose "z >= key"
 // mass reaches target.
-__device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32_t floor_key, float zmax,
-                                 unsigned long long target, SampleShared &sh) {
+__device__ uint32_t select_top_p(const ZView &zv, int vocab, uint32_t floor_key, unsigned long long target,
+                                 SampleShared &sh) {
   uint32_t prefix = 0, mask = 0;
   if (threadIdx.x == 0) sh.above = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -118,9 +134,9 @@ __device__ uint32_t select_top_p(const float *row, int vocab, float temp, uint32
       int bin = -1;
       unsigned long long w = 0;
       if (i < vocab) {
-        const float z = row[i] / temp;
+        const float z = zv.z(i);
         const uint32_t key = order_key(z);
-        if (key >= floor_key && (key & mask) == prefix) bin = (int)((key >> shift) & 255u), w = fixed_mass(z, zmax);
+        if (key >= floor_key && (key & mask) == prefix) bin = (int)((key >> shift) & 255u), w = fixed_mass(z, zv.zmax);
       }
       add_mass(bin, w, sh);
     }
@@ -203,9 +219,101 @@ __device__ __forceinline__ void merge_stats(const float4 *stats, int n, float &v
   sum = block_sum(se, sh.f);
 }
 
+// The k highest raw logits of a row (k passes of a block-wide argmax, each below the last pick in
+// (value descending, index ascending) order; NaN never ranks), written as logit - lse: the order
+// and the formula of the chosen token's logprob. Fewer than k ranked: the rest -1 / NaN.
+__device__ void top_logprobs_raw(const float *row, int vocab, int k, float lse, int32_t *ids, float *lps,
+                                 SampleShared &sh) {
+  float pv = INFINITY;
+  int pi = -1;
+  for (int j = 0; j < k; j++) {
+    float best = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+      const float v = row[i];
+      const bool after = v < pv || (v == pv && i > pi);
+      if (after && (v > best || (v == best && i < bi))) best = v, bi = i;
+    }
+    block_argmax(best, bi, sh);  // every thread gets the same pick
+    if (bi == 0x7fffffff) {
+      for (int q = j + threadIdx.x; q < k; q += blockDim.x) ids[q] = -1, lps[q] = NAN;
+      return;
+    }
+    if (threadIdx.x == 0) ids[j] = bi, lps[j] = best - lse;
+    pv = best, pi = bi;
+  }
+}
+
+// Row r's processed logits (lmpool.h's order: allowed, banned, bias, penalties) into proc. The
+// bias runs on one thread, so a repeated id adds in order as on the CPU; penalty ids are distinct.
+__device__ void process_row(const float *row, float *proc, int vocab, const StepMeta &m, int r,
+                            const int32_t *lists) {
+  const int32_t *h = m.header;
+  const int a0 = m.allowed_start[r], a1 = m.allowed_start[r + 1];
+  const int32_t *allowed = lists + h[META_ALLOWED_IDS];
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) proc[i] = a1 > a0 ? -INFINITY : row[i];
+  __syncthreads();
+  for (int j = a0 + threadIdx.x; j < a1; j += blockDim.x) proc[allowed[j]] = row[allowed[j]];
+  __syncthreads();
+  const int32_t *banned = lists + h[META_BANNED_IDS];
+  for (int j = m.banned_start[r] + threadIdx.x; j < m.banned_start[r + 1]; j += blockDim.x) proc[banned[j]] = -INFINITY;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int32_t *ids = lists + h[META_BIAS_IDS];
+    const float *values = reinterpret_cast<const float *>(lists + h[META_BIAS_VALUES]);
+    for (int j = m.bias_start[r]; j < m.bias_start[r + 1]; j++) proc[ids[j]] += values[j];
+  }
+  __syncthreads();
+  const float rep = m.repetition[r], freq = m.frequency[r], pres = m.presence[r];
+  if (rep != 1.f || freq != 0.f || pres != 0.f) {
+    const int32_t *ids = lists + h[META_PENALTY_IDS], *counts = lists + h[META_PENALTY_COUNTS];
+    for (int j = m.penalty_start[r] + threadIdx.x; j < m.penalty_start[r + 1]; j += blockDim.x)
+      proc[ids[j]] = lp_penalized_logit(proc[ids[j]], counts[j], rep, freq, pres);
+  }
+  __syncthreads();
+}
+
+// Temperature, min_p, top-k, top-p and the Gumbel sample over a row whose max is smax (finite).
+__device__ int sample_row(const float *srow, int vocab, float temp, float smax, const StepMeta &m, int r,
+                          SampleShared &sh) {
+  const float min_p = m.min_p[r];
+  const ZView zv = {srow, temp, smax / temp, min_p > 0.f ? logf(min_p) : -INFINITY};
+  const int k = m.top_k[r];
+  const float top_p = m.top_p[r];
+  uint32_t floor_key = 0;
+  if (k > 0 && k < vocab) floor_key = select_kth(zv, vocab, k, sh);
+  if (top_p < 1.f) {
+    if (threadIdx.x == 0) sh.total = 0;
+    __syncthreads();
+    unsigned long long mine = 0;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+      const float z = zv.z(i);
+      if (order_key(z) >= floor_key) mine += fixed_mass(z, zv.zmax);
+    }
+    atomicAdd(&sh.total, mine);
+    __syncthreads();
+    unsigned long long target = (unsigned long long)ceil((double)top_p * (double)sh.total);
+    if (target < 1) target = 1;
+    floor_key = select_top_p(zv, vocab, floor_key, target, sh);
+  }
+  const int pos = m.positions[m.sample_index[r]];
+  const unsigned long long base = lp_sample_noise_key(m.seed[r], pos);
+  float best = -INFINITY;
+  int best_i = 0x7fffffff;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float z = zv.z(i);
+    if (order_key(z) < floor_key || z == -INFINITY) continue;
+    const unsigned long long h = lp_mix64(base ^ (unsigned long long)i);
+    const float u = (float)(((double)(h >> 40) + 0.5) * (1.0 / 16777216.0));
+    const float v = z - logf(-logf(u));
+    if (v > best) best = v, best_i = i;
+  }
+  block_argmax(best, best_i, sh);
+  return best_i == 0x7fffffff ? -1 : best_i;
+}
+
 __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logits, int vocab, StepMeta m,
-                                                            int32_t *out_tokens, float *out_logprobs,
-                                                            float4 *parts, int32_t *counters,
+                                                            SamplingBuffers o, float4 *parts, int32_t *counters,
                                                             const float4 *head_stats, int head_parts) {
   __shared__ SampleShared sh;
   __shared__ int s_last;
@@ -239,46 +347,41 @@ __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logi
   }
   const float lse = gmax + logf(total);
 
-  const float temp = m.temperature[r];
+  const int stride = m.header[META_TOP_STRIDE];
+  if (stride > 0) {
+    const int k = m.top_logprobs[r];
+    int32_t *ids = o.top_ids + (size_t)r * stride;
+    float *lps = o.top_logprobs + (size_t)r * stride;
+    for (int q = k + threadIdx.x; q < stride; q += blockDim.x) ids[q] = -1, lps[q] = NAN;
+    if (k > 0) top_logprobs_raw(row, vocab, k, lse, ids, lps, sh);
+  }
   int token = garg;
-  if (temp > 0.f) {
-    const int k = m.top_k[r];
-    const float top_p = m.top_p[r];
-    uint32_t floor_key = 0;
-    if (k > 0 && k < vocab) floor_key = select_kth(row, vocab, temp, k, sh);
-    if (top_p < 1.f) {
-      const float zmax = gmax / temp;
-      if (threadIdx.x == 0) sh.total = 0;
-      __syncthreads();
-      unsigned long long mine = 0;
+  const int score = m.score_token[r];
+  if (score >= 0) {
+    token = score;
+  } else {
+    const float *srow = row;
+    float smax = gmax;
+    const bool processed = (m.row_flags[r] & ROW_PROCESS) != 0;
+    if (processed) {
+      float *proc = o.processed + (size_t)r * vocab;
+      process_row(row, proc, vocab, m, r, o.lists);
+      int sarg = 0x7fffffff;
+      smax = -INFINITY;
       for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-        const float z = row[i] / temp;
-        if (order_key(z) >= floor_key) mine += fixed_mass(z, zmax);
+        const float v = proc[i];
+        if (v > smax) smax = v, sarg = i;
       }
-      atomicAdd(&sh.total, mine);
-      __syncthreads();
-      unsigned long long target = (unsigned long long)ceil((double)top_p * (double)sh.total);
-      if (target < 1) target = 1;
-      floor_key = select_top_p(row, vocab, temp, floor_key, zmax, target, sh);
+      block_argmax(smax, sarg, sh);
+      srow = proc;
+      token = smax == -INFINITY ? -1 : sarg;  // every token excluded: the row fails
     }
-    const int pos = m.positions[m.sample_index[r]];
-    const unsigned long long base = lp_sample_noise_key(m.seed[r], pos);
-    float best = -INFINITY;
-    int best_i = 0x7fffffff;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-      const float z = row[i] / temp;
-      if (order_key(z) < floor_key) continue;
-      const unsigned long long h = lp_mix64(base ^ (unsigned long long)i);
-      const float u = (float)(((double)(h >> 40) + 0.5) * (1.0 / 16777216.0));
-      const float v = z - logf(-logf(u));
-      if (v > best) best = v, best_i = i;
-    }
-    block_argmax(best, best_i, sh);
-    token = best_i;
+    const float temp = m.temperature[r];
+    if (temp > 0.f) token = smax == -INFINITY ? -1 : sample_row(srow, vocab, temp, smax, m, r, sh);
   }
   if (threadIdx.x == 0) {
-    out_tokens[r] = token;
-    out_logprobs[r] = row[token] - lse;
+    o.out_tokens[r] = token;
+    o.out_logprobs[r] = token >= 0 ? row[token] - lse : NAN;
   }
 }
 
@@ -289,14 +392,14 @@ int sampling_parts(int rows, int num_sms) {
   return parts < 1 ? 1 : parts > LP_SAMPLE_MAX_PARTS ? LP_SAMPLE_MAX_PARTS : parts;
 }
 
-lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, int32_t *out_tokens,
-                          float *out_logprobs, int parts, float4 *part_stats, int32_t *counters,
+lp_status launch_sampling(const float *logits, int rows, int vocab, const StepMeta &m, const SamplingBuffers &out,
+                          int parts, float4 *part_stats, int32_t *counters,
                           const float4 *head_stats, int head_parts, cudaStream_t stream) {
   LP_REQUIRE(rows > 0 && vocab > 0, "sampling: bad shape rows=%d vocab=%d", rows, vocab);
   LP_REQUIRE(parts >= 1 && parts <= LP_SAMPLE_MAX_PARTS && (parts == 1 || (part_stats && counters)),
              "sampling: parts=%d", parts);
   LP_REQUIRE(!head_stats || (parts == 1 && head_parts >= 1), "sampling: head stats with parts=%d head_parts=%d",
              parts, head_parts);
-  return launch_kernel(sampling_kernel, dim3(rows, parts), kThreads, 0, stream, logits, vocab, m, out_tokens,
-                       out_logprobs, part_stats, counters, head_stats, head_parts);
+  return launch_kernel(sampling_kernel, dim3(rows, parts), kThreads, 0, stream, logits, vocab, m, out, part_stats,
+                       counters, head_stats, head_parts);
 }

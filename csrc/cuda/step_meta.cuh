@@ -18,8 +18,23 @@ struct StepCounts {
   int bt_stride;           // compacted block-table row stride (blocks of the longest context)
 };
 
-// Header words (int32) at the start of the buffer.
-enum { META_BT_STRIDE = 0, META_HEADER_INTS = 16 };
+// Header words (int32) at the start of the buffer: the block-table stride, the stride of the top
+// logprob outputs, and where each control list starts in the step's list buffer (int32 elements;
+// see step_controls.cu).
+enum {
+  META_BT_STRIDE = 0,
+  META_TOP_STRIDE = 1,
+  META_PENALTY_IDS = 2,
+  META_PENALTY_COUNTS = 3,
+  META_BIAS_IDS = 4,
+  META_BIAS_VALUES = 5,
+  META_ALLOWED_IDS = 6,
+  META_BANNED_IDS = 7,
+  META_HEADER_INTS = 16
+};
+
+// Bits of a row's control flags.
+enum { ROW_PROCESS = 1 };
 
 // Device (or host) views into the packed buffer.
 struct StepMeta {
@@ -30,6 +45,10 @@ struct StepMeta {
   const int32_t *context_lens;     // [S]
   const int32_t *sample_index, *top_k;  // [R]
   const float *temperature, *top_p;     // [R]
+  // Sampling controls (lmpool.h), per row: flags (ROW_*), scalars, and [R + 1] list starts.
+  const int32_t *row_flags, *top_logprobs, *score_token;  // [R]
+  const float *min_p, *presence, *frequency, *repetition;  // [R]
+  const int32_t *penalty_start, *bias_start, *allowed_start, *banned_start;  // [R + 1]
   const int32_t *decode_seqs;      // [decode_seqs]
   const int32_t *prefill_tiles;    // [2 * prefill_tiles]: (seq, first query row)
   const int32_t *block_tables;     // [S, bt_stride]
@@ -38,7 +57,8 @@ struct StepMeta {
 // Byte offsets of each array for the given counts; returns the total size.
 struct StepLayout {
   size_t header, seed, tokens, positions, slots, query_start, context_lens, sample_index, top_k,
-      temperature, top_p, decode_seqs, prefill_tiles, block_tables, total;
+      temperature, top_p, row_flags, top_logprobs, score_token, min_p, presence, frequency, repetition,
+      penalty_start, bias_start, allowed_start, banned_start, decode_seqs, prefill_tiles, block_tables, total;
 };
 
 static inline StepLayout step_layout(const StepCounts &c) {
@@ -55,6 +75,17 @@ static inline StepLayout step_layout(const StepCounts &c) {
   l.top_k = o; o += (size_t)c.rows * 4;
   l.temperature = o; o += (size_t)c.rows * 4;
   l.top_p = o; o += (size_t)c.rows * 4;
+  l.row_flags = o; o += (size_t)c.rows * 4;
+  l.top_logprobs = o; o += (size_t)c.rows * 4;
+  l.score_token = o; o += (size_t)c.rows * 4;
+  l.min_p = o; o += (size_t)c.rows * 4;
+  l.presence = o; o += (size_t)c.rows * 4;
+  l.frequency = o; o += (size_t)c.rows * 4;
+  l.repetition = o; o += (size_t)c.rows * 4;
+  l.penalty_start = o; o += (size_t)(c.rows + 1) * 4;
+  l.bias_start = o; o += (size_t)(c.rows + 1) * 4;
+  l.allowed_start = o; o += (size_t)(c.rows + 1) * 4;
+  l.banned_start = o; o += (size_t)(c.rows + 1) * 4;
   l.decode_seqs = o; o += (size_t)c.decode_seqs * 4;
   l.prefill_tiles = o; o += (size_t)c.prefill_tiles * 8;
   l.block_tables = o; o += (size_t)c.seqs * c.bt_stride * 4;
@@ -75,6 +106,17 @@ static inline StepMeta step_meta_view(const uint8_t *base, const StepLayout &l) 
   m.top_k = (const int32_t *)(base + l.top_k);
   m.temperature = (const float *)(base + l.temperature);
   m.top_p = (const float *)(base + l.top_p);
+  m.row_flags = (const int32_t *)(base + l.row_flags);
+  m.top_logprobs = (const int32_t *)(base + l.top_logprobs);
+  m.score_token = (const int32_t *)(base + l.score_token);
+  m.min_p = (const float *)(base + l.min_p);
+  m.presence = (const float *)(base + l.presence);
+  m.frequency = (const float *)(base + l.frequency);
+  m.repetition = (const float *)(base + l.repetition);
+  m.penalty_start = (const int32_t *)(base + l.penalty_start);
+  m.bias_start = (const int32_t *)(base + l.bias_start);
+  m.allowed_start = (const int32_t *)(base + l.allowed_start);
+  m.banned_start = (const int32_t *)(base + l.banned_start);
   m.decode_seqs = (const int32_t *)(base + l.decode_seqs);
   m.prefill_tiles = (const int32_t *)(base + l.prefill_tiles);
   m.block_tables = (const int32_t *)(base + l.block_tables);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../common/sampling_controls.h"
 #include "../common/sampling_row_check.h"
 #include "step_pack.cuh"
 
@@ -23,6 +24,7 @@ lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch 
   LP_REQUIRE(R == 0 || (in.sample_index && in.temperature && in.top_k && in.top_p && in.seed),
              "null sampling array");
   const int vocab = m->cfg.vocab_size, bs = kv->block_size;
+  LP_TRY(lp_check_control_arrays(&in, vocab));
   const int64_t slots = (int64_t)kv->num_blocks * bs;
   int stride = 0, tiles = 0, decode = 0;
   if (T > 0) {
@@ -119,11 +121,15 @@ size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, co
   put(l.top_k, in.top_k, R, 4);
   put(l.temperature, in.temperature, R, 4);
   put(l.top_p, in.top_p, R, 4);
-  // A row with invalid sampling parameters runs greedily (the kernels need no case for it) and is
-  // flagged: lp_step_collect reports it as not sampled (token -1, logprob NaN).
+  // A row with invalid sampling parameters or controls runs greedily without controls (the
+  // kernels need no case for it) and is flagged: lp_step_collect reports it as not sampled (token
+  // -1, logprob NaN, no top logprobs).
   int skipped = 0;
   for (int r = 0; r < R; r++) {
-    const bool ok = lp_sampling_row_ok(in.temperature[r], in.top_p[r]);
+    lp_row_controls rc;
+    lp_row_controls_of(&in, r, &rc);
+    const bool ok = lp_sampling_row_ok(in.temperature[r], in.top_p[r]) &&
+                    lp_row_controls_ok(&rc, m->cfg.vocab_size, in.max_top_logprobs);
     m->buf.row_skipped[r] = !ok;
     if (ok) continue;
     skipped++;

@@ -13,8 +13,8 @@ lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch 
 
 // Packs the step into m->buf.meta_host for `counts`. When counts.seqs exceeds in.num_seqs (a
 // padded graph batch) the extra sequences are inert: no K/V write, no context, greedy rows.
-// Rows with invalid sampling parameters (lp_sampling_row_ok) are packed as greedy rows and
-// flagged in m->buf.row_skipped; *out_skipped counts them. Returns the number of bytes to copy.
+// Rows with invalid sampling parameters (lp_sampling_row_ok, lp_row_controls_ok) are packed as
+// greedy rows and flagged in m->buf.row_skipped (controls_pack then gives them no controls); *out_skipped counts them. Returns the number of bytes to copy.
 size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, const StepCounts &counts,
                  int *out_skipped);
 

@@ -53,6 +53,10 @@ lp_status workspace_alloc(lp_model *m) {
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost metadata: %s", cudaGetErrorString(e));
   e = cudaMallocHost((void **)&b.out_host, 2 * S * sizeof(int32_t));
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost outputs: %s", cudaGetErrorString(e));
+  LP_TRY(device_alloc(&b.processed, S * (size_t)c.vocab_size, "processed logits"));
+  LP_TRY(device_alloc(&b.top_out, 2 * S * LP_MAX_TOP_LOGPROBS, "top logprob outputs"));
+  e = cudaMallocHost((void **)&b.top_host, 2 * S * LP_MAX_TOP_LOGPROBS * sizeof(int32_t));
+  if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost top logprobs: %s", cudaGetErrorString(e));
   b.row_skipped = (uint8_t *)calloc(S, 1);
   if (!b.row_skipped) return LP_FAIL(LP_ERR_OOM, "row flags (%zu bytes)", S);
   b.cublas_ws_bytes = kCublasWorkspaceBytes;
@@ -69,10 +73,12 @@ void workspace_free(lp_model *m) {
   StepBuffers &b = m->buf;
   void *dev[] = {b.residual, b.xnorm, b.qkv, b.attn, b.gate_up, b.act, b.rows_norm, b.logits,
                  b.sample_out, b.sample_parts, b.sample_counters, b.head_stats, b.meta,
-                 b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin};
+                 b.cublas_ws, b.rope_inv_freq, b.rope_cos_sin, b.processed, b.top_out, b.lists};
   for (void *p : dev) cudaFree(p);
   cudaFreeHost(b.meta_host);
   cudaFreeHost(b.out_host);
+  cudaFreeHost(b.top_host);
+  cudaFreeHost(b.lists_host);
   free(b.row_skipped);
   b = StepBuffers{};
 }

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define LP_ABI_VERSION 2
+#define LP_ABI_VERSION 3
 
 /* Marks a function of the ABI: exported, while the builds hide every other symbol. */
 #if defined(__GNUC__)
@@ -307,17 +307,46 @@ LP_API lp_status lp_nccl_local_sendrecv(lp_nccl_pair *pair, int32_t src_rank, lp
  *   h_i = mix64(mix64(seed + 0x9E3779B97F4A7C15 * (position + 1)) ^ i), where position is
  *   positions[sample_index[r]] and mix64 is the splitmix64 finalizer
  *   (z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31).
- * - out_logprobs[r] = log_softmax(raw logits)[chosen], before temperature.
+ * - out_logprobs[r] = log_softmax(raw logits)[chosen], before temperature and the controls below.
+ *
+ * Sampling controls (vLLM's order; every array is optional, NULL turning the control off for all
+ * rows). Before sampling, a row's logits l are processed in this order:
+ *  1. allowed_token_ids (the row's list non-empty): every other token's l = -inf;
+ *  2. banned_token_ids: l = -inf (the caller resolves bad_words and the like into this list);
+ *  3. bias: l[id] += value;
+ *  4. penalties over the row's penalty list, one entry per distinct token of the prompt and the
+ *     output with count = its occurrences in the output (0: prompt only): repetition r (1: off)
+ *     makes l = l > 0 ? l / r : l * r; then l -= frequency * count and l -= presence * (count > 0).
+ * Greedy rows take the argmax of the processed logits (lowest index on ties). Sampled rows divide
+ * by temperature, then min_p (0: off) drops the tokens whose exp(z - max z) < min_p (as
+ * -inf), then top-k, top-p and the Gumbel sample as above, over the processed z.
+ * A row's list is [start[r], start[r + 1]) of its *_start array into the matching id/value arrays;
+ * a row's penalty ids are distinct (each entry applies once). A row whose controls exclude every
+ * token is not sampled: token -1, logprob NaN.
+ *
+ * Top logprobs: max_top_logprobs <= LP_MAX_TOP_LOGPROBS; top_logprobs[r] = k in [0, max_top_logprobs] asks for the k most likely tokens of
+ * log_softmax(raw logits) (the distribution out_logprobs reads), written sorted (logprob
+ * descending, lowest index on ties) to out_top_token_ids / out_top_logprobs[r * max_top_logprobs
+ * + j], j < k; entries j >= k are -1 / NaN. Only k ids and values per row leave the device.
+ *
+ * Scored rows: score_token_ids[r] >= 0 makes row r not sampled: out_tokens[r] is that token and
+ * out_logprobs[r] its logprob (prompt logprobs: the next prompt token); -1 samples as usual.
  *
  * Errors: a structural fault of the batch (counts over the finalize limits, a token id, position,
  * slot, block id or sample_index out of range, inconsistent query_start / context_lens / slot
- * mapping) fails the whole step with LP_ERR_INVALID, naming the value. A row whose sampling
- * parameters are invalid (temperature NaN, infinite or < 0; top_p NaN or not in (0, 1]) fails
- * only itself: it is not sampled, out_tokens[r] = -1 and out_logprobs[r] = NaN (its sequence's
+ * mapping, a control list's start array not ascending from 0) fails the whole step with
+ * LP_ERR_INVALID, naming the value. A row whose sampling parameters are invalid (temperature NaN,
+ * infinite or < 0; top_p NaN or not in (0, 1]; min_p NaN or not in [0, 1]; presence or frequency
+ * not in [-2, 2]; repetition NaN, infinite or <= 0; a bias value not finite; a penalty count < 0;
+ * a token id of its lists or its score token >= vocab_size; top_logprobs not in
+ * [0, max_top_logprobs]) fails only itself: it is not sampled, out_tokens[r] = -1 and out_logprobs[r] = NaN (its sequence's
  * tokens still run through the layers and write their K/V), every other row is sampled as usual,
  * and the step returns LP_OK. The caller finds such rows by the -1 and fails their sequences alone.
  * Any top_k and seed are valid.
  * ------------------------------------------------------------------------------------------- */
+
+/* Most top logprobs one row may ask for (the stride bound of out_top_*). */
+#define LP_MAX_TOP_LOGPROBS 64
 
 /* One step's batch. The struct is read during the call only; the arrays it points to are host
  * memory of the caller (outputs: see lp_step_launch for how long they must live). A count of 0
@@ -328,6 +357,7 @@ typedef struct lp_step_batch {
   int32_t num_tokens;
   int32_t max_blocks_per_seq;
   int32_t num_rows;
+  int32_t max_top_logprobs;    /* stride of the out_top_* arrays; 0: no row asks for top logprobs */
   const int32_t *token_ids;    /* [num_tokens] */
   const int32_t *positions;    /* [num_tokens] */
   const int32_t *slot_mapping; /* [num_tokens] */
@@ -342,6 +372,25 @@ typedef struct lp_step_batch {
   int32_t *out_tokens;         /* [num_rows] */
   float *out_logprobs;         /* [num_rows] */
   float *out_logits;           /* NULL or [num_rows * vocab_size] */
+  /* Sampling controls (see above); NULL: off for every row. */
+  const float *min_p;              /* [num_rows] 0: off */
+  const float *presence_penalty;   /* [num_rows] 0: off */
+  const float *frequency_penalty;  /* [num_rows] 0: off */
+  const float *repetition_penalty; /* [num_rows] 1: off */
+  const int32_t *penalty_start;    /* [num_rows + 1] */
+  const int32_t *penalty_token_ids; /* distinct per row */
+  const int32_t *penalty_counts;   /* occurrences in the output */
+  const int32_t *bias_start;       /* [num_rows + 1] */
+  const int32_t *bias_token_ids;
+  const float *bias_values;
+  const int32_t *allowed_start;    /* [num_rows + 1] */
+  const int32_t *allowed_token_ids;
+  const int32_t *banned_start;     /* [num_rows + 1] */
+  const int32_t *banned_token_ids;
+  const int32_t *score_token_ids;  /* [num_rows] -1: sample */
+  const int32_t *top_logprobs;     /* [num_rows] k per row */
+  int32_t *out_top_token_ids;      /* [num_rows * max_top_logprobs] */
+  float *out_top_logprobs;         /* [num_rows * max_top_logprobs] */
 } lp_step_batch;
 
 /* Writes "size=S name@offset ..." (every field of lp_step_batch in declaration order) into buf

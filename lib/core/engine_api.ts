@@ -13,13 +13,36 @@ export interface TextTokenizer {
   /** Token ids that end generation unless ignoreEos. */
   readonly eosTokenIds: readonly number[];
   /** Renders chat messages with the model's template. */
-  applyChatTemplate(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatRenderOptions): string;
+}
+
+/** How chat messages are rendered (the template variables a chat request may set). */
+export interface ChatRenderOptions {
+  /** Append the assistant turn's opening. */
+  addGenerationPrompt?: boolean;
+  /** Leave the last message open for the model to continue (not with addGenerationPrompt). */
+  continueFinalMessage?: boolean;
+  /** OpenAI tool definitions, rendered by tool-aware templates. */
+  tools?: readonly unknown[];
+  /** Further template variables (a request's chat_template_kwargs, e.g. enable_thinking). */
+  variables?: Record<string, unknown>;
+}
+
+/** A tool call of an assistant message, as OpenAI sends it (arguments parsed to an object). */
+export interface ChatToolCall {
+  id?: string;
+  type: "function";
+  function: { name: string; arguments: unknown };
 }
 
 /** One chat message. */
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
   content: string;
+  /** An assistant message's tool calls. */
+  tool_calls?: ChatToolCall[];
+  /** A tool message's call id. */
+  tool_call_id?: string;
 }
 
 /** Load and cache facts of one worker rank. */

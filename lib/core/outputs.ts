@@ -17,6 +17,9 @@ export interface RequestMetrics {
   rank: number;
 }
 
+/** One alternative at an output position: token id and its logprob. */
+export type TopLogprob = [tokenId: number, logprob: number];
+
 /** The final result of one request. */
 export interface RequestOutput {
   requestId: string;
@@ -26,6 +29,8 @@ export interface RequestOutput {
   finishReason: FinishReason;
   /** Chosen-token logprobs, when requested. */
   logprobs?: number[];
+  /** The most likely alternatives per output token (most likely first), when top logprobs were requested. */
+  topLogprobs?: TopLogprob[][];
   metrics: RequestMetrics;
 }
 
@@ -37,6 +42,8 @@ export interface StreamDelta {
   /** New text since the previous delta (held back while it may still form a stop string). */
   text: string;
   logprobs?: number[];
+  /** Alternatives per new token, when top logprobs were requested. */
+  topLogprobs?: TopLogprob[][];
   finished: boolean;
   finishReason?: FinishReason;
   /** Present on the last delta. */

@@ -25,7 +25,26 @@ export interface SamplingParams {
   minTokens: number;
   /** Return the chosen token's logprob per output token. */
   logprobs: boolean;
+  /** With logprobs: the most likely alternatives per output token, 0 to {@link MAX_TOP_LOGPROBS}. */
+  topLogprobs: number;
+  /** Drops tokens less likely than minP times the most likely one (0 = off; not for greedy, as in vLLM). */
+  minP: number;
+  /** Subtracted from the logit of every token the output holds, in [-2, 2] (OpenAI's definition). */
+  presencePenalty: number;
+  /** Subtracted once per occurrence in the output, in [-2, 2]. */
+  frequencyPenalty: number;
+  /** Divides positive (multiplies negative) logits of tokens in the prompt or the output; > 0, 1 = off. */
+  repetitionPenalty: number;
+  /** [token id, bias] pairs added to the logits; biases clamped to [-100, 100] as vLLM does. */
+  logitBias: Array<[number, number]>;
+  /** Only these tokens may be generated (absent: any). */
+  allowedTokenIds?: number[];
+  /** Token sequences never completed: their last token is banned wherever the rest ends the output. */
+  badWordsTokenIds: number[][];
 }
+
+/** Most alternatives per position (vLLM's default max_logprobs). */
+export const MAX_TOP_LOGPROBS = 20;
 
 /** Defaults as vLLM's SamplingParams has them (max_tokens 16, temperature 1). */
 export const DEFAULT_SAMPLING_PARAMS: Readonly<SamplingParams> = Object.freeze({
@@ -38,7 +57,24 @@ export const DEFAULT_SAMPLING_PARAMS: Readonly<SamplingParams> = Object.freeze({
   ignoreEos: false,
   minTokens: 0,
   logprobs: false,
+  topLogprobs: 0,
+  minP: 0,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  repetitionPenalty: 1,
+  logitBias: [],
+  badWordsTokenIds: [],
 });
+
+/** A token id list entry: an integer in [0, INT32_MAX]. */
+function checkTokenIds(name: keyof SamplingParams, ids: unknown): void {
+  if (!Array.isArray(ids)) throw new TypeError(`${name} must be a list of token ids, got ${String(ids)}`);
+  for (const t of ids) {
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > INT32_MAX) {
+      throw new RangeError(`${name} entries must be token ids (integers in [0, ${INT32_MAX}]), got ${String(t)}`);
+    }
+  }
+}
 
 /** Largest value of a C int32: integer fields travel to the native step (and its tokens) as int32. */
 export const INT32_MAX = 2 ** 31 - 1;
@@ -77,7 +113,10 @@ export function resolveSamplingParams(p: Partial<SamplingParams> = {}): Sampling
     ...p,
     stop: [...(p.stop ?? [])],
     stopTokenIds: [...(p.stopTokenIds ?? [])],
+    logitBias: (p.logitBias ?? []).map(([id, bias]) => [id, bias]),
+    badWordsTokenIds: (p.badWordsTokenIds ?? []).map((w) => [...w]),
   };
+  if (p.allowedTokenIds !== undefined) r.allowedTokenIds = [...p.allowedTokenIds];
   checkInt32("maxTokens", r.maxTokens, 1);
   checkInt32("minTokens", r.minTokens, 0);
   checkInt32("topK", r.topK, -1);
@@ -95,10 +134,32 @@ export function resolveSamplingParams(p: Partial<SamplingParams> = {}): Sampling
       throw new TypeError(`stop entries must be non-empty strings, got ${JSON.stringify(s)}`);
     }
   }
-  for (const t of r.stopTokenIds) {
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > INT32_MAX) {
-      throw new RangeError(`stopTokenIds entries must be token ids (integers in [0, ${INT32_MAX}]), got ${String(t)}`);
+  checkTokenIds("stopTokenIds", r.stopTokenIds);
+  checkInt32("topLogprobs", r.topLogprobs, 0);
+  if (r.topLogprobs > MAX_TOP_LOGPROBS) {
+    throw new RangeError(`topLogprobs must be at most ${MAX_TOP_LOGPROBS}, got ${r.topLogprobs}`);
+  }
+  checkFloat32("minP", r.minP, (x) => x >= 0 && x <= 1, "in [0, 1]");
+  checkFloat32("presencePenalty", r.presencePenalty, (x) => x >= -2 && x <= 2, "in [-2, 2]");
+  checkFloat32("frequencyPenalty", r.frequencyPenalty, (x) => x >= -2 && x <= 2, "in [-2, 2]");
+  checkFloat32("repetitionPenalty", r.repetitionPenalty, (x) => x > 0, "a finite number > 0");
+  for (const entry of r.logitBias) {
+    const [id, bias] = entry;
+    checkTokenIds("logitBias", [id]);
+    if (typeof bias !== "number" || !Number.isFinite(bias)) {
+      throw new RangeError(`logitBias values must be finite numbers, got ${String(bias)} for token ${id}`);
     }
+    entry[1] = Math.min(100, Math.max(-100, bias));
+  }
+  if (r.allowedTokenIds !== undefined) {
+    checkTokenIds("allowedTokenIds", r.allowedTokenIds);
+    if (r.allowedTokenIds.length === 0) {
+      throw new RangeError("allowedTokenIds must not be empty (leave it out for any)");
+    }
+  }
+  for (const word of r.badWordsTokenIds) {
+    checkTokenIds("badWordsTokenIds", word);
+    if (word.length === 0) throw new RangeError("badWordsTokenIds entries must hold at least one token id");
   }
   return r;
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { type BlockHash, blockHash, rootHash } from "./block_hash.ts";
-import type { FinishReason, RequestOutput } from "./outputs.ts";
+import type { FinishReason, RequestOutput, TopLogprob } from "./outputs.ts";
 import type { SamplingParams } from "./sampling_params.ts";
 
 /** Lifecycle of a sequence. Preempted sequences wait again and recompute their K/V. */
@@ -52,6 +52,8 @@ export class Sequence {
   numPreemptions = 0;
   /** Chosen-token logprob of each output token. */
   readonly outputLogprobs: number[] = [];
+  /** Top alternatives of each output token, when the params ask for them. */
+  readonly outputTopLogprobs: TopLogprob[][] = [];
   /** Chained hashes of every complete block of tokenIds. */
   readonly blockHashes: BlockHash[] = [];
   /** Parent hash of the first block (depends on the cache salt). */
@@ -100,10 +102,11 @@ export class Sequence {
     return this.status === "finished";
   }
 
-  /** Appends a sampled token; hashes the block it completes, if any. */
-  appendToken(tokenId: number, logprob: number, now: number): void {
+  /** Appends a sampled token (with its top alternatives, if asked for); hashes the block it completes, if any. */
+  appendToken(tokenId: number, logprob: number, now: number, top?: TopLogprob[]): void {
     this.tokenIds.push(tokenId);
     this.outputLogprobs.push(logprob);
+    if (top) this.outputTopLogprobs.push(top);
     this.firstTokenTime ??= now;
     if (this.tokenIds.length % this.blockSize === 0) this.#extendBlockHashes();
   }
@@ -138,6 +141,7 @@ export class Sequence {
       text,
       finishReason: this.finishReason ?? "abort",
       ...(this.params.logprobs ? { logprobs: [...this.outputLogprobs] } : {}),
+      ...(this.params.logprobs && this.params.topLogprobs > 0 ? { topLogprobs: [...this.outputTopLogprobs] } : {}),
       metrics: {
         arrivalTime: this.arrivalTime,
         firstTokenTime: this.firstTokenTime,

@@ -91,6 +91,7 @@ export class InflightRequests {
         text: it.text,
         finished: false,
         ...(it.logprobs ? { logprobs: it.logprobs } : {}),
+        ...(it.topLogprobs ? { topLogprobs: it.topLogprobs } : {}),
       });
     }
   }
@@ -111,6 +112,7 @@ export class InflightRequests {
         text: m.output.text,
         finishReason: m.reason,
         ...(m.output.logprobs ? { logprobs: m.output.logprobs } : {}),
+        ...(m.output.topLogprobs ? { topLogprobs: m.output.topLogprobs } : {}),
         metrics: m.output.metrics,
       }
       : undefined;
@@ -119,6 +121,7 @@ export class InflightRequests {
       tokenIds: m.tokenIds,
       text: m.text,
       ...(m.logprobs ? { logprobs: m.logprobs } : {}),
+      ...(m.topLogprobs ? { topLogprobs: m.topLogprobs } : {}),
       finished: true,
       finishReason: m.reason,
       output: output ?? this.#emptyOutput(r, m.reason, rank),

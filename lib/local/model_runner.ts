@@ -4,10 +4,14 @@
  * tokens. Only sequences whose step reaches their last token get a sample row. The async form
  * launches the step and lets the caller's event loop turn until the device is done. A row the
  * native step did not sample (token -1: its sampling values are invalid, see lp_step in lmpool.h)
- * comes back with an error naming the value, so its caller fails that one sequence.
+ * comes back with an error naming the value, so its caller fails that one sequence. Rows whose
+ * requests ask for sampling controls (penalties, logit bias, allowed or bad tokens, min_p, top
+ * logprobs) carry them in the same step (sampling_controls.ts builds them).
  * @module
  */
-import { allocateStepBatch, type KvCache, type StepBatch } from "../../ffi/native.ts";
+import { allocateStepBatch, type KvCache, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
+import type { TopLogprob } from "../core/outputs.ts";
+import { SamplingControls } from "./sampling_controls.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
 /**
@@ -36,6 +40,13 @@ export interface StepResult {
   /** Row r's token, or -1 when the row was not sampled (then rowErrors has r). */
   tokens: Int32Array;
   logprobs: Float32Array;
+  /**
+   * Top alternatives: row r's j-th at [r * topStride + j] (token id, or -1 past the row's count, and
+   * its logprob); null when no row asked for them.
+   */
+  topTokenIds: Int32Array | null;
+  topLogprobs: Float32Array | null;
+  topStride: number;
   /** Why each unsampled row was not sampled (the value at fault); empty in a normal step. */
   rowErrors: ReadonlyMap<number, RangeError>;
   /** Wall time of the native call, ms. */
@@ -44,15 +55,35 @@ export interface StepResult {
 
 const NO_ROW_ERRORS: ReadonlyMap<number, RangeError> = new Map();
 
+/** Row r's top alternatives ([token id, logprob], most likely first), or undefined when it has none. */
+export function topLogprobsOf(result: StepResult, r: number): TopLogprob[] | undefined {
+  const { topTokenIds: ids, topLogprobs: lps, topStride: stride } = result;
+  if (!ids || !lps) return undefined;
+  const top: TopLogprob[] = [];
+  for (let j = r * stride; j < (r + 1) * stride && ids[j]! >= 0; j++) top.push([ids[j]!, lps[j]!]);
+  return top.length > 0 ? top : undefined;
+}
+
 /**
  * What is wrong with a row's sampling values as the native step reads them (float32), by the
  * rule of lp_sampling_row_ok in csrc/common/sampling_row_check.h; null when they are valid.
  */
-function invalidSamplingValue(temperature: number, topP: number): string | null {
+function invalidSamplingValue(b: StepBatch, r: number): string | null {
+  const temperature = b.temperature[r]!, topP = b.topP[r]!;
   if (!(temperature >= 0 && Number.isFinite(temperature))) {
     return `temperature ${temperature} (as float32) must be finite and >= 0`;
   }
   if (!(topP > 0 && topP <= 1)) return `top_p ${topP} (as float32) must be in (0, 1]`;
+  const minP = b.minP?.[r] ?? 0;
+  if (!(minP >= 0 && minP <= 1)) return `min_p ${minP} (as float32) must be in [0, 1]`;
+  for (
+    const [name, v] of [["presence_penalty", b.presencePenalty], ["frequency_penalty", b.frequencyPenalty]] as const
+  ) {
+    const x = v?.[r] ?? 0;
+    if (!(x >= -2 && x <= 2)) return `${name} ${x} (as float32) must be in [-2, 2]`;
+  }
+  const rep = b.repetitionPenalty?.[r] ?? 1;
+  if (!(rep > 0 && Number.isFinite(rep))) return `repetition_penalty ${rep} (as float32) must be finite and > 0`;
   return null;
 }
 
@@ -61,10 +92,11 @@ function rowErrorsOf(b: StepBatch): ReadonlyMap<number, RangeError> {
   let errors: Map<number, RangeError> | null = null;
   for (let r = 0; r < b.numRows; r++) {
     if (b.outTokens[r]! >= 0) continue;
-    const why = invalidSamplingValue(b.temperature[r]!, b.topP[r]!) ??
+    const why = invalidSamplingValue(b, r) ??
       `the native step returned token ${b.outTokens[r]} for temperature ${b.temperature[r]}, top_p ${
-        b.topP[r]
-      }, top_k ${b.topK[r]}`;
+          b.topP[r]
+        }, top_k ${b.topK[r]} (a token id of allowed_token_ids, bad_words or logit_bias outside the vocabulary, ` +
+        `or all of them together excluding every token)`;
     (errors ??= new Map()).set(r, new RangeError(`not sampled: ${why}`));
   }
   return errors ?? NO_ROW_ERRORS;
@@ -73,7 +105,17 @@ function rowErrorsOf(b: StepBatch): ReadonlyMap<number, RangeError> {
 /** The sampled rows of a step that ran from `t0` until now. */
 function resultOf(b: StepBatch, t0: number): StepResult {
   const nativeMs = performance.now() - t0;
-  return { numRows: b.numRows, tokens: b.outTokens, logprobs: b.outLogprobs, rowErrors: rowErrorsOf(b), nativeMs };
+  const topStride = b.maxTopLogprobs ?? 0;
+  return {
+    numRows: b.numRows,
+    tokens: b.outTokens,
+    logprobs: b.outLogprobs,
+    topTokenIds: topStride > 0 ? b.outTopTokenIds ?? null : null,
+    topLogprobs: topStride > 0 ? b.outTopLogprobs ?? null : null,
+    topStride,
+    rowErrors: rowErrorsOf(b),
+    nativeMs,
+  };
 }
 
 /** Builds step batches and runs them. */
@@ -83,6 +125,8 @@ export class ModelRunner {
   readonly #kv: KvCache;
   readonly #blockSize: number;
   readonly #batch: StepBatch;
+  readonly #controls: StepControlsWriter;
+  readonly #rowControls = new SamplingControls();
 
   constructor(model: StepModel, kv: KvCache, limits: ModelRunnerLimits) {
     for (const k of ["maxNumTokens", "maxNumSeqs", "maxBlocksPerSeq"] as const) {
@@ -96,6 +140,7 @@ export class ModelRunner {
     this.#blockSize = kv.blockSize;
     const { maxNumTokens, maxNumSeqs, maxBlocksPerSeq } = limits;
     this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
+    this.#controls = new StepControlsWriter(maxNumSeqs);
   }
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */
@@ -145,6 +190,8 @@ export class ModelRunner {
     }
     let t = 0;
     let r = 0;
+    const controls = this.#controls;
+    controls.begin();
     for (let i = 0; i < seqs.length; i++) {
       const { seq, start, numNewTokens, sample } = seqs[i]!;
       const table = seq.blockTable;
@@ -167,6 +214,7 @@ export class ModelRunner {
         b.topK[r] = sp.topK > 0 ? sp.topK : 0;
         b.topP[r] = sp.topP;
         b.seed[r] = seq.seed;
+        controls.add(this.#rowControls.of(seq));
         r++;
       }
     }
@@ -175,6 +223,7 @@ export class ModelRunner {
     b.numTokens = t;
     b.numRows = r;
     b.maxBlocksPerSeq = stride;
+    controls.attach(b);
     return b;
   }
 }

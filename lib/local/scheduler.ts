@@ -26,7 +26,7 @@
  */
 import type { RankLoad } from "../core/block_snapshot.ts";
 import { CapacityError } from "../core/errors.ts";
-import type { FinishReason } from "../core/outputs.ts";
+import type { FinishReason, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import type { BlockManager } from "./block_manager.ts";
 import { chunkPairs, DEFAULT_STEP_TARGET_MS, StepBudget } from "./step_budget.ts";
@@ -289,7 +289,13 @@ export class Scheduler {
    * Applies a finished step: advances computed counts, publishes completed blocks, appends the
    * sampled token of each sampling sequence (row r of `tokens` is the r-th sampling entry).
    */
-  completeStep(out: SchedulerOutput, tokens: Int32Array, logprobs: Float32Array, now: number): void {
+  completeStep(
+    out: SchedulerOutput,
+    tokens: Int32Array,
+    logprobs: Float32Array,
+    now: number,
+    topOf?: (row: number) => TopLogprob[] | undefined,
+  ): void {
     let row = 0;
     for (const s of out.scheduled) {
       s.seq.numComputedTokens += s.numNewTokens;
@@ -297,7 +303,7 @@ export class Scheduler {
       if (s.sample) {
         // A row the native sampler refused (-1) ends its sequence with an error instead.
         const token = tokens[row]!;
-        if (token >= 0) s.seq.appendToken(token, logprobs[row]!, now);
+        if (token >= 0) s.seq.appendToken(token, logprobs[row]!, now, topOf?.(row));
         row++;
       }
     }

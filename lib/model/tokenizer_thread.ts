@@ -6,7 +6,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { ChatMessage } from "../core/engine_api.ts";
+import type { ChatMessage, ChatRenderOptions } from "../core/engine_api.ts";
 import { readText } from "../runtime/files.ts";
 import { serveThread, type Transferable } from "../runtime/threads.ts";
 import { maxInputCharsPerToken } from "./token_lengths.ts";
@@ -27,7 +27,8 @@ export type TokenizerThreadJob =
     id: number;
     op: "chat";
     messages: ChatMessage[];
-    addGenerationPrompt: boolean;
+    /** How to render (generation prompt, continue_final_message, tools, template variables). */
+    render: ChatRenderOptions;
     addSpecialTokens: boolean;
   }
   | { type: "job"; id: number; op: "decode"; ids: Int32Array };
@@ -55,7 +56,7 @@ function runJob(job: TokenizerThreadJob, reply: (m: TokenizerThreadReply, transf
   let text: string;
   if (job.op === "chat") {
     try {
-      text = tok.applyChatTemplate(job.messages, { addGenerationPrompt: job.addGenerationPrompt });
+      text = tok.applyChatTemplate(job.messages, job.render);
     } catch (e) {
       reply({ type: "failed", id: job.id, kind: "template", message: messageOf(e) });
       return;

@@ -88,6 +88,14 @@ const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
   ignoreEos: z.boolean(),
   minTokens: Count,
   logprobs: z.boolean(),
+  topLogprobs: Count,
+  minP: z.number(),
+  presencePenalty: z.number(),
+  frequencyPenalty: z.number(),
+  repetitionPenalty: z.number(),
+  logitBias: z.array(z.tuple([z.number(), z.number()])),
+  allowedTokenIds: CountList.optional(),
+  badWordsTokenIds: z.array(CountList),
 });
 
 /** Launcher -> worker: the full sequence to run. */
@@ -101,12 +109,16 @@ export const DispatchMessage = z.object({
   arrivalTime: z.number(),
 });
 
+/** Top alternatives per token: [token id, logprob] pairs, most likely first. */
+const TopLogprobsSchema = z.array(z.array(z.tuple([Count, AnyNumber])));
+
 /** New tokens (and detokenized text) of one request since its previous delta. */
 export const TokenDeltaItem = z.object({
   requestId: z.string(),
   tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
+  topLogprobs: TopLogprobsSchema.optional(),
 });
 
 /** Worker -> launcher: the token deltas of one engine step (one message for the whole batch). */
@@ -121,6 +133,7 @@ const FinishedOutputSchema = z.object({
   tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
+  topLogprobs: TopLogprobsSchema.optional(),
   metrics: z.object({
     arrivalTime: z.number(),
     firstTokenTime: z.number().optional(),
@@ -142,6 +155,7 @@ export const FinishMessage = z.object({
   tokenIds: CountList,
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
+  topLogprobs: TopLogprobsSchema.optional(),
   output: FinishedOutputSchema.optional(),
   /** Set when reason is "error" (or the request was rejected): the typed error's name and message. */
   error: z.object({ name: z.string(), message: z.string() }).optional(),

@@ -16,6 +16,7 @@ import { ServerMetrics } from "./metrics.ts";
 import { inlinePromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
 import { checkDeclaredLength, DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
 import { MAX_TIMEOUT_SECONDS, parseTimeoutSeconds, requestTimeoutOf } from "./request_timeout.ts";
+import type { ReplyParserSettings } from "./reply_parsing.ts";
 import { Router } from "./router.ts";
 import { handleDetokenize, handleTokenize } from "./tokenize_routes.ts";
 
@@ -34,6 +35,8 @@ export interface AppOptions {
   requestTimeoutSeconds?: number;
   /** Tokenization for the routes (default: the engine's tokenizer, inline). */
   tokenizer?: PromptTokenizer;
+  /** Reasoning and tool-call parsers of chat replies (default: none, as `vllm serve` without the flags). */
+  replyParsers?: ReplyParserSettings;
 }
 
 /** The application: its fetch handler and the state behind it. */
@@ -107,12 +110,13 @@ export function createApp(options: AppOptions): ServerApp {
   const context: ServerContext = {
     engine: options.engine,
     modelName,
-    metrics: new ServerMetrics(modelName),
+    metrics: new ServerMetrics(modelName, options.engine.model.maxModelLen),
     lifecycle: new ServerLifecycle(),
     startedAt: unixSeconds(),
     defaultChatMaxTokens: options.defaultChatMaxTokens,
     tokenizer: options.tokenizer ?? inlinePromptTokenizer(options.engine.tokenizer),
     maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+    replyParsers: options.replyParsers ?? {},
   };
   const router = buildRouter();
 

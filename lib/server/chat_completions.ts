@@ -1,9 +1,11 @@
 /**
- * POST /v1/chat/completions: messages rendered with the model's chat template, non-streaming and
- * SSE (`chat.completion.chunk`), n choices.
+ * POST /v1/chat/completions: messages rendered with the model's chat template (with the request's
+ * tools and chat_template_kwargs), non-streaming and SSE (`chat.completion.chunk`), n choices; the
+ * reply's reasoning and tool calls taken out by the server's parsers (reply_parsing.ts).
  * @module
  */
 import { type ChoiceEnding, choiceEnding, type EndingContext, endingContext } from "./choice_endings.ts";
+import { chatRenderOptionsOf } from "./chat_render_options.ts";
 import { type ChoiceRun, collectChoices, mergeChoices, openAIFinishReason, usageOf } from "./choices.ts";
 import {
   checkModel,
@@ -15,12 +17,21 @@ import {
   unixSeconds,
 } from "./context.ts";
 import type { RequestScope } from "./lifecycle.ts";
+import type { TopLogprob } from "../core/outputs.ts";
 import { chatLogprobs } from "./logprobs.ts";
 import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { chatPrompt, messageContentText, promptTruncationOf, type TokenizedPrompt } from "./prompts.ts";
+import {
+  type ParsedReply,
+  parseReply,
+  type ReplyParsing,
+  replyParsingOf,
+  StreamingReplyParser,
+} from "./reply_parsing.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
 import { type ChatCompletionRequest, chatCompletionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
+import { badRequest } from "./errors.ts";
 
 interface Prepared {
   body: ChatCompletionRequest;
@@ -35,6 +46,8 @@ interface Prepared {
   echo: string;
   /** Tokens streamed so far (the usage of a stream that ends early). */
   completionTokens: number;
+  /** How replies are parsed (reasoning, tool calls). */
+  parsing: ReplyParsing;
 }
 
 /** The usage chunk of a stream that ends now (undefined unless the client asked for usage). */
@@ -61,9 +74,11 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   const { engine } = ctx;
   const maxModelLen = engine.model.maxModelLen;
   const id = responseIdOf(req, "chatcmpl", body.request_id);
-  const addGenerationPrompt = body.add_generation_prompt ?? true;
+  const render = chatRenderOptionsOf(body);
+  const addGenerationPrompt = render.addGenerationPrompt ?? true;
+  const parsing = replyParsingOf(body, ctx.replyParsers);
   const prompt = await chatPrompt(body.messages, promptContext(ctx, scope), {
-    addGenerationPrompt,
+    ...render,
     addSpecialTokens: body.add_special_tokens ?? false,
     truncation: promptTruncationOf(body, maxModelLen),
   });
@@ -72,7 +87,13 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   const rest = Math.max(1, maxModelLen - prompt.tokenIds.length);
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? Math.min(rest, ctx.defaultChatMaxTokens ?? rest);
   checkContextLength(prompt.tokenIds.length, maxTokens, maxModelLen, "messages");
-  const params = toSamplingParams(body, maxTokens, body.logprobs === true);
+  if (body.top_logprobs != null && body.logprobs !== true) {
+    throw badRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+  }
+  const params = toSamplingParams(body, maxTokens, body.logprobs === true ? body.top_logprobs ?? 0 : false, {
+    tokenizer: engine.tokenizer,
+    vocabSize: engine.model.vocabSize,
+  });
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("chatcmpl"), prompts: [prompt], params });
   const prepared: Prepared = {
@@ -84,6 +105,7 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
     ending: endingContext(ctx, body, params),
     ...replyRoleAndEcho(body, addGenerationPrompt),
     completionTokens: 0,
+    parsing,
   };
   if (body.stream) {
     const envelope = chunkEnvelope(ctx, body, { id, object: "chat.completion.chunk", created: prepared.created });
@@ -94,9 +116,42 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   return Response.json(await completeAll(ctx, prepared, scope));
 }
 
-function logprobsOf(ctx: ServerContext, body: ChatCompletionRequest, tokenIds: number[], logprobs: number[]) {
+function logprobsOf(
+  ctx: ServerContext,
+  body: ChatCompletionRequest,
+  tokenIds: number[],
+  logprobs: number[],
+  top: TopLogprob[][] | undefined,
+) {
   if (body.logprobs !== true) return null;
-  return { content: chatLogprobs(ctx.engine.tokenizer, tokenIds, logprobs, body.return_tokens_as_token_ids === true) };
+  return {
+    content: chatLogprobs(ctx.engine.tokenizer, tokenIds, logprobs, body.return_tokens_as_token_ids === true, {
+      k: body.top_logprobs ?? 0,
+      ...(top ? { perToken: top } : {}),
+    }),
+  };
+}
+
+/** The reply message of a parsed choice: content, and the tool calls and reasoning when parsers ran. */
+function replyMessage(p: Prepared, reply: ParsedReply): Record<string, unknown> {
+  const content = reply.content === null ? (p.echo === "" ? null : p.echo) : p.echo + reply.content;
+  const message: Record<string, unknown> = { role: p.role, content };
+  if (reply.toolCalls.length > 0) message.tool_calls = reply.toolCalls;
+  if (p.parsing.reasoning) {
+    // vLLM's field is `reasoning`; its older releases (and many clients) read `reasoning_content`.
+    message.reasoning = reply.reasoning;
+    message.reasoning_content = reply.reasoning;
+  }
+  return message;
+}
+
+/**
+ * finish_reason "tool_calls" as vLLM reports it: a non-streamed reply with parsed calls, a streamed
+ * one with calls that stopped (not at the length limit).
+ */
+function chatFinishReason(finish: "stop" | "length" | "abort", calledTools: boolean, streamed: boolean): string {
+  if (!calledTools) return finish;
+  return streamed && finish !== "stop" ? finish : "tool_calls";
 }
 
 async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope) {
@@ -106,11 +161,12 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
   for (const c of finished) {
     completionTokens += c.tokenIds.length;
     const ending = await choiceEnding(p.ending, c.tokenIds, c.text, c.finishReason);
+    const reply = parseReply(c.text + ending.includedText, p.parsing);
     choices.push({
       index: c.index,
-      message: { role: p.role, content: p.echo + c.text + ending.includedText },
-      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs),
-      finish_reason: openAIFinishReason(c.finishReason),
+      message: replyMessage(p, reply),
+      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs, c.topLogprobs),
+      finish_reason: chatFinishReason(openAIFinishReason(c.finishReason), reply.toolCalls.length > 0, false),
       stop_reason: ending.stopReason,
     });
   }
@@ -131,25 +187,53 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
   for (const r of p.runs) {
     yield chunk({ index: r.index, delta: { role: p.role, content: p.echo }, logprobs: null, finish_reason: null });
   }
-  const seen = new Map<number, { tokenIds: number[]; text: string }>();
+  const seen = new Map<number, { tokenIds: number[]; text: string; parser: StreamingReplyParser; called: boolean }>();
   for await (const { run, delta } of mergeChoices(p.runs)) {
     p.completionTokens += delta.tokenIds.length;
     let s = seen.get(run.index);
-    if (!s) seen.set(run.index, s = { tokenIds: [], text: "" });
+    if (!s) {
+      seen.set(run.index, s = { tokenIds: [], text: "", parser: new StreamingReplyParser(p.parsing), called: false });
+    }
     s.tokenIds.push(...delta.tokenIds);
     s.text += delta.text;
     const withLogprobs = p.body.logprobs === true && delta.tokenIds.length > 0;
     if (!delta.finished && delta.text === "" && !withLogprobs) continue;
     let ending: ChoiceEnding = { stopReason: null, includedText: "" };
     if (delta.finished) ending = await choiceEnding(p.ending, s.tokenIds, s.text, delta.finishReason ?? "stop");
-    const text = delta.text + ending.includedText;
+    const reply = s.parser.push(delta.text + ending.includedText, delta.finished);
+    const message = deltaMessage(p, reply);
+    s.called ||= reply.toolCalls.length > 0;
+    // Text the parser holds back (a tag it may be starting) waits, unless the chunk carries logprobs.
+    if (!delta.finished && message === null && !withLogprobs) continue;
+    const finish = delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null;
     yield chunk({
       index: run.index,
-      delta: text === "" && delta.finished ? {} : { content: text },
-      logprobs: logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? []),
-      finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
+      delta: message ?? (p.parsing.reasoning || p.parsing.toolCalls || delta.finished ? {} : { content: "" }),
+      logprobs: logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? [], delta.topLogprobs),
+      finish_reason: finish === null ? null : chatFinishReason(finish, s.called, true),
       ...(delta.finished ? { stop_reason: ending.stopReason } : {}),
     });
   }
   if (envelope.includeUsage) yield envelope.usage(usage());
+}
+
+/**
+ * A streamed delta in vLLM's shape (only the fields it has), or null when it has nothing; without
+ * parsers every delta carries its content, even "".
+ */
+function deltaMessage(
+  p: Prepared,
+  reply: { reasoning: string; content: string; toolCalls: ParsedReply["toolCalls"] },
+): Record<string, unknown> | null {
+  if (!p.parsing.reasoning && !p.parsing.toolCalls) return reply.content === "" ? null : { content: reply.content };
+  const out: Record<string, unknown> = {};
+  if (reply.reasoning !== "") {
+    out.reasoning = reply.reasoning;
+    out.reasoning_content = reply.reasoning;
+  }
+  if (reply.content !== "") out.content = reply.content;
+  if (reply.toolCalls.length > 0) {
+    out.tool_calls = reply.toolCalls.map((call, index) => ({ index, ...call }));
+  }
+  return Object.keys(out).length === 0 ? null : out;
 }

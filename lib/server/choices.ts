@@ -4,7 +4,7 @@
  * @module
  */
 import type { GenerationEngine } from "../core/engine_api.ts";
-import type { FinishReason, StreamDelta } from "../core/outputs.ts";
+import type { FinishReason, RequestMetrics, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { SamplingParams } from "../core/sampling_params.ts";
 import { ApiError } from "./errors.ts";
 import type { ServerMetrics } from "./metrics.ts";
@@ -37,6 +37,8 @@ export interface FinishedChoice {
   text: string;
   tokenIds: number[];
   logprobs: number[];
+  /** Alternatives per token, when top logprobs were asked for. */
+  topLogprobs: TopLogprob[][];
   finishReason: FinishReason;
 }
 
@@ -50,18 +52,33 @@ function generationFailed(d: StreamDelta): ApiError {
   );
 }
 
-/** Wraps an engine stream, recording TTFT, inter-token gaps and e2e latency once it ends. */
+/** The n choices of one prompt, for vLLM's per-request n and most-generated-tokens histograms. */
+interface ChoiceGroup {
+  n: number;
+  finished: number;
+  maxGenerationTokens: number;
+}
+
+/**
+ * The engine's queue time of a finished request (arrival to first scheduled, ms), when its metrics
+ * carry `firstScheduledTime` (RequestMetrics does not declare it yet; see README).
+ */
+function queuedMsOf(m: RequestMetrics & { firstScheduledTime?: number }): number | undefined {
+  return m.firstScheduledTime === undefined ? undefined : Math.max(0, m.firstScheduledTime - m.arrivalTime);
+}
+
+/** Wraps an engine stream, recording its latencies and token counts once it ends. */
 async function* timed(
   source: AsyncIterable<StreamDelta>,
   metrics: ServerMetrics,
-  promptTokens: number,
-  arrivalMs: number,
+  request: { promptTokens: number; arrivalMs: number; maxTokens: number; group: ChoiceGroup },
 ): AsyncGenerator<StreamDelta> {
   let firstTokenMs: number | undefined;
   let lastTokenMs = 0;
   const interTokenMs: number[] = [];
   let generationTokens = 0;
   let rank: number | undefined;
+  let queuedMs: number | undefined;
   let finishReason: FinishReason = "abort";
   try {
     for await (const d of source) {
@@ -74,7 +91,10 @@ async function* timed(
       }
       if (d.finished) {
         finishReason = d.finishReason ?? "stop";
-        if (d.output) rank = d.output.metrics.rank;
+        if (d.output) {
+          rank = d.output.metrics.rank;
+          queuedMs = queuedMsOf(d.output.metrics);
+        }
         if (finishReason === "error") throw generationFailed(d);
       }
       yield d;
@@ -84,15 +104,21 @@ async function* timed(
     // (No `return` here: it would swallow the stream's error.)
     if (rank !== undefined) {
       metrics.recordRequest({
-        arrivalMs,
+        arrivalMs: request.arrivalMs,
         firstTokenMs,
+        lastTokenMs: firstTokenMs === undefined ? undefined : lastTokenMs,
         interTokenMs,
         finishMs: performance.now(),
         rank,
-        promptTokens,
+        promptTokens: request.promptTokens,
         generationTokens,
         finishReason,
+        maxTokens: request.maxTokens,
+        queuedMs,
       });
+      const g = request.group;
+      g.maxGenerationTokens = Math.max(g.maxGenerationTokens, generationTokens);
+      if (++g.finished === g.n) metrics.recordGroup(rank, g.n, g.maxGenerationTokens);
     }
   }
 }
@@ -102,6 +128,7 @@ export function startChoices(engine: GenerationEngine, metrics: ServerMetrics, j
   const arrivalMs = performance.now();
   const runs: ChoiceRun[] = [];
   job.prompts.forEach((prompt, p) => {
+    const group: ChoiceGroup = { n: job.n, finished: 0, maxGenerationTokens: 0 };
     for (let j = 0; j < job.n; j++) {
       const index = p * job.n + j;
       const source = engine.stream({ promptTokenIds: prompt.tokenIds }, paramsForChoice(job.params, j), {
@@ -110,7 +137,8 @@ export function startChoices(engine: GenerationEngine, metrics: ServerMetrics, j
         cacheSalt: job.cacheSalt,
         signal: job.signal,
       });
-      runs.push({ index, prompt, deltas: timed(source, metrics, prompt.tokenIds.length, arrivalMs) });
+      const request = { promptTokens: prompt.tokenIds.length, arrivalMs, maxTokens: job.params.maxTokens, group };
+      runs.push({ index, prompt, deltas: timed(source, metrics, request) });
     }
   });
   return runs;
@@ -124,12 +152,14 @@ async function collectChoice(run: ChoiceRun): Promise<FinishedChoice> {
     text: "",
     tokenIds: [],
     logprobs: [],
+    topLogprobs: [],
     finishReason: "abort",
   };
   for await (const d of run.deltas) {
     out.text += d.text;
     out.tokenIds.push(...d.tokenIds);
     if (d.logprobs) out.logprobs.push(...d.logprobs);
+    if (d.topLogprobs) out.topLogprobs.push(...d.topLogprobs);
     if (d.finished) out.finishReason = d.finishReason ?? "stop";
   }
   return out;

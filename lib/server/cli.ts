@@ -8,8 +8,11 @@ import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
 import { parseArgs } from "node:util";
 import { TRANSFER_MODES, type TransferModeSetting } from "../transfer/control/transfer_config.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
+import { REASONING_PARSERS } from "./reasoning_parser.ts";
+import { type ReplyParserSettings, replyParserSettingsOf } from "./reply_parsing.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
 import { MAX_TIMEOUT_SECONDS } from "./request_timeout.ts";
+import { TOOL_CALL_PARSERS } from "./tool_call_parser.ts";
 import { DEFAULT_TOKENIZER_THREADS } from "./tokenizer_pool.ts";
 
 /** Parsed serve options. */
@@ -44,6 +47,8 @@ export interface ServeCliOptions {
   drainTimeout: number;
   /** Threads that tokenize and template large inputs. */
   tokenizerThreads: number;
+  /** --reasoning-parser, --enable-auto-tool-choice, --tool-call-parser. */
+  replyParsers: ReplyParserSettings;
   help: boolean;
 }
 
@@ -81,6 +86,13 @@ Options:
   --drain-timeout <s>               On SIGTERM, longest wait for in-flight requests before they are
                                     ended with an error (default ${DEFAULT_DRAIN_TIMEOUT_SECONDS})
   --tokenizer-threads <n>           Threads that tokenize and template large inputs (default ${DEFAULT_TOKENIZER_THREADS})
+  --reasoning-parser <name>         Split the reply's reasoning into \`reasoning\` (${
+  REASONING_PARSERS.join(", ")
+}: <think>...</think>)
+  --enable-auto-tool-choice         Parse tool calls of requests with tools and tool_choice "auto"
+  --tool-call-parser <name>         The tool-call format (${
+  TOOL_CALL_PARSERS.join(", ")
+}: <tool_call>{json}</tool_call>, Qwen3's)
   -h, --help                        Show this help
 `;
 
@@ -149,6 +161,9 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
       "request-timeout": { type: "string" },
       "drain-timeout": { type: "string" },
       "tokenizer-threads": { type: "string" },
+      "reasoning-parser": { type: "string" },
+      "enable-auto-tool-choice": { type: "boolean" },
+      "tool-call-parser": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -197,6 +212,11 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     requestTimeout: seconds("request-timeout", values["request-timeout"], 0, false),
     drainTimeout: seconds("drain-timeout", values["drain-timeout"], 0, true) ?? DEFAULT_DRAIN_TIMEOUT_SECONDS,
     tokenizerThreads: integer("tokenizer-threads", values["tokenizer-threads"], 1) ?? DEFAULT_TOKENIZER_THREADS,
+    replyParsers: replyParserSettingsOf({
+      reasoningParser: values["reasoning-parser"],
+      enableAutoToolChoice: values["enable-auto-tool-choice"],
+      toolCallParser: values["tool-call-parser"],
+    }),
     help: values.help ?? false,
   };
 }

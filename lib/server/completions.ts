@@ -15,6 +15,7 @@ import {
 } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
+import type { TopLogprob } from "../core/outputs.ts";
 import { completionLogprobs } from "./logprobs.ts";
 import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { completionPrompts, promptTruncationOf, type TokenizedPrompt } from "./prompts.ts";
@@ -59,7 +60,10 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   if (body.echo && body.logprobs != null) {
     throw badRequest("echo together with logprobs is not supported yet (prompt logprobs are not computed)", "echo");
   }
-  const params = toSamplingParams(body, maxTokens, body.logprobs != null);
+  const params = toSamplingParams(body, maxTokens, body.logprobs ?? false, {
+    tokenizer: engine.tokenizer,
+    vocabSize: engine.model.vocabSize,
+  });
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("cmpl"), prompts, params });
   const prepared: Prepared = {
@@ -80,9 +84,19 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   return Response.json(await completeAll(ctx, prepared, scope));
 }
 
-function logprobsOf(ctx: ServerContext, body: CompletionRequest, ids: number[], lps: number[], offset: number) {
+function logprobsOf(
+  ctx: ServerContext,
+  body: CompletionRequest,
+  ids: number[],
+  lps: number[],
+  offset: number,
+  top: TopLogprob[][] | undefined,
+) {
   if (body.logprobs == null) return null;
-  return completionLogprobs(ctx.engine.tokenizer, ids, lps, offset, body.return_tokens_as_token_ids === true);
+  return completionLogprobs(ctx.engine.tokenizer, ids, lps, offset, body.return_tokens_as_token_ids === true, {
+    k: body.logprobs,
+    ...(top ? { perToken: top } : {}),
+  });
 }
 
 async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope) {
@@ -96,7 +110,7 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
     choices.push({
       index: c.index,
       text: echo + c.text + ending.includedText,
-      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs, echo.length),
+      logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs, echo.length, c.topLogprobs),
       finish_reason: openAIFinishReason(c.finishReason),
       stop_reason: ending.stopReason,
     });
@@ -143,7 +157,9 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
     yield chunk({
       index: run.index,
       text: delta.text + ending.includedText,
-      logprobs: withLogprobs ? logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? [], offset) : null,
+      logprobs: withLogprobs
+        ? logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? [], offset, delta.topLogprobs)
+        : null,
       finish_reason: delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null,
       stop_reason: ending.stopReason,
     });

@@ -11,6 +11,7 @@ import type { RequestScope, ServerLifecycle } from "./lifecycle.ts";
 import type { ServerMetrics } from "./metrics.ts";
 import type { PromptTokenizer } from "./prompt_tokenizer.ts";
 import type { PromptContext } from "./prompts.ts";
+import type { ReplyParserSettings } from "./reply_parsing.ts";
 import { readBodyText } from "./request_body.ts";
 
 /** Shared state of one running server. */
@@ -28,6 +29,8 @@ export interface ServerContext {
   tokenizer: PromptTokenizer;
   /** Largest request body in bytes (`--max-request-bytes`). */
   maxRequestBytes: number;
+  /** The reasoning and tool-call parsers chat replies go through (`--reasoning-parser`, ...). */
+  replyParsers: ReplyParserSettings;
 }
 
 /** What tokenizing this request's prompts needs: the server's tokenizer and the model's limits. */

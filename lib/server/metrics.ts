@@ -4,52 +4,24 @@
  * scrape time. Names and buckets follow vLLM's so existing routers and dashboards work unchanged.
  * @module
  */
-import type { EngineStats, RankHealth } from "../core/engine_api.ts";
-import type { FinishReason } from "../core/outputs.ts";
-import { LabeledCounter, LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
+import type { EngineStats, RankHealth, RankStats } from "../core/engine_api.ts";
+import { LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
+import { ITERATION_TOKEN_BUCKETS, type StreamTiming, VllmRequestMetrics } from "./vllm_request_metrics.ts";
 
-/** vLLM's time-to-first-token buckets (seconds). */
-export const TTFT_BUCKETS = [
-  0.001,
-  0.005,
-  0.01,
-  0.02,
-  0.04,
-  0.06,
-  0.08,
-  0.1,
-  0.25,
-  0.5,
-  0.75,
-  1,
-  2.5,
-  5,
-  7.5,
-  10,
-  20,
-  40,
-  80,
-  160,
-  640,
-  2560,
-];
-/** vLLM's inter-token latency buckets (seconds). */
-const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
-/** vLLM's end-to-end request latency buckets (seconds). */
-const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+export { type StreamTiming, TTFT_BUCKETS } from "./vllm_request_metrics.ts";
 
-/** Timings of one engine request as the server saw its stream (ms on one monotonic clock). */
-export interface StreamTiming {
-  arrivalMs: number;
-  firstTokenMs?: number;
-  /** Gaps between consecutive token-carrying deltas after the first. */
-  interTokenMs: number[];
-  finishMs: number;
-  rank: number;
-  promptTokens: number;
-  generationTokens: number;
-  finishReason: FinishReason;
+/**
+ * Per-rank step counters of vLLM's set that a rank's stats may carry (RankStats does not declare
+ * them yet; see README): cumulative preemptions, and the cumulative tokens-per-step histogram in
+ * vLLM's iteration_tokens_total buckets (per-bucket counts, the last one +Inf, and their sum).
+ */
+export interface RankStepStats {
+  numPreemptions?: number;
+  iterationTokens?: { bucketCounts: number[]; sum: number };
 }
+
+/** Sleep states of vLLM's engine_sleep_state gauge; LMPool's engines never sleep. */
+const SLEEP_STATES: Record<string, number> = { awake: 1, weights_offloaded: 0, discard_all: 0 };
 
 // Control-plane counters that are levels, not counts: they are gauges of their own, never
 // samples of the route decision counter (a counter must only grow).
@@ -67,47 +39,76 @@ function rankHealth(stats: EngineStats): RankHealth[] {
 
 /** Server-recorded request metrics plus the scrape-time rendering of engine stats. */
 export class ServerMetrics {
-  readonly ttft = new LabeledHistogram(
-    "vllm:time_to_first_token_seconds",
-    "Histogram of time to first token in seconds.",
-    TTFT_BUCKETS,
-  );
-  readonly itl = new LabeledHistogram(
-    "vllm:inter_token_latency_seconds",
-    "Histogram of inter-token latency in seconds.",
-    ITL_BUCKETS,
-  );
-  readonly e2e = new LabeledHistogram(
-    "vllm:e2e_request_latency_seconds",
-    "Histogram of end to end request latency in seconds.",
-    E2E_BUCKETS,
-  );
-  readonly promptTokens = new LabeledCounter("vllm:prompt_tokens", "Number of prefill tokens processed.");
-  readonly generationTokens = new LabeledCounter("vllm:generation_tokens", "Number of generation tokens processed.");
-  readonly requestSuccess = new LabeledCounter("vllm:request_success", "Count of successfully processed requests.");
+  readonly requests: VllmRequestMetrics;
 
-  constructor(readonly modelName: string) {}
+  /** `maxModelLen` bounds vLLM's token-count buckets (1, 2, 5, 10, ... up to it). */
+  constructor(readonly modelName: string, maxModelLen = 8192) {
+    this.requests = new VllmRequestMetrics(modelName, maxModelLen);
+  }
+
+  get ttft(): LabeledHistogram {
+    return this.requests.ttft;
+  }
+  get itl(): LabeledHistogram {
+    return this.requests.itl;
+  }
+  get e2e(): LabeledHistogram {
+    return this.requests.e2e;
+  }
+  get promptTokens() {
+    return this.requests.promptTokens;
+  }
+  get generationTokens() {
+    return this.requests.generationTokens;
+  }
 
   /** Records one finished (or aborted) engine request. */
   recordRequest(t: StreamTiming): void {
-    const labels = { model_name: this.modelName, engine: String(t.rank) };
-    if (t.firstTokenMs !== undefined) this.ttft.observe(labels, (t.firstTokenMs - t.arrivalMs) / 1000);
-    for (const gap of t.interTokenMs) this.itl.observe(labels, gap / 1000);
-    this.e2e.observe(labels, (t.finishMs - t.arrivalMs) / 1000);
-    this.promptTokens.inc(labels, t.promptTokens);
-    this.generationTokens.inc(labels, t.generationTokens);
-    if (t.finishReason === "stop" || t.finishReason === "length" || t.finishReason === "abort") {
-      this.requestSuccess.inc({ ...labels, finished_reason: t.finishReason });
+    this.requests.recordRequest(t);
+  }
+
+  /** Records the n choices of one prompt once they all finished. */
+  recordGroup(rank: number, n: number, maxGenerationTokens: number): void {
+    this.requests.recordGroup(rank, n, maxGenerationTokens);
+  }
+
+  /** vLLM's per-step families from the ranks' step counters (zero where a rank reports none). */
+  #stepFamilies(stats: EngineStats, ranks: number[]): string {
+    const byRank = new Map<number, RankStats & RankStepStats>(stats.ranks.map((r) => [r.rank, r]));
+    const iteration = new LabeledHistogram(
+      "vllm:iteration_tokens_total",
+      "Histogram of number of tokens per engine_step.",
+      ITERATION_TOKEN_BUCKETS,
+    );
+    const preemptions: Sample[] = [];
+    for (const rank of ranks) {
+      const labels = this.requests.labels(rank);
+      const r = byRank.get(rank);
+      iteration.ensure(labels);
+      if (r?.iterationTokens) iteration.add(labels, r.iterationTokens.bucketCounts, r.iterationTokens.sum);
+      preemptions.push({ labels, value: r?.numPreemptions ?? 0 });
     }
+    return renderCounter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", preemptions) +
+      iteration.render();
   }
 
   /** The whole exposition: engine gauges and counters from `stats`, then the recorded series. */
   render(stats: EngineStats, inFlightRequests: number): string {
     const model = this.modelName;
     const health = rankHealth(stats);
+    // Every configured rank has every vLLM family from the first scrape on, zero before traffic.
+    const ranks = [...new Set([...health.map((h) => h.rank), ...stats.ranks.map((r) => r.rank)])].sort((a, b) => a - b);
+    for (const rank of ranks) this.requests.ensureEngine(rank);
     const byRank = (f: (h: RankHealth) => number): Sample[] =>
       health.map((h) => ({ labels: { model_name: model, engine: String(h.rank) }, value: f(h) }));
+    const reported = new Map(stats.ranks.map((r) => [r.rank, r]));
+    // A rank that has not reported yet (start-up) or is down has nothing running or cached: 0.
     const per = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>
+      ranks.map((rank) => {
+        const r = reported.get(rank);
+        return { labels: { model_name: model, engine: String(rank) }, value: r ? f(r) : 0 };
+      });
+    const perReported = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>
       stats.ranks.map((r) => ({ labels: { model_name: model, engine: String(r.rank) }, value: f(r) }));
     const parts = [
       renderGauge(
@@ -116,6 +117,16 @@ export class ServerMetrics {
         per((r) => r.numRunning),
       ),
       renderGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", per((r) => r.numWaiting)),
+      renderGauge(
+        "vllm:engine_sleep_state",
+        "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+        ranks.flatMap((rank) =>
+          Object.entries(SLEEP_STATES).map(([state, value]) => ({
+            labels: { ...this.requests.labels(rank), sleep_state: state },
+            value,
+          }))
+        ),
+      ),
       renderGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", per((r) => r.kvUsage)),
       renderCounter(
         "vllm:prefix_cache_queries",
@@ -140,12 +151,23 @@ export class ServerMetrics {
           value: 1,
         })),
       ),
-      this.ttft.render(),
-      this.itl.render(),
-      this.e2e.render(),
-      this.promptTokens.render(),
-      this.generationTokens.render(),
-      this.requestSuccess.render(),
+      ...[
+        [
+          "vllm:external_prefix_cache_queries",
+          "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.",
+        ],
+        [
+          "vllm:external_prefix_cache_hits",
+          "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.",
+        ],
+        ["vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items."],
+        ["vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items."],
+      ].map(([name, help]) =>
+        // No KV connector and no multimodal models: these stay 0, as in vLLM without them.
+        renderCounter(name!, help!, ranks.map((rank) => ({ labels: this.requests.labels(rank), value: 0 })))
+      ),
+      this.#stepFamilies(stats, ranks),
+      this.requests.render(),
       renderGauge(
         "lmpool_kv_blocks",
         "KV blocks per rank by state: live (held by requests), reclaimable (cached prefix, unreferenced), free.",
@@ -162,7 +184,7 @@ export class ServerMetrics {
       renderGauge(
         "lmpool_kv_leaked_blocks",
         "KV blocks still referenced while the rank is idle (0 unless blocks leak).",
-        per((r) => r.leakedBlocks ?? 0),
+        perReported((r) => r.leakedBlocks ?? 0),
       ),
       renderGauge("lmpool_healthy_ranks", "Worker ranks serving now.", [{
         labels: { model_name: model },
@@ -181,12 +203,12 @@ export class ServerMetrics {
       renderCounter(
         "lmpool_engine_finished_requests",
         "Requests finished per rank, as the engine counts them.",
-        per((r) => r.numFinished),
+        perReported((r) => r.numFinished),
       ),
       renderCounter(
         "lmpool_engine_generated_tokens",
         "Tokens generated per rank, as the engine counts them.",
-        per((r) => r.numGeneratedTokens),
+        perReported((r) => r.numGeneratedTokens),
       ),
       renderCounter(
         "lmpool_route_decisions",

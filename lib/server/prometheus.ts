@@ -71,6 +71,11 @@ export class LabeledCounter {
     else this.series.set(key, { labels: { ...labels }, value: by });
   }
 
+  /** Creates the series with these labels at 0 (a no-op when it exists). */
+  ensure(labels: Labels): void {
+    this.inc(labels, 0);
+  }
+
   /** Current value of one series (0 when never incremented). */
   get(labels: Labels): number {
     return this.series.get(labelKey(labels))?.value ?? 0;
@@ -106,14 +111,40 @@ export class LabeledHistogram {
     this.buckets = [...buckets];
   }
 
-  /** Records one value in the series with these labels. */
-  observe(labels: Labels, value: number): void {
+  /** The series with these labels, created empty when absent. */
+  #series(labels: Labels): HistogramSeries {
     const key = labelKey(labels);
     let s = this.series.get(key);
     if (!s) {
       s = { labels: { ...labels }, counts: new Array<number>(this.buckets.length + 1).fill(0), sum: 0, count: 0 };
       this.series.set(key, s);
     }
+    return s;
+  }
+
+  /** Creates the series with these labels, empty (a no-op when it exists). */
+  ensure(labels: Labels): void {
+    this.#series(labels);
+  }
+
+  /** Adds whole bucket counts (per bucket, not cumulative, the last one +Inf) with their sum to a series. */
+  add(labels: Labels, bucketCounts: readonly number[], sum: number): void {
+    if (bucketCounts.length !== this.buckets.length + 1) {
+      throw new RangeError(
+        `histogram ${this.name} takes ${this.buckets.length + 1} bucket counts, got ${bucketCounts.length}`,
+      );
+    }
+    const s = this.#series(labels);
+    bucketCounts.forEach((c, i) => {
+      s.counts[i]! += c;
+      s.count += c;
+    });
+    s.sum += sum;
+  }
+
+  /** Records one value in the series with these labels. */
+  observe(labels: Labels, value: number): void {
+    const s = this.#series(labels);
     let i = this.buckets.findIndex((b) => value <= b);
     if (i < 0) i = this.buckets.length;
     s.counts[i]!++;

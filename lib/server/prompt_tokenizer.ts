@@ -5,7 +5,7 @@
  * Without a pool (an engine passed in-process, no model directory) everything runs inline.
  * @module
  */
-import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
+import type { ChatMessage, ChatRenderOptions, TextTokenizer } from "../core/engine_api.ts";
 import { badRequest } from "./errors.ts";
 import type { PoolResult, TokenizerPool } from "./tokenizer_pool.ts";
 
@@ -22,13 +22,25 @@ export interface PromptTokenizer {
   readonly maxInputCharsPerToken: number;
   encode(text: string, options: { addSpecialTokens: boolean; signal?: AbortSignal }): Promise<number[]>;
   /** Renders `messages` with the chat template and encodes the result; a template refusal is a 400 on `messages`. */
-  encodeChat(
-    messages: ChatMessage[],
-    options: { addGenerationPrompt: boolean; addSpecialTokens: boolean; signal?: AbortSignal },
-  ): Promise<number[]>;
+  encodeChat(messages: ChatMessage[], options: ChatEncodeOptions): Promise<number[]>;
   decode(ids: readonly number[], options?: { signal?: AbortSignal }): Promise<string>;
   /** Stops the pool's threads (inline: nothing). Idempotent. */
   close(): void;
+}
+
+/** How encodeChat renders (generation prompt, continue_final_message, tools, variables) and encodes. */
+export interface ChatEncodeOptions extends ChatRenderOptions {
+  addSpecialTokens: boolean;
+  signal?: AbortSignal;
+}
+
+/** The render options alone (what a tokenizer thread needs), without undefined entries. */
+function renderOptionsOf(o: ChatEncodeOptions): ChatRenderOptions {
+  const out: ChatRenderOptions = { addGenerationPrompt: o.addGenerationPrompt ?? false };
+  if (o.continueFinalMessage) out.continueFinalMessage = true;
+  if (o.tools) out.tools = o.tools;
+  if (o.variables) out.variables = o.variables;
+  return out;
 }
 
 /**
@@ -46,17 +58,22 @@ function templateRefused(message: string) {
   );
 }
 
-function renderInline(tokenizer: TextTokenizer, messages: ChatMessage[], addGenerationPrompt: boolean): string {
+function renderInline(tokenizer: TextTokenizer, messages: ChatMessage[], render: ChatRenderOptions): string {
   try {
-    return tokenizer.applyChatTemplate(messages, { addGenerationPrompt });
+    return tokenizer.applyChatTemplate(messages, render);
   } catch (err) {
     throw templateRefused(err instanceof Error ? err.message : String(err));
   }
 }
 
-/** Characters of text in `messages` (their contents, before the chat template). */
-export function chatChars(messages: readonly ChatMessage[]): number {
-  return messages.reduce((n, m) => n + m.content.length, 0);
+/**
+ * Characters of text a chat renders from (contents, tool calls and tool definitions, before the
+ * chat template): what decides whether it is templated inline or on the pool.
+ */
+export function chatChars(messages: readonly ChatMessage[], tools?: readonly unknown[]): number {
+  let n = tools ? JSON.stringify(tools).length : 0;
+  for (const m of messages) n += m.content.length + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
+  return n;
 }
 
 /** Everything on the calling thread. */
@@ -69,7 +86,7 @@ export function inlinePromptTokenizer(
     encode: (text, o) => Promise.resolve().then(() => tokenizer.encode(text, { addSpecialTokens: o.addSpecialTokens })),
     encodeChat: (messages, o) =>
       Promise.resolve().then(() =>
-        tokenizer.encode(renderInline(tokenizer, messages, o.addGenerationPrompt), {
+        tokenizer.encode(renderInline(tokenizer, messages, renderOptionsOf(o)), {
           addSpecialTokens: o.addSpecialTokens,
         })
       ),
@@ -101,14 +118,12 @@ export function pooledPromptTokenizer(tokenizer: TextTokenizer, pool: TokenizerP
       return idsOf(await pool.run({ op: "encode", text, addSpecialTokens: o.addSpecialTokens }, o.signal));
     },
     async encodeChat(messages, o) {
-      if (chatChars(messages) < INLINE_LIMIT_CHARS) return inline.encodeChat(messages, o);
+      if (chatChars(messages, o.tools) < INLINE_LIMIT_CHARS) return inline.encodeChat(messages, o);
       return idsOf(
-        await pool.run({
-          op: "chat",
-          messages,
-          addGenerationPrompt: o.addGenerationPrompt,
-          addSpecialTokens: o.addSpecialTokens,
-        }, o.signal),
+        await pool.run(
+          { op: "chat", messages, render: renderOptionsOf(o), addSpecialTokens: o.addSpecialTokens },
+          o.signal,
+        ),
       );
     },
     async decode(ids, o) {

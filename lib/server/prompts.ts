@@ -4,7 +4,7 @@
  * than any prompt that fits the context could be is refused without tokenizing it.
  * @module
  */
-import type { ChatMessage } from "../core/engine_api.ts";
+import type { ChatMessage, ChatRenderOptions, ChatToolCall } from "../core/engine_api.ts";
 import { badRequest } from "./errors.ts";
 import { chatChars, type PromptTokenizer } from "./prompt_tokenizer.ts";
 import type { ChatMessageInput } from "./schemas.ts";
@@ -126,9 +126,42 @@ export function messageContentText(m: ChatMessageInput): string {
   return m.content.map((p) => p.text).join("\n");
 }
 
+/**
+ * An assistant message's tool calls for the template, their arguments parsed from JSON text to
+ * objects as vLLM does (tool-aware templates expect objects; an empty text is `{}`).
+ */
+function templateToolCalls(m: ChatMessageInput, index: number): ChatToolCall[] | undefined {
+  if (!m.tool_calls || m.tool_calls.length === 0) return undefined;
+  return m.tool_calls.map((call, j) => {
+    let args: unknown = {};
+    if (call.function.arguments !== "") {
+      try {
+        args = JSON.parse(call.function.arguments);
+      } catch (err) {
+        const param = `messages[${index}].tool_calls[${j}].function.arguments`;
+        throw badRequest(`${param} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`, param);
+      }
+    }
+    return { id: call.id, type: "function", function: { name: call.function.name, arguments: args } };
+  });
+}
+
 /** Maps request messages onto the tokenizer's chat messages (`developer` reads as `system`). */
 function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
-  return messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: messageContentText(m) }));
+  return messages.map((m, i) => {
+    const out: ChatMessage = { role: m.role === "developer" ? "system" : m.role, content: messageContentText(m) };
+    const calls = templateToolCalls(m, i);
+    if (calls) out.tool_calls = calls;
+    if (m.tool_call_id != null) out.tool_call_id = m.tool_call_id;
+    return out;
+  });
+}
+
+/** How a chat is rendered and tokenized. */
+export interface ChatTokenOptions extends ChatRenderOptions {
+  addSpecialTokens?: boolean;
+  /** Refuse a chat longer than any prompt that fits the context before rendering it (default true). */
+  checkChars?: boolean;
 }
 
 /**
@@ -138,22 +171,19 @@ function toChatMessages(messages: readonly ChatMessageInput[]): ChatMessage[] {
 export async function chatTokenIds(
   messages: readonly ChatMessageInput[],
   ctx: PromptContext,
-  options: { addGenerationPrompt: boolean; addSpecialTokens?: boolean; checkChars?: boolean },
+  options: ChatTokenOptions,
 ): Promise<number[]> {
   const chat = toChatMessages(messages);
-  if (options.checkChars ?? true) checkPromptChars(chatChars(chat), ctx, "messages");
-  return ctx.tokenizer.encodeChat(chat, {
-    addGenerationPrompt: options.addGenerationPrompt,
-    addSpecialTokens: options.addSpecialTokens ?? false,
-    signal: ctx.signal,
-  });
+  if (options.checkChars ?? true) checkPromptChars(chatChars(chat, options.tools), ctx, "messages");
+  const { checkChars: _, addSpecialTokens, ...render } = options;
+  return ctx.tokenizer.encodeChat(chat, { ...render, addSpecialTokens: addSpecialTokens ?? false, signal: ctx.signal });
 }
 
 /** A chat prompt ready for the engine (rendered, tokenized, checked against the vocabulary). */
 export async function chatPrompt(
   messages: readonly ChatMessageInput[],
   ctx: PromptContext,
-  options: PromptOptions & { addGenerationPrompt: boolean },
+  options: PromptOptions & ChatRenderOptions,
 ): Promise<TokenizedPrompt> {
   const ids = await chatTokenIds(messages, ctx, { ...options, checkChars: options.truncation === undefined });
   const tokenIds = truncated(ids, options.truncation);

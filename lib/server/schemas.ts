@@ -9,7 +9,8 @@
  * @module
  */
 import { z } from "zod";
-import { float32In, int32In } from "./number_schemas.ts";
+import { MAX_TOP_LOGPROBS } from "../core/sampling_params.ts";
+import { FLOAT32_MAX, float32In, int32In, isFloat32In } from "./number_schemas.ts";
 
 const tokenId = int32In(0);
 
@@ -36,9 +37,6 @@ function refused(name: string, accepted: string, isOff: (v: unknown) => boolean 
   }).optional();
 }
 
-const isEmptyObject = (v: unknown) =>
-  typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
-const isEmptyList = (v: unknown) => Array.isArray(v) && v.length === 0;
 const isTextFormat = (v: unknown) =>
   typeof v === "object" && v !== null && (v as { type?: unknown }).type === "text" && Object.keys(v).length === 1;
 
@@ -55,6 +53,34 @@ const streamOptionsSchema = z.strictObject({
   include_usage: z.boolean().nullish(),
   continuous_usage_stats: z.boolean().nullish(),
 });
+
+/** `logit_bias`: token id (a JSON key) -> bias; vLLM clamps each bias to [-100, 100]. */
+const logitBiasSchema = z.record(z.string(), z.number()).superRefine((bias, ctx) => {
+  const bad = Object.keys(bias).filter((k) => !/^\d+$/.test(k.trim()) || Number(k) > 2 ** 31 - 1);
+  if (bad.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      message: `logit_bias contains key(s) that cannot be converted to integer token IDs: ${JSON.stringify(bad)}`,
+      input: bad,
+    });
+  }
+  for (const [id, v] of Object.entries(bias)) {
+    if (!isFloat32In(v, { min: -FLOAT32_MAX, max: FLOAT32_MAX })) {
+      ctx.addIssue({ code: "custom", message: `logit_bias[${id}] must be a finite float32, got ${v}`, input: v });
+    }
+  }
+}).nullish();
+
+/** The sampling controls both endpoints have (penalties, min_p, logit bias, allowed and bad tokens). */
+const samplingControlFields = {
+  presence_penalty: float32In({ min: -2, max: 2 }).nullish(),
+  frequency_penalty: float32In({ min: -2, max: 2 }).nullish(),
+  repetition_penalty: float32In({ min: 0, minExclusive: true }).nullish(),
+  min_p: float32In({ min: 0, max: 1 }).nullish(),
+  logit_bias: logitBiasSchema,
+  allowed_token_ids: z.array(tokenId).nullish(),
+  bad_words: z.array(z.string()).nullish(),
+};
 
 /** Fields both endpoints have, honoured as vLLM honours them (or as request_fields.ts says they differ). */
 const honouredFields = {
@@ -80,24 +106,18 @@ const honouredFields = {
   request_id: z.string().min(1).max(256).nullish(),
   cache_salt: z.string().min(1).max(1024).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
+  ...samplingControlFields,
 };
 
 /** Fields both endpoints have that LMPool refuses unless they ask for nothing. */
 const refusedFields = {
-  presence_penalty: refused("presence_penalty", "0", (v) => v === 0),
-  frequency_penalty: refused("frequency_penalty", "0", (v) => v === 0),
-  repetition_penalty: refused("repetition_penalty", "1", (v) => v === 1),
-  min_p: refused("min_p", "0", (v) => v === 0),
-  logit_bias: refused("logit_bias", "{}", isEmptyObject),
   use_beam_search: refused("use_beam_search", "false", (v) => v === false),
   watermarking: refused("watermarking", "false", (v) => v === false),
   length_penalty: refused("length_penalty", "1", (v) => v === 1),
   skip_special_tokens: refused("skip_special_tokens", "true", (v) => v === true),
   spaces_between_special_tokens: refused("spaces_between_special_tokens", "true", (v) => v === true),
-  allowed_token_ids: refused("allowed_token_ids", "null"),
   prompt_logprobs: refused("prompt_logprobs", "null"),
   logprob_token_ids: refused("logprob_token_ids", "null"),
-  bad_words: refused("bad_words", "[]", isEmptyList),
   response_format: refused("response_format", '{"type": "text"}', isTextFormat),
   structured_outputs: refused("structured_outputs", "null"),
   priority: refused("priority", "0", (v) => v === 0),
@@ -148,11 +168,8 @@ export const completionRequestSchema = z.strictObject({
   ...honouredFields,
   ...refusedFields,
   prompt: promptSchema,
-  /** 0: the chosen token's logprob; top alternatives are not computed yet. */
-  logprobs: int32In(0, 20).refine((v) => v === 0, {
-    error:
-      "top logprobs (logprobs > 0) are not supported yet by LMPool; logprobs: 0 returns the chosen token's logprob",
-  }).nullish(),
+  /** The chosen token's logprob and the `logprobs` most likely alternatives per position. */
+  logprobs: int32In(0, MAX_TOP_LOGPROBS).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.unknown().refine((v) => v == null, { error: "suffix is not currently supported" }).optional(),
   best_of: refused("best_of", "1", (v) => v === 1),
@@ -169,16 +186,125 @@ const messageContentSchema = z.union([z.string(), z.array(textPartSchema)], {
     'content must be a string or a list of text parts ({"type": "text", "text": ...}); other parts are not supported',
 });
 
+/** A tool call of an assistant message, as OpenAI clients send it back (arguments: a JSON text). */
+const messageToolCallSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
+});
+
 /** One chat message; `developer` is read as `system`. */
 const chatMessageSchema = z.strictObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool"]),
   content: messageContentSchema.nullish(),
   name: refused("name", "null"),
-  tool_calls: refused("tool_calls", "null or []", isEmptyList),
-  tool_call_id: refused("tool_call_id", "null"),
+  tool_calls: z.array(messageToolCallSchema).nullish(),
+  tool_call_id: z.string().nullish(),
   reasoning: refused("reasoning", "null"),
   reasoning_content: refused("reasoning_content", "null"),
+}).refine((m) => m.tool_calls == null || m.tool_calls.length === 0 || m.role === "assistant", {
+  error: "tool_calls belong to assistant messages only",
+  path: ["tool_calls"],
 });
+
+/** A tool the model may call (vLLM's ChatCompletionToolsParam with its FunctionDefinition). */
+const toolSchema = z.strictObject({
+  type: z.literal("function"),
+  function: z.strictObject({
+    name: z.string().min(1),
+    description: z.string().nullish(),
+    parameters: z.record(z.string(), z.unknown()).nullish(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+/** One tool definition of a request. */
+export type ToolDefinition = z.infer<typeof toolSchema>;
+
+/** `tools`: a non-empty list (vLLM refuses an empty one, as OpenAI does). */
+const toolsSchema = z.array(toolSchema).refine((t) => t.length > 0, {
+  error: "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely.",
+}).nullish();
+
+/** `tool_choice`: "none", "auto", "required" or a named function (which request fields decide, see checkToolChoice). */
+const toolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string().min(1) }) }),
+], {
+  error: (issue) =>
+    `Invalid value for \`tool_choice\`: ${
+      JSON.stringify(issue.input)
+    }! Only named tools ({"type": "function", "function": {"name": "my_function"}}), "none", "auto" or "required" are supported.`,
+}).nullish();
+
+/** Template variables the server sets from the request itself: a request sets them through their fields. */
+const RESERVED_TEMPLATE_VARIABLES = [
+  "messages",
+  "tools",
+  "documents",
+  "add_generation_prompt",
+  "continue_final_message",
+  "bos_token",
+  "eos_token",
+  "chat_template",
+  "reasoning_effort",
+];
+
+/** `chat_template_kwargs`: extra template variables (e.g. enable_thinking), none the server sets itself. */
+const chatTemplateKwargsSchema = z.record(z.string(), z.unknown()).superRefine((kwargs, ctx) => {
+  for (const key of Object.keys(kwargs)) {
+    if (RESERVED_TEMPLATE_VARIABLES.includes(key)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        message: `chat_template_kwargs.${key} cannot be set: the server sets this template variable${
+          key === "chat_template" || key === "reasoning_effort" ? "" : " from the request field of that name"
+        }`,
+        input: kwargs[key],
+      });
+    }
+  }
+}).nullish();
+
+/** vLLM's checks across tools, tool_choice, add_generation_prompt and continue_final_message. */
+function checkChatFields(
+  body: {
+    tools?: ToolDefinition[] | null;
+    tool_choice?: z.infer<typeof toolChoiceSchema>;
+    add_generation_prompt?: boolean | null;
+    continue_final_message?: boolean | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const choice = body.tool_choice;
+  if (choice != null && choice !== "none" && body.tools == null) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["tool_choice"],
+      message: "When using `tool_choice`, `tools` must be set.",
+      input: choice,
+    });
+  } else if (typeof choice === "object" && choice !== null && body.tools != null) {
+    if (!body.tools.some((t) => t.function.name === choice.function.name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tool_choice"],
+        message: "The tool specified in `tool_choice` does not match any of the specified `tools`",
+        input: choice,
+      });
+    }
+  }
+  // add_generation_prompt defaults to true: continuing the final message needs it false.
+  if (body.continue_final_message === true && (body.add_generation_prompt ?? true)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["continue_final_message"],
+      message:
+        "Cannot set both `continue_final_message` and `add_generation_prompt` to True (add_generation_prompt defaults to true: send it as false).",
+      input: true,
+    });
+  }
+}
 
 /** A parsed chat message. */
 export type ChatMessageInput = z.infer<typeof chatMessageSchema>;
@@ -190,24 +316,25 @@ export const chatCompletionRequestSchema = z.strictObject({
   messages: z.array(chatMessageSchema).min(1),
   max_completion_tokens: int32In(1).nullish(),
   logprobs: z.boolean().nullish(),
-  top_logprobs: refused("top_logprobs", "0", (v) => v === 0),
+  top_logprobs: int32In(0, MAX_TOP_LOGPROBS).nullish(),
   echo: z.boolean().nullish(),
   add_generation_prompt: z.boolean().nullish(),
-  continue_final_message: refused("continue_final_message", "false", (v) => v === false),
-  tools: refused("tools", "null"),
-  tool_choice: z.unknown().refine((v) => v == null || v === "none", {
-    error: 'When using `tool_choice`, `tools` must be set (LMPool accepts only "none" until tools are supported).',
-  }).optional(),
+  continue_final_message: z.boolean().nullish(),
+  tools: toolsSchema,
+  tool_choice: toolChoiceSchema,
   parallel_tool_calls: z.boolean().nullish(),
   reasoning_effort: refused("reasoning_effort", "null"),
-  include_reasoning: refused("include_reasoning", "true", (v) => v === true),
+  include_reasoning: z.boolean().nullish(),
   documents: refused("documents", "null"),
   chat_template: refused("chat_template", "null"),
-  chat_template_kwargs: refused("chat_template_kwargs", "null or {}", isEmptyObject),
+  chat_template_kwargs: chatTemplateKwargsSchema,
   media_io_kwargs: refused("media_io_kwargs", "null"),
   mm_processor_kwargs: refused("mm_processor_kwargs", "null"),
   return_prompt_text: refused("return_prompt_text", "false", (v) => v === false),
-}).superRefine(checkCommon);
+}).superRefine((body, ctx) => {
+  checkCommon(body, ctx);
+  checkChatFields(body, ctx);
+});
 
 /** The parsed body of POST /v1/chat/completions. */
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
@@ -221,16 +348,17 @@ export const tokenizeRequestSchema = z
     add_special_tokens: z.boolean().nullish(),
     add_generation_prompt: z.boolean().nullish(),
     return_token_strs: refused("return_token_strs", "false", (v) => v === false),
-    continue_final_message: refused("continue_final_message", "false", (v) => v === false),
+    continue_final_message: z.boolean().nullish(),
     chat_template: refused("chat_template", "null"),
-    chat_template_kwargs: refused("chat_template_kwargs", "null or {}", isEmptyObject),
+    chat_template_kwargs: chatTemplateKwargsSchema,
     mm_processor_kwargs: refused("mm_processor_kwargs", "null"),
-    tools: refused("tools", "null"),
+    tools: toolsSchema,
   })
   .refine((b) => (b.prompt === undefined) !== (b.messages === undefined), {
     error: "exactly one of prompt or messages is required",
     path: ["prompt"],
-  });
+  })
+  .superRefine((body, ctx) => checkChatFields(body, ctx));
 
 /** POST /detokenize body (vLLM's shape). */
 export const detokenizeRequestSchema = z.strictObject({

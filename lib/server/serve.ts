@@ -12,6 +12,7 @@ import { createApp, type ServerApp } from "./app.ts";
 import { errorResponse, unavailable } from "./errors.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
 import { inlinePromptTokenizer, pooledPromptTokenizer, type PromptTokenizer } from "./prompt_tokenizer.ts";
+import type { ReplyParserSettings } from "./reply_parsing.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request_body.ts";
 import { TokenizerPool } from "./tokenizer_pool.ts";
 
@@ -47,6 +48,8 @@ export interface AppServeOptions {
   tokenizerQueue?: number;
   /** Longest one tokenization may run on a pool thread (default 30 s). */
   tokenizerJobTimeoutMs?: number;
+  /** Reasoning and tool-call parsers of chat replies (default none). */
+  replyParsers?: ReplyParserSettings;
 }
 
 /** Options of serve(). */
@@ -110,6 +113,7 @@ export async function listen(options: ListenOptions = {}): Promise<ServerListene
           maxRequestBytes,
           requestTimeoutSeconds: o.requestTimeoutSeconds,
           tokenizer,
+          replyParsers: o.replyParsers,
         });
       } catch (e) {
         tokenizer.close();

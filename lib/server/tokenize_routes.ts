@@ -2,6 +2,7 @@
  * POST /tokenize and POST /detokenize in vLLM's request and response shapes.
  * @module
  */
+import { chatRenderOptionsOf } from "./chat_render_options.ts";
 import { checkModel, parseJsonBody, promptContext, type ServerContext } from "./context.ts";
 import { badRequest } from "./errors.ts";
 import type { RequestScope } from "./lifecycle.ts";
@@ -16,7 +17,7 @@ export async function handleTokenize(req: Request, ctx: ServerContext, scope: Re
   let tokens: number[];
   if (body.messages !== undefined) {
     tokens = await chatTokenIds(body.messages, pctx, {
-      addGenerationPrompt: body.add_generation_prompt ?? true,
+      ...chatRenderOptionsOf(body),
       addSpecialTokens: body.add_special_tokens ?? false,
     });
   } else {

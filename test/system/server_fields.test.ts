@@ -176,7 +176,11 @@ describe("streaming usage", () => {
 
 describe("refused and unknown fields", () => {
   test("the client gets a BadRequestError naming the field, in vLLM's error shape", async () => {
-    for (const extra of [{ min_p: 0.5 }, { chat_template_kwargs: { enable_thinking: false } }, { top_logprobs: 2 }]) {
+    for (
+      const extra of [{ use_beam_search: true }, { reasoning_effort: "low" }, {
+        documents: [{ title: "t", text: "x" }],
+      }]
+    ) {
       const field = Object.keys(extra)[0]!;
       let err: unknown;
       try {

@@ -64,6 +64,11 @@ describe("parseServeArgs", () => {
       "0",
       "--tokenizer-threads",
       "3",
+      "--reasoning-parser",
+      "qwen3",
+      "--enable-auto-tool-choice",
+      "--tool-call-parser",
+      "hermes",
     ]);
     expect(o).toEqual({
       model: "/m",
@@ -86,6 +91,7 @@ describe("parseServeArgs", () => {
       requestTimeout: 2.5,
       drainTimeout: 0,
       tokenizerThreads: 3,
+      replyParsers: { reasoningParser: "qwen3", enableAutoToolChoice: true, toolCallParser: "hermes" },
       help: false,
     });
     expect(parseServeArgs(["-h"]).help).toBe(true);
@@ -112,6 +118,14 @@ describe("parseServeArgs", () => {
     expect(() => parseServeArgs(["--request-timeout", "1e12"])).toThrow(/--request-timeout/);
     expect(() => parseServeArgs(["--drain-timeout=-1"])).toThrow(/--drain-timeout.*"-1"/);
     expect(() => parseServeArgs(["--tokenizer-threads", "0"])).toThrow(/--tokenizer-threads/);
+    expect(() => parseServeArgs(["--reasoning-parser", "deepseek_r1"])).toThrow(
+      /--reasoning-parser must be one of qwen3, got "deepseek_r1"/,
+    );
+    expect(() => parseServeArgs(["--tool-call-parser", "mistral"])).toThrow(/--tool-call-parser.*hermes.*"mistral"/);
+    expect(() => parseServeArgs(["--enable-auto-tool-choice"])).toThrow(
+      /--enable-auto-tool-choice needs --tool-call-parser/,
+    );
+    expect(parseServeArgs([]).replyParsers).toEqual({ enableAutoToolChoice: false });
   });
 
   test("--gpus: a count, or device ids with repeats (two ranks on one device)", () => {
@@ -144,6 +158,9 @@ describe("parseServeArgs", () => {
       "--request-timeout",
       "--drain-timeout",
       "--tokenizer-threads",
+      "--reasoning-parser",
+      "--enable-auto-tool-choice",
+      "--tool-call-parser",
       "x-request-timeout",
     ];
     for (const flag of flags) {

@@ -3,6 +3,7 @@
 // stopping at stop token ids and one-letter stop strings (whose text it leaves out).
 import type {
   ChatMessage,
+  ChatRenderOptions,
   EngineStats,
   GenerationEngine,
   ServedModelInfo,
@@ -20,9 +21,16 @@ export class CharTokenizer implements TextTokenizer {
   decode(ids: readonly number[]): string {
     return ids.filter((i) => i !== 0).map((i) => String.fromCharCode(i)).join("");
   }
-  applyChatTemplate(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): string {
-    return messages.map((m) => `<${m.role}>${m.content}\n`).join("") +
-      (options?.addGenerationPrompt ? "<assistant>" : "");
+  /** `<role>content` lines (with tool calls and call ids), the tools and variables first when given. */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatRenderOptions = {}): string {
+    const head = (options.tools ? `<tools>${JSON.stringify(options.tools)}\n` : "") +
+      (options.variables ? `<vars>${JSON.stringify(options.variables)}\n` : "");
+    const lines = messages.map((m) =>
+      `<${m.role}>${m.content}` + (m.tool_calls ? `<calls>${JSON.stringify(m.tool_calls)}` : "") +
+      (m.tool_call_id ? `<id>${m.tool_call_id}` : "")
+    );
+    if (options.continueFinalMessage) return head + lines.join("\n");
+    return head + lines.map((l) => `${l}\n`).join("") + (options.addGenerationPrompt ? "<assistant>" : "");
   }
 }
 
@@ -47,6 +55,11 @@ export class FakeEngine implements GenerationEngine {
   healthy = true;
   /** Delay per token in ms (0 = next microtask). */
   tokenDelayMs = 0;
+  /**
+   * A fixed reply instead of the seeded letters: one delta per piece (its characters as token
+   * ids), finishing with "stop" after the last piece.
+   */
+  replyPieces: string[] | undefined;
   /** Throw this from stream() after the first token. */
   failAfterFirstToken: Error | undefined;
   /** After the first token, never yield again and ignore aborts (a hung worker). */
@@ -72,6 +85,10 @@ export class FakeEngine implements GenerationEngine {
     this.requests.push(rec);
     const requestId = options.requestId ?? `fake-${this.counter++}`;
     const arrivalTime = Date.now();
+    if (this.replyPieces) {
+      yield* this.#scripted(this.replyPieces, requestId, promptTokenIds, rec, arrivalTime);
+      return;
+    }
     this.live++;
     const tokenIds: number[] = [];
     let text = "";
@@ -129,6 +146,44 @@ export class FakeEngine implements GenerationEngine {
         finishReason,
         output,
       };
+    } finally {
+      this.live--;
+      if (rec.finishReason === undefined) rec.finishReason = "abort";
+    }
+  }
+
+  async *#scripted(
+    pieces: string[],
+    requestId: string,
+    promptTokenIds: number[],
+    rec: RecordedRequest,
+    arrivalTime: number,
+  ): AsyncGenerator<StreamDelta> {
+    this.live++;
+    try {
+      const tokenIds: number[] = [];
+      for (const [i, piece] of pieces.entries()) {
+        await new Promise((r) => setTimeout(r, this.tokenDelayMs));
+        const ids = this.tokenizer.encode(piece);
+        tokenIds.push(...ids);
+        this.generated += ids.length;
+        const last = i === pieces.length - 1;
+        if (!last) {
+          yield { requestId, tokenIds: ids, text: piece, finished: false };
+          continue;
+        }
+        rec.finishReason = "stop";
+        this.finished++;
+        const output: RequestOutput = {
+          requestId,
+          promptTokenIds,
+          tokenIds,
+          text: pieces.join(""),
+          finishReason: "stop",
+          metrics: { arrivalTime, firstTokenTime: arrivalTime, finishTime: Date.now(), numCachedTokens: 0, rank: 0 },
+        };
+        yield { requestId, tokenIds: ids, text: piece, finished: true, finishReason: "stop", output };
+      }
     } finally {
       this.live--;
       if (rec.finishReason === undefined) rec.finishReason = "abort";

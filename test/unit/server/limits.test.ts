@@ -189,7 +189,7 @@ describe("numbers are checked as float32 and int32", () => {
     ["presence_penalty", { presence_penalty: 1e308 }],
     ["frequency_penalty", { frequency_penalty: -1e39 }],
     ["repetition_penalty", { repetition_penalty: 1e300 }],
-    ["min_p", { min_p: 0.5 }],
+    ["min_p", { min_p: 1.5 }],
     ["best_of", { best_of: 1e308 }],
     ["logit_bias", { logit_bias: { "5": 1e308 } }],
   ];

@@ -87,6 +87,7 @@ describe("server metrics", () => {
       promptTokens: 7,
       generationTokens: 3,
       finishReason: "stop",
+      maxTokens: 3,
     });
     const labels = { model_name: "m", engine: "2" };
     expect(m.ttft.count(labels)).toBe(1);
@@ -100,5 +101,100 @@ describe("server metrics", () => {
     expect(m.promptTokens.get(labels)).toBe(7);
     expect(m.generationTokens.get(labels)).toBe(3);
     expect(TTFT_BUCKETS.at(-1)).toBe(2560);
+  });
+});
+
+/** Every vLLM family the reference's PrometheusStatLogger registers without optional features. */
+const VLLM_FAMILIES = [
+  "vllm:num_requests_running",
+  "vllm:num_requests_waiting",
+  "vllm:engine_sleep_state",
+  "vllm:kv_cache_usage_perc",
+  "vllm:prefix_cache_queries_total",
+  "vllm:prefix_cache_hits_total",
+  "vllm:external_prefix_cache_queries_total",
+  "vllm:external_prefix_cache_hits_total",
+  "vllm:mm_cache_queries_total",
+  "vllm:mm_cache_hits_total",
+  "vllm:num_preemptions_total",
+  "vllm:prompt_tokens_total",
+  "vllm:generation_tokens_total",
+  "vllm:request_success_total",
+  "vllm:request_prompt_tokens_count",
+  "vllm:request_generation_tokens_count",
+  "vllm:iteration_tokens_total_count",
+  "vllm:request_max_num_generation_tokens_count",
+  "vllm:request_params_n_count",
+  "vllm:request_params_max_tokens_count",
+  "vllm:time_to_first_token_seconds_count",
+  "vllm:inter_token_latency_seconds_count",
+  "vllm:request_time_per_output_token_seconds_count",
+  "vllm:e2e_request_latency_seconds_count",
+  "vllm:request_queue_time_seconds_count",
+  "vllm:request_inference_time_seconds_count",
+  "vllm:request_prefill_time_seconds_count",
+  "vllm:request_decode_time_seconds_count",
+  "vllm:cache_config_info",
+];
+
+describe("vLLM's metric set", () => {
+  test("every family has a zero series per engine before any traffic", () => {
+    const m = new ServerMetrics("m", 100);
+    const stats = new FakeEngine().stats();
+    stats.ranks.push({ ...stats.ranks[0]!, rank: 1 });
+    stats.health.ranks.push({ rank: 1, up: true, restarts: 0 });
+    const text = m.render(stats, 0);
+    for (const family of VLLM_FAMILIES) {
+      for (const engine of ["0", "1"]) {
+        const line = text.split("\n").find((l) => l.startsWith(`${family}{`) && l.includes(`engine="${engine}"`));
+        expect({ family, engine, present: line !== undefined }).toEqual({ family, engine, present: true });
+      }
+    }
+    for (const reason of ["stop", "length", "abort", "error"]) {
+      expect(text).toContain(`vllm:request_success_total{model_name="m",engine="1",finished_reason="${reason}"} 0\n`);
+    }
+    expect(text).toContain('vllm:engine_sleep_state{model_name="m",engine="0",sleep_state="awake"} 1\n');
+    // vLLM's 1-2-5 token buckets up to max_model_len.
+    expect(text).toContain('vllm:request_prompt_tokens_bucket{model_name="m",engine="0",le="100"} 0\n');
+    expect(text).not.toContain('vllm:request_prompt_tokens_bucket{model_name="m",engine="0",le="200"}');
+  });
+
+  test("a request fills the phase, token and parameter histograms; step counters come from the rank's stats", () => {
+    const m = new ServerMetrics("m", 100);
+    m.recordRequest({
+      arrivalMs: 0,
+      firstTokenMs: 500,
+      lastTokenMs: 900,
+      interTokenMs: [200, 200],
+      finishMs: 1000,
+      rank: 0,
+      promptTokens: 7,
+      generationTokens: 3,
+      finishReason: "length",
+      maxTokens: 3,
+      queuedMs: 100,
+    });
+    m.recordGroup(0, 1, 3);
+    const stats = new FakeEngine().stats();
+    Object.assign(stats.ranks[0]!, {
+      numPreemptions: 2,
+      iterationTokens: { bucketCounts: [1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0], sum: 600 },
+    });
+    const text = m.render(stats, 0);
+    const l = 'model_name="m",engine="0"';
+    expect(text).toContain(`vllm:request_queue_time_seconds_sum{${l}} 0.1\n`);
+    expect(text).toContain(`vllm:request_prefill_time_seconds_sum{${l}} 0.4\n`);
+    expect(text).toContain(`vllm:request_decode_time_seconds_sum{${l}} 0.4\n`);
+    expect(text).toContain(`vllm:request_inference_time_seconds_sum{${l}} 0.8\n`);
+    expect(text).toContain(`vllm:request_time_per_output_token_seconds_sum{${l}} 0.2\n`);
+    expect(text).toContain(`vllm:request_params_max_tokens_sum{${l}} 3\n`);
+    expect(text).toContain(`vllm:request_params_n_count{${l}} 1\n`);
+    expect(text).toContain(`vllm:request_max_num_generation_tokens_sum{${l}} 3\n`);
+    expect(text).toContain(`vllm:num_preemptions_total{${l}} 2\n`);
+    expect(text).toContain(`vllm:iteration_tokens_total_bucket{${l},le="1"} 1\n`);
+    expect(text).toContain(`vllm:iteration_tokens_total_bucket{${l},le="256"} 1\n`);
+    expect(text).toContain(`vllm:iteration_tokens_total_bucket{${l},le="512"} 3\n`);
+    expect(text).toContain(`vllm:iteration_tokens_total_count{${l}} 3\n`);
+    expect(text).toContain(`vllm:request_success_total{${l},finished_reason="length"} 1\n`);
   });
 });

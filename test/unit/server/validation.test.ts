@@ -43,7 +43,7 @@ describe("completion schema", () => {
         .param,
     ).toBe("stream_options.continuous_usage_stats");
     // No zod-internal names anywhere in a body.
-    for (const body of [{ prompt: "a", n: 0 }, { prompt: 5 }, { prompt: "a", min_p: 0.5 }]) {
+    for (const body of [{ prompt: "a", n: 0 }, { prompt: 5 }, { prompt: "a", min_p: 1.5 }]) {
       const b = errorOf(completionRequestSchema, body).body();
       expect(b.error.code).toBe(400);
       expect(JSON.stringify(b)).not.toMatch(/too_small|invalid_union|custom|invalid_type/);
@@ -72,18 +72,22 @@ describe("chat schema", () => {
     expect(e.param).toBe("messages[1].role");
     expect(e.message).toContain('"robot"');
     expect(errorOf(chatCompletionRequestSchema, { messages: [] }).param).toBe("messages");
-    expect(errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] }).message)
-      .toContain("'tools' is not supported yet");
+    const badTool = errorOf(chatCompletionRequestSchema, { messages: [{ role: "user", content: "a" }], tools: [{}] });
+    expect(badTool.param).toBe("tools[0].type");
     expect(formatParamPath(["a", 0, "b"])).toBe("a[0].b");
   });
 });
+
+/** A vocabulary of 100 ids whose tokenizer spells each character as its code. */
+const VOCABULARY = { tokenizer: { encode: (t: string) => [...t].map((c) => c.charCodeAt(0) % 100) }, vocabSize: 100 };
 
 describe("sampling and limits", () => {
   test("maps fields and snake_cases resolveSamplingParams errors", () => {
     const p = toSamplingParams(
       { temperature: 0.5, top_k: 3, stop: "x", stop_token_ids: [9], ignore_eos: true, min_tokens: 1 },
       8,
-      true,
+      0,
+      VOCABULARY,
     );
     expect(p).toMatchObject({
       temperature: 0.5,
@@ -97,7 +101,7 @@ describe("sampling and limits", () => {
     });
     let err: unknown;
     try {
-      toSamplingParams({ min_tokens: 5 }, 2, false);
+      toSamplingParams({ min_tokens: 5 }, 2, false, VOCABULARY);
     } catch (e) {
       err = e;
     }
@@ -107,9 +111,9 @@ describe("sampling and limits", () => {
   });
 
   test("seeds step per choice; unseeded choices stay unseeded", () => {
-    const p = toSamplingParams({ seed: 4 }, 1, false);
+    const p = toSamplingParams({ seed: 4 }, 1, false, VOCABULARY);
     expect(paramsForChoice(p, 2).seed).toBe(6);
-    expect(paramsForChoice(toSamplingParams({}, 1, false), 2).seed).toBeUndefined();
+    expect(paramsForChoice(toSamplingParams({}, 1, false, VOCABULARY), 2).seed).toBeUndefined();
   });
 
   test("context length check names both numbers", () => {

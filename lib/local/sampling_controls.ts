@@ -1,0 +1,104 @@
+/**
+ * A sequence's sampling controls for one step, as the native sampler takes them (RowControls of
+ * ffi/step_controls.ts): the parameters as they are, plus two things derived from the tokens so far.
+ * - Penalty entries: every distinct token of the prompt and the output with its count in the
+ *   output. They are kept per sequence and extended by the tokens appended since the last step, so
+ *   a step costs the new tokens plus one copy of the distinct list, never a recount of the context.
+ *   The device then applies each entry once, without a vocabulary-sized count buffer per row.
+ * - Banned tokens: vLLM's bad_words rule (the last token of a bad word whose other tokens end the
+ *   output), evaluated on the host where the output tokens are.
+ * @module
+ */
+import type { RowControls } from "../../ffi/native.ts";
+import type { SamplingParams } from "../core/sampling_params.ts";
+import type { Sequence } from "../core/sequence.ts";
+
+/** Distinct tokens of a sequence with their output counts, extended as the sequence grows. */
+class PenaltyCounts {
+  ids = new Int32Array(64);
+  counts = new Int32Array(64);
+  size = 0;
+  /** Tokens of the sequence already counted. */
+  seen = 0;
+  readonly #at = new Map<number, number>();
+
+  update(seq: Sequence): void {
+    const tokens = seq.tokenIds, prompt = seq.numPromptTokens;
+    for (; this.seen < tokens.length; this.seen++) {
+      const t = tokens[this.seen]!;
+      let i = this.#at.get(t);
+      if (i === undefined) {
+        if (this.size === this.ids.length) this.#grow();
+        i = this.size++;
+        this.#at.set(t, i);
+        this.ids[i] = t;
+        this.counts[i] = 0;
+      }
+      if (this.seen >= prompt) this.counts[i]!++;
+    }
+  }
+
+  #grow(): void {
+    const ids = new Int32Array(2 * this.ids.length), counts = new Int32Array(2 * this.ids.length);
+    ids.set(this.ids);
+    counts.set(this.counts);
+    this.ids = ids;
+    this.counts = counts;
+  }
+}
+
+function hasPenalties(p: SamplingParams): boolean {
+  return p.presencePenalty !== 0 || p.frequencyPenalty !== 0 || p.repetitionPenalty !== 1;
+}
+
+/** The last token of each bad word whose other tokens end `output` (vLLM's apply_bad_words). */
+export function bannedByBadWords(badWords: readonly (readonly number[])[], output: readonly number[]): number[] {
+  const banned: number[] = [];
+  for (const word of badWords) {
+    const prefix = word.length - 1;
+    if (prefix > output.length) continue;
+    let match = true;
+    for (let j = 0; j < prefix && match; j++) match = output[output.length - prefix + j] === word[j];
+    if (match) banned.push(word[prefix]!);
+  }
+  return banned;
+}
+
+/** Builds each sampling sequence's RowControls; keeps the penalty counts of the sequences it has seen. */
+export class SamplingControls {
+  readonly #penalties = new WeakMap<Sequence, PenaltyCounts>();
+
+  /** Whether a sequence's step needs any control (else its row goes without one). */
+  static needed(p: SamplingParams): boolean {
+    return (p.logprobs && p.topLogprobs > 0) || p.minP !== 0 || hasPenalties(p) || p.logitBias.length > 0 ||
+      p.allowedTokenIds !== undefined || p.badWordsTokenIds.length > 0;
+  }
+
+  /** The controls of `seq`'s row this step, or null when it has none. */
+  of(seq: Sequence): RowControls | null {
+    const p = seq.params;
+    if (!SamplingControls.needed(p)) return null;
+    const c: RowControls = {
+      minP: p.minP,
+      presencePenalty: p.presencePenalty,
+      frequencyPenalty: p.frequencyPenalty,
+      repetitionPenalty: p.repetitionPenalty,
+      topLogprobs: p.logprobs ? p.topLogprobs : 0,
+    };
+    if (hasPenalties(p)) {
+      let counts = this.#penalties.get(seq);
+      // A sequence shorter than what was counted is not the one counted: start again.
+      if (!counts || counts.seen > seq.tokenIds.length) this.#penalties.set(seq, counts = new PenaltyCounts());
+      counts.update(seq);
+      c.penaltyTokenIds = counts.ids.subarray(0, counts.size);
+      c.penaltyCounts = counts.counts.subarray(0, counts.size);
+    }
+    if (p.logitBias.length > 0) c.logitBias = p.logitBias;
+    if (p.allowedTokenIds !== undefined) c.allowedTokenIds = p.allowedTokenIds;
+    if (p.badWordsTokenIds.length > 0) {
+      const output = seq.tokenIds.length > seq.numPromptTokens ? seq.outputTokenIds : [];
+      c.bannedTokenIds = bannedByBadWords(p.badWordsTokenIds, output);
+    }
+    return c;
+  }
+}
