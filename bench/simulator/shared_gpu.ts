@@ -1,17 +1,21 @@
 /**
  * One simulated GPU whose compute its ranks share. Ranks of one device are separate processes with
  * separate CUDA contexts; the device time-slices between them, so while k ranks have a step on the
- * device each progresses at 1/k of the device's speed (processor sharing). A rank alone runs at full
+ * device each progresses at 1/k of the device's speed (processor sharing), slowed further by a
+ * penalty for the switches between their contexts (measured on the one-GPU test bed, where short
+ * decode steps of two processes interleave far worse than ideal sharing). A rank alone runs at full
  * speed: with one rank per GPU this is a plain delay.
  * @module
  */
 import type { TimerHandle } from "../../lib/core/clock.ts";
-import type { VirtualClock } from "../../lib/core/virtual_clock.ts";
+import type { EventTimers } from "./event_timers.ts";
 
 interface DeviceJob {
-  /** Device milliseconds of work left (at full speed). */
+  /** Device milliseconds of work left (at full speed, alone). */
   left: number;
   done: () => void;
+  /** Its slowdown beyond the fair share while others share the device. */
+  penalty: number;
   /** Order of submission: ties in completion go to the earlier job. */
   seq: number;
 }
@@ -21,15 +25,15 @@ export class SharedGpu {
   readonly index: number;
   /** Device milliseconds of work completed (the busy time a utilisation figure divides). */
   busyMs = 0;
-  readonly #clock: VirtualClock;
+  readonly #timers: EventTimers;
   readonly #jobs: DeviceJob[] = [];
   #last = 0;
   #timer: TimerHandle | undefined;
   #seq = 0;
 
-  constructor(index: number, clock: VirtualClock) {
+  constructor(index: number, timers: EventTimers) {
     this.index = index;
-    this.#clock = clock;
+    this.#timers = timers;
   }
 
   /** Steps on the device now. */
@@ -37,33 +41,38 @@ export class SharedGpu {
     return this.#jobs.length;
   }
 
-  /** Runs `workMs` of device work; `done` is called when it completed. */
-  run(workMs: number, done: () => void): void {
+  /**
+   * Runs `workMs` of device work; `done` is called when it completed. While other jobs share the
+   * device it progresses at 1 / (jobs x `penalty`): switching between processes' contexts costs
+   * time beyond the fair share (1: ideal sharing).
+   */
+  run(workMs: number, done: () => void, penalty = 1): void {
     this.#advance();
-    this.#jobs.push({ left: Math.max(0, workMs), done, seq: this.#seq++ });
+    this.#jobs.push({ left: Math.max(0, workMs), done, penalty, seq: this.#seq++ });
     this.#arm();
   }
 
   /** Credits every job with the device time since the last change, shared equally. */
   #advance(): void {
-    const now = this.#clock.now();
+    const now = this.#timers.clock.now();
     const n = this.#jobs.length;
     if (n > 0 && now > this.#last) {
-      const share = (now - this.#last) / n;
-      for (const j of this.#jobs) j.left -= share;
+      const dt = now - this.#last;
+      for (const j of this.#jobs) j.left -= dt / (n > 1 ? n * j.penalty : 1);
       this.busyMs += now - this.#last;
     }
     this.#last = now;
   }
 
   #arm(): void {
-    this.#clock.clearTimeout(this.#timer);
+    this.#timers.cancel(this.#timer);
     this.#timer = undefined;
     if (this.#jobs.length === 0) return;
-    let first = this.#jobs[0]!;
-    for (const j of this.#jobs) if (j.left < first.left || (j.left === first.left && j.seq < first.seq)) first = j;
-    const wait = Math.max(0, first.left) * this.#jobs.length;
-    this.#timer = this.#clock.setTimeout(() => this.#complete(), wait);
+    const n = this.#jobs.length;
+    const untilDone = (j: DeviceJob) => Math.max(0, j.left) * (n > 1 ? n * j.penalty : 1);
+    let wait = Infinity;
+    for (const j of this.#jobs) wait = Math.min(wait, untilDone(j));
+    this.#timer = this.#timers.after(wait, () => this.#complete());
   }
 
   #complete(): void {

@@ -30,6 +30,10 @@ export interface SimulationSettings {
   blockSize: number;
   scheduler: SchedulerConfig;
   messageMs: number;
+  /** Extra slowdown of decode-only and other steps while ranks share a GPU (1: ideal sharing). */
+  sharedGpuPenalty: { decode: number; other: number };
+  /** Host time per step, ms, in place of the profile's (undefined: the profile's). */
+  hostOverheadMs?: number;
   maxInFlight?: number;
   transferMode: "auto" | "force";
   transferOptions: Record<string, unknown>;
@@ -76,6 +80,7 @@ export async function simulateConfiguration(
     transfer: s.profile.transfer,
   });
   const ranks = layout.rankGpus.length;
+  const profile = s.hostOverheadMs === undefined ? s.profile : { ...s.profile, hostOverheadMs: s.hostOverheadMs };
   const result: ConfigurationResult = {
     name,
     description: `${ranks} simulated ranks on ${s.gpus} GPU${s.gpus === 1 ? "" : "s"}, policy ${setting.policy}, ` +
@@ -101,9 +106,10 @@ export async function simulateConfiguration(
         blockSize: s.blockSize,
         kvBlockBytes: s.profile.model.kvBytesPerToken * s.blockSize,
         scheduler: s.scheduler,
-        stepTime: (rank) => stepTimer(s.profile, s.perturbation, seed * 1_000_003 + rank),
+        stepTime: (rank) => stepTimer(profile, s.perturbation, seed * 1_000_003 + rank),
         payloadCost: layout.payloadCost,
         messageMs: s.messageMs,
+        sharedGpuPenalty: s.sharedGpuPenalty,
       },
     });
     const metrics = aggregateRun(run);

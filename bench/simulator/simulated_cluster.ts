@@ -18,6 +18,7 @@ import type { SchedulerConfig } from "../../lib/local/scheduler.ts";
 import { ControlDecisions } from "../../lib/processes/control_decisions.ts";
 import type { TransferConfigInput } from "../../lib/transfer/control/transfer_config.ts";
 import type { TransferAck } from "../../lib/transfer/control/transfer_coordinator.ts";
+import { EventTimers } from "./event_timers.ts";
 import { SharedGpu } from "./shared_gpu.ts";
 import { type PayloadCost, SimulatedFabric } from "./simulated_data_path.ts";
 import { SimulatedWorker, type StepTimer } from "./simulated_worker.ts";
@@ -38,6 +39,8 @@ export interface SimulatedClusterOptions {
   payloadCost: PayloadCost;
   /** One-way latency of a message between two processes, ms. */
   messageMs: number;
+  /** Extra slowdown of decode-only and of other steps while ranks share a GPU (shared_gpu.ts; 1: ideal). */
+  sharedGpuPenalty?: { decode: number; other: number };
 }
 
 /** What the launcher hears about one request. */
@@ -63,6 +66,8 @@ export class SimulatedCluster {
   readonly workers: SimulatedWorker[];
   readonly gpus: SharedGpu[];
   readonly fabric: SimulatedFabric;
+  /** The simulator's own event timers (the event pump asks them whether an event needs a settle). */
+  readonly timers: EventTimers;
   readonly #o: SimulatedClusterOptions;
   readonly #clock: VirtualClock;
   readonly #inflight = new Map<string, { hooks: RequestHooks; rank: number }>();
@@ -72,8 +77,9 @@ export class SimulatedCluster {
   constructor(o: SimulatedClusterOptions) {
     this.#o = o;
     this.#clock = o.clock;
+    this.timers = new EventTimers(o.clock);
     const numGpus = Math.max(...o.rankGpus) + 1;
-    this.gpus = Array.from({ length: numGpus }, (_, g) => new SharedGpu(g, o.clock));
+    this.gpus = Array.from({ length: numGpus }, (_, g) => new SharedGpu(g, this.timers));
     this.fabric = new SimulatedFabric(o.clock, o.payloadCost, o.kvBlockBytes);
     this.decisions = new ControlDecisions({
       routing: o.routing,
@@ -93,13 +99,14 @@ export class SimulatedCluster {
       return new SimulatedWorker({
         rank,
         epoch: 1,
-        clock: o.clock,
+        timers: this.timers,
         gpu: this.gpus[gpu]!,
         numBlocks: o.numBlocks,
         blockSize: o.blockSize,
         kvBlockBytes: o.kvBlockBytes,
         scheduler: o.scheduler,
         stepTime: o.stepTime(rank),
+        sharedPenalty: o.sharedGpuPenalty ?? { decode: 1, other: 1 },
         ...(transfersOn ? { dataPath: this.fabric.pathOf(rank), directPeers: peers } : {}),
         sink: {
           delta: (d, reflected) => this.#toControl(() => this.decisions.applyDelta(d, reflected)),
@@ -144,8 +151,10 @@ export class SimulatedCluster {
           f.hooks.routed?.(rank);
           this.#later(() => this.workers[rank]!.dispatch(r.requestId, r.promptTokenIds, r.params));
         });
-      if (outcome.ready) void outcome.ready.then(reply);
-      else reply();
+      if (outcome.ready) {
+        this.timers.promised();
+        void outcome.ready.then(reply);
+      } else reply();
     });
   }
 
@@ -213,7 +222,13 @@ export class SimulatedCluster {
   #phase(rank: number, m: Parameters<SimulatedWorker["transferPhase"]>[0]): Promise<TransferAck> {
     return new Promise((resolve) => {
       this.#later(() => {
-        void this.workers[rank]!.transferPhase(m).then((ack) => this.#later(() => resolve(ack as TransferAck)));
+        this.timers.promised();
+        void this.workers[rank]!.transferPhase(m).then((ack) =>
+          this.#later(() => {
+            this.timers.promised();
+            resolve(ack as TransferAck);
+          })
+        );
       });
     });
   }
@@ -228,6 +243,7 @@ export class SimulatedCluster {
     if (!f) return;
     this.#inflight.delete(id);
     this.#toControl(() => this.decisions.release(id));
+    this.timers.promised();
     f.hooks.finished(reason, cached, rank, error);
   }
 
@@ -236,6 +252,6 @@ export class SimulatedCluster {
   }
 
   #later(fn: () => void): void {
-    this.#clock.setTimeout(fn, this.#o.messageMs);
+    this.timers.after(this.#o.messageMs, fn);
   }
 }

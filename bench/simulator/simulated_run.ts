@@ -1,8 +1,8 @@
 /**
  * One simulated run: a workload through the benchmark's own request scheduler (arrivals, in-flight
  * limit, sessions, phase barriers) on a fresh simulated cluster, on virtual time. An event pump fires
- * the virtual clock's next timer and lets the promise jobs it started finish before the next one, so
- * the driver's code runs unchanged; the result has the shape `bun bench e2e` aggregates.
+ * the virtual clock's next timer and lets the promise jobs it started finish before the next one
+ * (event_timers.ts says when there are none), so the driver's code runs unchanged; the result has the shape `bun bench e2e` aggregates.
  * @module
  */
 import { resolveSamplingParams } from "../../lib/core/sampling_params.ts";
@@ -95,10 +95,10 @@ export async function simulateRun(workload: Workload, o: SimulatedRunOptions): P
   const schedule = runSchedule(workload, { ...o, clock }, send).finally(() => (ended = true));
   const boundMs = (o.maxVirtualHours ?? 48) * 3_600_000;
   let events = 0;
+  await settle();
   while (!ended) {
-    await settle();
-    if (ended) break;
-    if (!clock.fireNext()) {
+    const fired = cluster.timers.fireNext();
+    if (fired === "none") {
       await settle();
       if (!ended && clock.pendingTimers === 0) {
         throw new SimulationStalledError(`simulation of ${workload.name} ran out of events with requests unfinished`);
@@ -106,6 +106,9 @@ export async function simulateRun(workload: Workload, o: SimulatedRunOptions): P
       continue;
     }
     events++;
+    // An event that started promise jobs (a request finished, a transfer phase, the driver's own
+    // timers) lets them run before time moves on; the simulator's own synchronous events do not.
+    if (fired === "async") await settle();
     if (clock.now() > boundMs) {
       throw new SimulationStalledError(
         `simulation of ${workload.name} passed ${o.maxVirtualHours ?? 48} virtual hours with requests unfinished`,

@@ -25,6 +25,7 @@ import { TransferExecutor, type TransferPhaseMessage } from "../../lib/transfer/
 import type { TransferAckFields } from "../../lib/transfer/worker/local_plan.ts";
 import { type StepWork, stepWorkOf, StepWorkTotals } from "../../lib/local/step_work.ts";
 import type { SharedGpu } from "./shared_gpu.ts";
+import type { EventTimers } from "./event_timers.ts";
 
 /** Step time of a shape: device milliseconds and host milliseconds. */
 export interface StepTimer {
@@ -46,13 +47,15 @@ export interface WorkerSink {
 export interface SimulatedWorkerOptions {
   rank: number;
   epoch: number;
-  clock: VirtualClock;
+  timers: EventTimers;
   gpu: SharedGpu;
   numBlocks: number;
   blockSize: number;
   kvBlockBytes: number;
   scheduler: SchedulerConfig;
   stepTime: StepTimer;
+  /** Slowdown beyond the fair share while the GPU is shared, for decode-only and other steps. */
+  sharedPenalty: { decode: number; other: number };
   sink: WorkerSink;
   /** The data path transfers use; absent: no transfer executor (transfers off). */
   dataPath?: KvDataPath;
@@ -72,6 +75,7 @@ export class SimulatedWorker {
   steps = 0;
   readonly #o: SimulatedWorkerOptions;
   readonly #clock: VirtualClock;
+  readonly #timers: EventTimers;
   readonly #held = new Map<string, { seq: Sequence; stop: StopChecker }>();
   readonly #stepWait = new StepWaitEstimator();
   #queued: string[] = [];
@@ -87,13 +91,14 @@ export class SimulatedWorker {
   constructor(o: SimulatedWorkerOptions) {
     this.#o = o;
     this.rank = o.rank;
-    this.#clock = o.clock;
+    this.#clock = o.timers.clock;
+    this.#timers = o.timers;
     this.blocks = new BlockManager({
       numBlocks: o.numBlocks,
       blockSize: o.blockSize,
       rank: o.rank,
       epoch: o.epoch,
-      now: () => o.clock.wallNow(),
+      now: () => o.timers.clock.wallNow(),
     });
     this.scheduler = new Scheduler(o.scheduler, this.blocks);
     if (o.dataPath) {
@@ -102,7 +107,7 @@ export class SimulatedWorker {
         epoch: o.epoch,
         blocks: this.blocks,
         dataPath: o.dataPath,
-        clock: o.clock,
+        clock: o.timers.clock,
       });
       this.transfers.onChange = () => this.#afterTransferChange();
     }
@@ -171,10 +176,10 @@ export class SimulatedWorker {
   #kick(): void {
     if (this.#stepping || this.#kicked) return;
     this.#kicked = true;
-    this.#clock.setTimeout(() => {
+    this.#timers.after(0, () => {
       this.#kicked = false;
       if (!this.#stepping) this.#step();
-    }, 0);
+    });
   }
 
   #step(): void {
@@ -199,11 +204,12 @@ export class SimulatedWorker {
     const work = stepWorkOf(out);
     const t = this.#o.stepTime(work);
     const started = this.#clock.now();
+    const penalty = work.prefillSeqs === 0 ? this.#o.sharedPenalty.decode : this.#o.sharedPenalty.other;
     this.#o.gpu.run(t.deviceMs, () => {
       // What the native call measures: the device time, stretched while another rank shares the GPU.
       const deviceMs = this.#clock.now() - started;
-      this.#clock.setTimeout(() => this.#complete(out, work, deviceMs, this.#clock.now() - started), t.hostMs);
-    });
+      this.#timers.after(t.hostMs, () => this.#complete(out, work, deviceMs, this.#clock.now() - started));
+    }, penalty);
   }
 
   #complete(out: SchedulerOutput, work: StepWork, deviceMs: number, stepMs: number): void {

@@ -31,11 +31,11 @@ export interface DeviceCostModel {
  * measured speed ratios until a profile for them is given.
  */
 export const DEFAULT_DEVICE_COST: Readonly<DeviceCostModel> = Object.freeze({
-  prefillTokenMs: 0.0026,
-  prefillPairMs: 6.7e-7,
-  stepFixedMs: 0.57,
-  decodeSeqMs: 0.004,
-  kvReadMs: 2.87e-5,
+  prefillTokenMs: 0.0015,
+  prefillPairMs: 1.28e-6,
+  stepFixedMs: 0.81,
+  decodeSeqMs: 0.0018,
+  kvReadMs: 3.51e-5,
 });
 
 /** Modelled prefill time of `tokens` tokens after `cached` ones, ms (unscaled). */

@@ -14,6 +14,7 @@ import type { BenchResults } from "../../../bench/report/schema.ts";
 import type { SimulatedRunSummary } from "../../../bench/simulator/simulate_configurations.ts";
 import { VirtualClock } from "../../../lib/core/virtual_clock.ts";
 import { SharedGpu } from "../../../bench/simulator/shared_gpu.ts";
+import { EventTimers } from "../../../bench/simulator/event_timers.ts";
 
 const quiet = () => {};
 
@@ -137,7 +138,7 @@ describe("bun bench simulate", () => {
 describe("SharedGpu", () => {
   test("ranks of one GPU share its compute: two equal steps both end after twice the time", async () => {
     const clock = new VirtualClock();
-    const gpu = new SharedGpu(0, clock);
+    const gpu = new SharedGpu(0, new EventTimers(clock));
     const ends: number[] = [];
     gpu.run(10, () => ends.push(clock.now()));
     gpu.run(10, () => ends.push(clock.now()));
@@ -148,7 +149,7 @@ describe("SharedGpu", () => {
 
   test("a short step beside a long one ends first; the long one then runs alone", async () => {
     const clock = new VirtualClock();
-    const gpu = new SharedGpu(0, clock);
+    const gpu = new SharedGpu(0, new EventTimers(clock));
     const ends: Record<string, number> = {};
     gpu.run(30, () => (ends.long = clock.now()));
     gpu.run(10, () => (ends.short = clock.now()));
