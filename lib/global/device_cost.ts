@@ -62,6 +62,13 @@ const ALPHA = 0.3;
 /** Modelled milliseconds a report must cover before its ratio counts (a few steps). */
 const MIN_MODELLED_MS = 20;
 
+function meanOf(ratios: ReadonlyMap<number, number>): number {
+  if (ratios.size === 0) return 1;
+  let sum = 0;
+  for (const r of ratios.values()) sum += r;
+  return sum / ratios.size;
+}
+
 /** Per-rank speed of prefill and decode against the model. */
 export class DeviceSpeeds {
   readonly model: DeviceCostModel;
@@ -74,14 +81,17 @@ export class DeviceSpeeds {
     this.model = model;
   }
 
-  /** Measured / modelled prefill time on `rank` (1 before it reported). */
+  /**
+   * Measured / modelled prefill time on `rank`; before it reported, the mean of the ranks that did
+   * (a new or restarted rank runs on the same kind of device as the others), else 1.
+   */
   prefillRatio(rank: number): number {
-    return this.#prefill.get(rank) ?? 1;
+    return this.#prefill.get(rank) ?? meanOf(this.#prefill);
   }
 
-  /** Measured / modelled decode time on `rank` (1 before it reported). */
+  /** Measured / modelled decode time on `rank`, as {@link prefillRatio}. */
   decodeRatio(rank: number): number {
-    return this.#decode.get(rank) ?? 1;
+    return this.#decode.get(rank) ?? meanOf(this.#decode);
   }
 
   /** Folds in a worker's cumulative counters (those without step timings change nothing). */

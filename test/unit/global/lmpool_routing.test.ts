@@ -108,11 +108,12 @@ test("the prefill a hit saves counts once per request that would wait for it", (
 
 test("a cold request goes to the rank measured faster, and to the smaller decode batch", () => {
   const s = cluster(2);
-  const slowPrefill = { prefill_ms: 400, prefill_tokens: 50_000, prefill_pairs: 0 }; // 3x the model's 130 ms
-  const asModelled = { prefill_ms: 130, prefill_tokens: 50_000, prefill_pairs: 0 };
-  s.observeWorkerStats(0, slowPrefill);
-  s.observeWorkerStats(1, asModelled);
-  expect(s.speeds.prefillRatio(0)).toBeCloseTo(400 / 130, 2);
+  const modelled = 50_000 * s.config.device.prefillTokenMs;
+  s.observeWorkerStats(0, { prefill_ms: 3 * modelled, prefill_tokens: 50_000, prefill_pairs: 0 });
+  s.observeWorkerStats(1, { prefill_ms: modelled, prefill_tokens: 50_000, prefill_pairs: 0 });
+  expect(s.speeds.prefillRatio(0)).toBeCloseTo(3, 6);
+  expect(s.speeds.prefillRatio(1)).toBeCloseTo(1, 6);
+  expect(s.speeds.prefillRatio(7)).toBeCloseTo(2, 6); // not reported yet: the mean of the others
   expect(s.route(query(promptTokens(30, 2000))).rank).toBe(1);
   const t = cluster(2);
   t.applySnapshot(
