@@ -32,22 +32,12 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { parseJsonField } from "./json_fields.ts";
 import { H200_NVLINK_TRANSFER, type TransferDefaults } from "./transfer_defaults.ts";
+import type { StepWork } from "../../lib/local/step_work.ts";
 
 export { dispatchToPublishMs, H200_NVLINK_TRANSFER, type TransferDefaults, transferMs } from "./transfer_defaults.ts";
 
-/** The work of one engine step, as the simulator (and the sweeps) describe it. */
-export interface StepWork {
-  /** Sequences computing one decode token this step. */
-  decodeSeqs: number;
-  /** Sum over those of their context length in tokens (KV read). */
-  decodeContext: number;
-  /** Sequences computing a prefill chunk this step. */
-  prefillSeqs: number;
-  /** Tokens of those chunks. */
-  prefillTokens: number;
-  /** Sum of chunkPairs(start, n) (lib/local/step_budget.ts) over those chunks. */
-  prefillPairs: number;
-}
+/** The work of one engine step (the workers' own description, which the sweeps and the simulator use). */
+export type { StepWork };
 
 /** Step time split in parts (the simulator perturbs prefill and decode parts separately), device ms. */
 export interface StepCost {
