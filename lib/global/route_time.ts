@@ -2,18 +2,20 @@
  * The lmpool routing cost of one candidate rank, in device milliseconds: the latency the request
  * adds to everyone, itself included, if it goes there.
  *
- *   cost(r) = s_p(r) x [wait + prefill x (1 + others) + reclaim] + s_d(r) x decode
+ *   cost(r) = s_p(r) x [wait + prefill x (1 + others) + reclaim]
  *
  * - wait: r's queued prefill (its waiting and routed-but-unreported prompt tokens), which runs
  *   before this request's first token;
  * - prefill: this request's own prefill on r, only the tokens r does not hold, with the attention
  *   over its cached prefix (device_cost.ts); `others` is every request running or queued on r, each
  *   of which waits that long once more (a prefill chunk shares their steps);
- * - decode: max_tokens steps of r's batch with this request in it, plus the time its presence adds
- *   to each of the others' steps;
  * - reclaim: the prefill of the cached tokens its new blocks would evict, at reclaimTokenWeight
  *   (half may be asked for again);
- * - s_p, s_d: r's measured prefill and decode speed against the model (DeviceSpeeds).
+ * - s_p: r's measured prefill speed against the model (DeviceSpeeds).
+ * The request's decode is left out: continuous batching takes one more sequence into the next step
+ * at a marginal cost, and pricing each rank's whole decode step made routing chase batch sizes at
+ * the expense of first tokens (in the simulator, the Mooncake window's mean TTFT rose by a fifth).
+ * A rank's decode load still counts through `others`, who wait for every prefill it takes.
  * The queue is the rank's and the speed is the device's: ranks sharing one GPU are time-sliced by
  * it, each getting an equal share while busy, so a rank's own queue drains at its share of the
  * device, and its measured steps stretch by as much as its partners keep the device busy (which
@@ -26,7 +28,7 @@
  * device with room).
  * @module
  */
-import { decodeStepMs, type DeviceSpeeds, prefillMs } from "./device_cost.ts";
+import { type DeviceSpeeds, prefillMs } from "./device_cost.ts";
 import type { RouteCost } from "./route_cost.ts";
 import type { RoutingContext } from "./routing_context.ts";
 
@@ -35,9 +37,8 @@ export interface RouteTime {
   rank: number;
   waitMs: number;
   prefillMs: number;
-  /** Prefill time the others on the device wait for. */
+  /** Prefill time the others on the rank wait for. */
   externalMs: number;
-  decodeMs: number;
   reclaimMs: number;
   totalMs: number;
 }
@@ -49,7 +50,6 @@ function rankLoad(ctx: RoutingContext, rank: number) {
     queuedTokens: l.waitingTokens + ctx.reservations.pendingTokens(rank),
     queued: l.numWaiting + ctx.reservations.pendingRequests(rank),
     running: l.numRunning,
-    context: l.runningTokens,
   };
 }
 
@@ -57,7 +57,6 @@ function rankLoad(ctx: RoutingContext, rank: number) {
 export function projectRouteTime(ctx: RoutingContext, rank: number, cost: RouteCost, speeds: DeviceSpeeds): RouteTime {
   const m = speeds.model;
   const pr = speeds.prefillRatio(rank);
-  const dr = speeds.decodeRatio(rank);
   const q = ctx.query;
   const d = rankLoad(ctx, rank);
   // Queued prompts are priced as GEMM tokens plus the attention of an average queued prompt.
@@ -67,19 +66,13 @@ export function projectRouteTime(ctx: RoutingContext, rank: number, cost: RouteC
   const own = pr * prefillMs(m, q.promptTokens - cached, cached);
   const others = d.running + d.queued;
   const externalMs = own * others;
-  // Its own context over its decode is its prompt plus half its output, on average.
-  const ctxTokens = q.promptTokens + q.maxTokens / 2;
-  const withIt = decodeStepMs(m, d.running + 1, d.context + ctxTokens);
-  const added = m.decodeSeqMs + ctxTokens * m.kvReadMs;
-  const decodeMs = dr * q.maxTokens * (withIt + d.running * added);
   const reclaimMs = pr * (cost.reclaimPressure * m.prefillTokenMs);
   return {
     rank,
     waitMs,
     prefillMs: own,
     externalMs,
-    decodeMs,
     reclaimMs,
-    totalMs: waitMs + own + externalMs + decodeMs + reclaimMs,
+    totalMs: waitMs + own + externalMs + reclaimMs,
   };
 }
