@@ -52,10 +52,13 @@ interface WorkerSlot {
   epoch: number;
   proc: ChildProcessHandle;
   conn: Connection | undefined;
+  /** Its model and KV cache are in memory (`loaded`); the next rank of its device may start. */
+  loaded: boolean;
   ready: MessageOf<"ready"> | undefined;
   /** The control plane holds its snapshot: routing sees it, so it serves. */
   joined: boolean;
   alive: boolean;
+  onLoaded?: () => void;
   onReady?: () => void;
 }
 
@@ -66,7 +69,7 @@ const workerChild = (rank: number) => `worker ${rank}`;
 
 /** The launcher's children and their connections. */
 export class EngineProcesses {
-  /** Worker messages other than hello/ready. */
+  /** Worker messages other than hello/loaded/ready. */
   onWorkerMessage: (rank: number, m: Message) => void = () => {};
   /** A worker died (process exit or connection loss); called once per incarnation that was ready. */
   onWorkerDied: (rank: number, why: string) => void = () => {};
@@ -74,7 +77,7 @@ export class EngineProcesses {
   readonly #run: { dir: string; remove(): void };
   readonly #workers = new Map<number, WorkerSlot>();
   readonly #supervisor: Supervisor;
-  /** Start-ups of ranks that share a device run one at a time (each sizes its KV to its share). */
+  /** Ranks that share a device load one at a time (each sizes its KV to its share). */
   readonly #deviceQueue = new Map<number, Promise<void>>();
   readonly #restartTimers = new Set<ReturnType<typeof setTimeout>>();
   #started = false;
@@ -343,20 +346,25 @@ export class EngineProcesses {
   }
 
   /**
-   * Starts rank `rank`'s worker once the other start-ups on its device are done. A rank that shares
-   * its device with k - 1 others sizes its KV cache to a 1/k share: its memory fraction counts the
-   * ranks already running there, whose memory it sees as used.
+   * Starts rank `rank`'s worker once the ranks before it on its device have loaded (their KV is
+   * allocated), and resolves when it is ready. A rank that shares its device with k - 1 others sizes
+   * its KV cache to a 1/k share: its memory fraction counts the ranks already loaded there, whose
+   * memory it sees as used. The next rank starts at `loaded`, not at ready: a device-local data
+   * path opens only once both of its ranks are up.
    */
   #startWorkerOnDevice(rank: number): Promise<void> {
     const gpu = this.#o.gpus[rank]!;
+    let ready!: Promise<void>;
     const run = () => {
-      const running = (r: number) => !!(this.#workers.get(r)?.alive && this.#workers.get(r)?.ready);
-      return this.#startWorker(rank, deviceShare(this.#o.gpus, rank, running, this.#o.engine));
+      const loaded = (r: number) => !!(this.#workers.get(r)?.alive && this.#workers.get(r)?.loaded);
+      const start = this.#startWorker(rank, deviceShare(this.#o.gpus, rank, loaded, this.#o.engine));
+      ready = start.ready;
+      return start.loaded;
     };
     const prev = this.#deviceQueue.get(gpu) ?? Promise.resolve();
-    const next = prev.then(run, run);
-    this.#deviceQueue.set(gpu, next.catch(() => {}));
-    return next;
+    const loaded = prev.then(run, run);
+    this.#deviceQueue.set(gpu, loaded.catch(() => {}));
+    return loaded.then(() => ready);
   }
 
   /** A worker died after start-up: start it again after the supervisor's back-off. */
@@ -385,11 +393,19 @@ export class EngineProcesses {
     });
   }
 
-  async #startWorker(rank: number, engineOverrides: Partial<EngineProcessesOptions["engine"]> = {}): Promise<void> {
+  /** Spawns rank `rank`'s worker: `loaded` settles when its KV is allocated, `ready` when it serves. */
+  #startWorker(
+    rank: number,
+    engineOverrides: Partial<EngineProcessesOptions["engine"]> = {},
+  ): { loaded: Promise<void>; ready: Promise<void> } {
     const epoch = this.#nextWorkerEpoch++;
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     const ready = new Promise<void>((res, rej) => ((readyResolve = res), (readyReject = rej)));
+    let loadedResolve!: () => void;
+    // A start-up that fails before `loaded` releases the device queue too.
+    const loaded = new Promise<void>((res) => (loadedResolve = res));
+    void ready.then(loadedResolve, loadedResolve);
     const proc = spawnWorker(
       {
         rank,
@@ -411,9 +427,11 @@ export class EngineProcesses {
       epoch,
       proc,
       conn: undefined,
+      loaded: false,
       ready: undefined,
       joined: false,
       alive: true,
+      onLoaded: loadedResolve,
       onReady: readyResolve,
     };
     this.#workers.set(rank, slot);
@@ -428,19 +446,23 @@ export class EngineProcesses {
       () => readyReject(new Error(`worker ${rank} was not ready within ${this.#o.startTimeoutMs} ms`)),
       this.#o.startTimeoutMs,
     );
-    try {
-      await ready;
-    } catch (e) {
-      proc.kill("SIGKILL"); // hung in start-up: its exit reports it down
-      throw e;
-    } finally {
-      clearTimeout(timer);
-    }
-    this.#o.log(
-      `[lmpool] worker ${rank} ready: ${slot.ready!.numBlocks} KV blocks of ${slot.ready!.blockSize} tokens (${
-        slot.ready!.backend
-      })`,
+    const served = ready.then(
+      () => {
+        clearTimeout(timer);
+        this.#o.log(
+          `[lmpool] worker ${rank} ready: ${slot.ready!.numBlocks} KV blocks of ${slot.ready!.blockSize} tokens (${
+            slot.ready!.backend
+          })`,
+        );
+      },
+      (e) => {
+        clearTimeout(timer);
+        proc.kill("SIGKILL"); // hung in start-up: its exit reports it down
+        throw e;
+      },
     );
+    served.catch(() => {}); // its callers see the failure; this only marks it handled until they attach
+    return { loaded, ready: served };
   }
 
   #acceptWorker(stream: ByteStream): void {
@@ -460,7 +482,13 @@ export class EngineProcesses {
         slot.conn = conn;
         return;
       }
+      if (m.type === "loaded") {
+        slot.loaded = true;
+        slot.onLoaded?.();
+        return;
+      }
       if (m.type === "ready") {
+        slot.loaded = true;
         slot.ready = m;
         slot.onReady?.();
         return;

@@ -24,23 +24,10 @@ export async function resolveTopology(
   input: TopologyInput | undefined,
   gpus: number | readonly number[],
   log: (line: string) => void,
-  options: { sameDevicePairs?: boolean } = {},
 ): Promise<NvlinkTopology> {
   const devices = typeof gpus === "number" ? Array.from({ length: gpus }, (_, i) => i) : [...gpus];
   const worldSize = devices.length;
-  const sameDevice = options.sameDevicePairs ?? true;
-  const withDevices = (pairs: readonly RankPair[]) => {
-    if (sameDevice) return new NvlinkTopology(worldSize, pairs, devices);
-    const shared = pairs.find(([a, b]) => devices[a] === devices[b]);
-    if (shared) {
-      throw new RangeError(
-        `pair ${shared[0]}-${shared[1]} names two ranks on CUDA device ${
-          devices[shared[0]]
-        }: device-local KV copies are not available yet`,
-      );
-    }
-    return new NvlinkTopology(worldSize, pairs);
-  };
+  const withDevices = (pairs: readonly RankPair[]) => new NvlinkTopology(worldSize, pairs, devices);
   if (input instanceof NvlinkTopology) {
     if (input.worldSize !== worldSize) {
       throw new RangeError(`topology is for ${input.worldSize} ranks, the engine has ${worldSize}`);

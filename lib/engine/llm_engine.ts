@@ -151,10 +151,7 @@ export class LLMEngine implements GenerationEngine {
     const log = o.log === null ? () => {} : (o.log ?? ((l: string) => console.error(l)));
     const spec = readModelSpec(o.model);
     const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
-    // No same-device pairs yet: ranks of one device start one at a time, each reporting ready only
-    // after its data path is up, and a device-local path's rendezvous needs both ranks at once, so
-    // the first rank waits for a partner that is not started until it is ready.
-    const topology = await resolveTopology(o.topology, gpus, log, { sameDevicePairs: false });
+    const topology = await resolveTopology(o.topology, gpus, log);
     const transfers = resolveTransferOptions(o.transfers, o.transferTuning); // validates before any process starts
     const {
       model: _m,

@@ -1,7 +1,7 @@
 /**
  * Entry point of a data-plane worker process: `bun run lib/processes/worker_main.ts '<json>'`, where
  * the JSON is a {@link WorkerMainConfig}. Loads the model on its device, connects to the launcher
- * (hello, ready) and to the control plane, then serves until the launcher goes away or says
+ * (hello, loaded, ready) and to the control plane, then serves until the launcher goes away or says
  * shutdown. Started and supervised by LLMEngine.
  * @module
  */
@@ -87,27 +87,32 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
     epoch: config.epoch,
     ...(backend === "cuda" ? { device: config.gpu } : {}),
   }, native);
-  // Also before connecting: creating NCCL pairs blocks the event loop (bounded by its timeout).
-  let dataPath: PerPeerDataPath | undefined;
-  try {
-    dataPath = await openDataPath(config, built, log);
-  } catch (e) {
-    log(`${tag} cannot open the KV data path, exiting: ${(e as Error).message}`);
-    built.dispose();
-    exitProcess(1);
-  }
-  // Transfer messages are rare: their codec paths are warmed now, not on the first plans.
-  if (dataPath) warmTransferCodec(codecWarmupRounds());
+  // Connected once the KV cache is allocated: the launcher starts the next rank of this device on
+  // `loaded`, and a device-local data path needs that partner to be up before it can open.
   let stream;
   try {
     stream = await connectUnix(config.launcherSocketPath, { timeoutMs: 5000 });
   } catch (e) {
     log(`${tag} cannot reach the launcher, exiting: ${(e as Error).message}`);
-    await dataPath?.close();
     built.dispose();
     exitProcess(1);
   }
   const launcher = new Connection(stream, { name: `worker${config.rank}->launcher`, heartbeat: config.heartbeat, log });
+  launcher.send({ type: "hello", role: "worker", rank: config.rank, epoch: config.epoch, pid: pid() });
+  launcher.send({ type: "loaded", rank: config.rank, epoch: config.epoch });
+  // Creating NCCL pairs blocks the event loop (each bounded by its timeout).
+  if (config.dataPath) launcher.announceBusy(config.dataPath.ncclTimeoutMs);
+  let dataPath: PerPeerDataPath | undefined;
+  try {
+    dataPath = await openDataPath(config, built, log);
+  } catch (e) {
+    log(`${tag} cannot open the KV data path, exiting: ${(e as Error).message}`);
+    launcher.close("no KV data path");
+    built.dispose();
+    exitProcess(1);
+  }
+  // Transfer messages are rare: their codec paths are warmed now, not on the first plans.
+  if (dataPath) warmTransferCodec(codecWarmupRounds());
   const transfers = dataPath
     ? new TransferExecutor({
       rank: config.rank,
@@ -142,7 +147,6 @@ export async function runWorker(config: WorkerMainConfig, hooks: WorkerTestHooks
     log,
     onExit: (code, why) => void exit(code, why),
   });
-  launcher.send({ type: "hello", role: "worker", rank: config.rank, epoch: config.epoch, pid: pid() });
   launcher.send({
     type: "ready",
     role: "worker",

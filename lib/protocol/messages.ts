@@ -16,6 +16,7 @@ import {
   FinishMessage,
   HeartbeatMessage,
   HelloMessage,
+  LoadedMessage,
   PageTableMessage,
   PageTableRequestMessage,
   RankDownMessage,
@@ -32,6 +33,7 @@ import {
 /** The runtime's own messages, keyed by `type`. */
 const RUNTIME_SCHEMAS = {
   hello: HelloMessage,
+  loaded: LoadedMessage,
   ready: ReadyMessage,
   route_query: RouteQueryMessage,
   route_result: RouteResultMessage,

@@ -1,5 +1,5 @@
 /**
- * Messages of the serving path and process lifecycle: hello/ready, route query/result, dispatch,
+ * Messages of the serving path and process lifecycle: hello/loaded/ready, route query/result, dispatch,
  * token deltas, finish, abort, heartbeat, shutdown, stats and typed errors.
  * @module
  */
@@ -21,6 +21,17 @@ export const HelloMessage = z.object({
   rank: Rank.optional(),
   epoch: Count,
   pid: Count,
+});
+
+/**
+ * A worker's model and KV cache are in device memory; it opens its KV data path next, which may
+ * wait for peers, so the launcher starts the next rank of the same device now rather than at ready.
+ */
+export const LoadedMessage = z.object({
+  type: z.literal("loaded"),
+  ...envelope,
+  rank: Rank,
+  epoch: Count,
 });
 
 /** A worker finished loading and accepts work (or the control plane is up). */
