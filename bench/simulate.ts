@@ -41,11 +41,12 @@ export const QUICK_SIM_CONFIGURATIONS = ["round-robin", "cache-aware", "lmpool-r
 
 /**
  * Slowdown of steps beyond fair sharing while two ranks' steps share one GPU, and a worker
- * process's host time per step: both from the per-step traces of real runs with two ranks on one
- * H200 (LMPOOL_TRACE_STEPS; see the README's simulator section). The profile's host overhead is the
- * in-process engine's, which skips the worker's messages and reports.
+ * process's host time per step, from real runs with two ranks on one H200: the host time from their
+ * per-step traces (LMPOOL_TRACE_STEPS), the penalties fitted to the throughput of round-robin and
+ * cache-aware on two workloads of different step mixes (see the README's simulator section). The
+ * profile's host overhead is the in-process engine's, which skips the worker's messages and reports.
  */
-export const DEFAULT_SHARED_GPU_PENALTY = { decode: 2.8, other: 1.3 };
+export const DEFAULT_SHARED_GPU_PENALTY = { decode: 2.2, other: 1.3 };
 /** See {@link DEFAULT_SHARED_GPU_PENALTY}. */
 export const DEFAULT_WORKER_HOST_MS = 0.5;
 
@@ -65,7 +66,7 @@ const HELP = `usage: bun bench simulate [options]
   --speedup-per-gpu X     mooncake with --arrival trace: replay X x GPUs times faster
   --ranks-per-gpu K       ranks sharing each GPU's compute (default 1; 2 with --gpus 1 models --gpus 0,0)
   --topology KIND         GPU links: pairs (NVLink pairs 0-1, 2-3, ...) | all (NVSwitch) | none (default pairs)
-  --device-local-copy on|off  ranks of one GPU copy KV between them (default off, as LLMEngine today)
+  --device-local-copy on|off  ranks of one GPU copy KV between them (default on, as LLMEngine)
   --seeds S               runs per configuration, seeds --seed .. --seed+S-1 (default 3)
   --profile FILE          engine profile (default ${DEFAULT_ENGINE_PROFILE_PATH})
   --perturb SPEC          engines depart from the profile: noise=0.15,prefill=0.1,decode=-0.1 | none (default none)
@@ -144,7 +145,7 @@ export async function runSimulate(
   if (!LINK_KINDS.includes(links)) {
     throw new RangeError(`--topology must be one of ${LINK_KINDS.join(", ")}, got ${JSON.stringify(a.topology)}`);
   }
-  const localCopy = a["device-local-copy"] ?? "off";
+  const localCopy = a["device-local-copy"] ?? "on";
   if (localCopy !== "on" && localCopy !== "off") {
     throw new RangeError(`--device-local-copy must be on or off, got ${JSON.stringify(localCopy)}`);
   }
