@@ -21,6 +21,7 @@ export const BENCH_ENTRY_MODULES: readonly { name: string; module: string }[] = 
   { name: "faults", module: "./faults.ts" },
   { name: "simulate", module: "./simulate.ts" },
   { name: "calibrate", module: "./calibrate.ts" },
+  { name: "judge", module: "./judge.ts" },
 ];
 
 /** An entry that loaded, or why it did not. */
