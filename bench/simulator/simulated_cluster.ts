@@ -149,7 +149,7 @@ export class SimulatedCluster {
           if (!f) return;
           f.rank = rank;
           f.hooks.routed?.(rank);
-          this.#later(() => this.workers[rank]!.dispatch(r.requestId, r.promptTokenIds, r.params));
+          this.#later(() => this.workers[rank]!.dispatch(r.requestId, r.promptTokenIds, r.params, query.blockHashes));
         });
       if (outcome.ready) {
         this.timers.promised();

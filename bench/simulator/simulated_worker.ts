@@ -8,6 +8,7 @@
  * the control plane with the request ids it reflects (as WorkerHost reports them).
  * @module
  */
+import type { BlockHash } from "../../lib/core/block_hash.ts";
 import type { RankLoad } from "../../lib/core/block_snapshot.ts";
 import type { BlockDelta, BlockSnapshot } from "../../lib/core/block_snapshot.ts";
 import type { ReflectedRequests } from "../../lib/global/global_scheduler.ts";
@@ -125,7 +126,12 @@ export class SimulatedWorker {
   }
 
   /** A dispatched request; an error finishes it at once (as a worker answers a bad dispatch). */
-  dispatch(requestId: string, promptTokenIds: readonly number[], params: SamplingParams): void {
+  dispatch(
+    requestId: string,
+    promptTokenIds: readonly number[],
+    params: SamplingParams,
+    promptBlockHashes?: readonly BlockHash[],
+  ): void {
     let seq: Sequence;
     try {
       seq = new Sequence({
@@ -133,6 +139,7 @@ export class SimulatedWorker {
         promptTokenIds,
         params,
         blockSize: this.blocks.blockSize,
+        ...(promptBlockHashes ? { promptBlockHashes } : {}),
         arrivalTime: this.#clock.wallNow(),
         seed: 0n,
       });
@@ -260,7 +267,8 @@ export class SimulatedWorker {
         this.#awaitingBlocks.delete(id);
       }
     }
-    const delta = this.blocks.takeDelta(this.scheduler.load());
+    const load = this.scheduler.load();
+    const delta = this.blocks.takeDelta(load);
     if (delta) {
       const reflected: ReflectedRequests = {
         ...(this.#queued.length ? { queued: this.#queued } : {}),
@@ -270,12 +278,11 @@ export class SimulatedWorker {
       this.#allocated = [];
       this.#o.sink.delta(delta, reflected);
     }
-    this.#pushStats(false);
+    this.#pushStats(false, load);
   }
 
-  #pushStats(force: boolean): void {
+  #pushStats(force: boolean, load: RankLoad = this.scheduler.load()): void {
     const now = this.#clock.now();
-    const load: RankLoad = this.scheduler.load();
     const shape = `${load.numRunning}/${load.numWaiting}/${this.#stepping}`;
     const idle = !this.scheduler.hasUnfinished && (this.transfers?.openPlans ?? 0) === 0;
     if (!force && shape === this.#lastStatsShape && now - this.#lastStats < (this.#o.statsIntervalMs ?? 500) && !idle) {

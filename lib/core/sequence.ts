@@ -22,6 +22,11 @@ export interface SequenceInit {
   arrivalTime?: number;
   /** Sampling seed; defaults to params.seed, else a random one. */
   seed?: bigint;
+  /**
+   * Chained hashes of the prompt's complete blocks, when the caller has them already (they were
+   * computed for routing with the same block size and salt); they are not recomputed.
+   */
+  promptBlockHashes?: readonly BlockHash[];
 }
 
 /** One request inside an engine. */
@@ -75,6 +80,15 @@ export class Sequence {
     this.arrivalTime = init.arrivalTime ?? performance.timeOrigin + performance.now();
     this.rootHash = rootHash(this.cacheSalt);
     this.seed = init.seed ?? (init.params.seed !== undefined ? BigInt(init.params.seed) : randomSeed());
+    if (init.promptBlockHashes) {
+      const complete = Math.floor(this.tokenIds.length / this.blockSize);
+      if (init.promptBlockHashes.length !== complete) {
+        throw new RangeError(
+          `request ${init.requestId}: ${init.promptBlockHashes.length} prompt block hashes for ${complete} complete blocks`,
+        );
+      }
+      this.blockHashes.push(...init.promptBlockHashes);
+    }
     this.#extendBlockHashes();
   }
 
@@ -155,9 +169,13 @@ export class Sequence {
   #extendBlockHashes(): void {
     const bs = this.blockSize;
     const complete = Math.floor(this.tokenIds.length / bs);
-    let parent = this.blockHashes.length > 0 ? this.blockHashes[this.blockHashes.length - 1]! : this.rootHash;
-    for (let b = this.blockHashes.length; b < complete; b++) {
-      parent = blockHash(parent, this.tokenIds.slice(b * bs, (b + 1) * bs));
+    const first = this.blockHashes.length;
+    if (first >= complete) return;
+    let parent = first > 0 ? this.blockHashes[first - 1]! : this.rootHash;
+    // One typed copy of the new blocks' tokens, hashed block by block through views of it.
+    const ids = Int32Array.from(this.tokenIds.slice(first * bs, complete * bs));
+    for (let b = 0; b < complete - first; b++) {
+      parent = blockHash(parent, ids.subarray(b * bs, (b + 1) * bs));
       this.blockHashes.push(parent);
     }
   }

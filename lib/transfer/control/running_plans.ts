@@ -68,7 +68,8 @@ export class RunningPlans {
 
   /** A running move takes `hash` away from `rank`. */
   isMovingOut(rank: number, hash: BlockHash): boolean {
-    return this.#indexes.movingOut.has(movingKey(rank, hash));
+    const moving = this.#indexes.movingOut;
+    return moving.size > 0 && moving.has(movingKey(rank, hash));
   }
 
   /** A plan runs between `a` and `b`, in either direction. */

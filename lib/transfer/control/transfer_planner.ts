@@ -146,7 +146,7 @@ function coldSegments(env: PlannerEnv, rank: number): Segment[] {
     e.refCount === 0 && !wanted.has(e.hash) && !ctx.blocks.isInFlight(rank, e.hash) && !env.movingOut(rank, e.hash);
   const out: Segment[] = [];
   for (const leaf of table.entries.values()) {
-    if (!table.isLeaf(leaf.hash) || !movable(leaf)) continue;
+    if (leaf.refCount !== 0 || !table.isLeaf(leaf.hash) || !movable(leaf)) continue;
     const entries = [leaf];
     for (
       let p = table.entries.get(leaf.parent);
@@ -173,11 +173,16 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   const { ctx, config } = env;
   const shortage = ctx.reservations.reservedBlocks(rank) - ctx.capacity(rank).numFree;
   if (shortage <= 0) return skip("no_shortage", `rank ${rank} has enough free blocks`);
+  const targets = partnersOf(env, rank).sort((a, b) => netFreeBlocks(ctx, b) - netFreeBlocks(ctx, a));
+  if (targets.length === 0) return skip("no_target", `rank ${rank} has no healthy partner`);
+  // Without colder cache as room, a partner's room is its free blocks: when none has any, no chain
+  // fits, and the scan of this rank's cache below (the planner's costliest step) is skipped.
+  if (!config.offloadIntoColderCache && netFreeBlocks(ctx, targets[0]!) <= 0) {
+    return skip("target_capacity", `no partner of rank ${rank} has a free block`);
+  }
   const segments = coldSegments(env, rank);
   if (segments.length === 0) return skip("source_invalid", `rank ${rank} has no unreferenced cached chain to move`);
   const bs = ctx.capacity(rank).blockSize;
-  const targets = partnersOf(env, rank).sort((a, b) => netFreeBlocks(ctx, b) - netFreeBlocks(ctx, a));
-  if (targets.length === 0) return skip("no_target", `rank ${rank} has no healthy partner`);
   const parents = new Set(segments.filter((s) => s.needsParent).map((s) => s.entries[0]!.parent));
   let last = skip("target_capacity", `no partner of rank ${rank} has room`);
   for (const dst of targets) {
