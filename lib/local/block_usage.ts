@@ -22,9 +22,12 @@ export class BlockUsage {
     this.#tick = new Float64Array(numBlocks);
   }
 
-  /** Starts a block's use as a fresh cache entry: one access, at `now`. */
-  begin(b: number, now: number): void {
-    this.#accessCount[b] = 1;
+  /**
+   * Starts a block's use as a fresh cache entry at `now`: one access, or `accesses` (0: a block no
+   * request used here yet, reclaimed before every block one did).
+   */
+  begin(b: number, now: number, accesses = 1): void {
+    this.#accessCount[b] = accesses;
     this.#lastAccess[b] = now;
     this.#tick[b] = ++this.#clock;
   }

@@ -76,15 +76,16 @@ export class PrefixCache {
   /**
    * Publishes a Ready block under `hash`, chained to `parent`, unless caching is off or the hash is
    * already cached (the duplicate stays private and is freed at its last reference, so a hash
-   * always names exactly one block). Returns whether it was registered.
+   * always names exactly one block). Returns whether it was registered. `accesses` starts its use
+   * count (see BlockUsage.begin).
    */
-  register(b: number, hash: BlockHash, parent: BlockHash, now: number): boolean {
+  register(b: number, hash: BlockHash, parent: BlockHash, now: number, accesses = 1): boolean {
     if (!this.enabled || this.#cached.has(hash)) return false;
     this.#cached.set(hash, b);
     this.#hashOf[b] = hash;
     this.#parentOf[b] = parent;
     this.#children.set(parent, (this.#children.get(parent) ?? 0) + 1);
-    this.#usage.begin(b, now);
+    this.#usage.begin(b, now, accesses);
     this.#publisher.markAdded(b);
     return true;
   }

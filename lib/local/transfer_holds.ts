@@ -13,6 +13,13 @@ export interface PublishedBlock {
   block: number;
   hash: BlockHash;
   parent: BlockHash;
+  /**
+   * Moved here from a rank that had to make room: it starts with no access, so this rank's
+   * reclamation takes it before any block its own requests used. Keeping it then only ever costs
+   * room nothing else here wanted (a move that came with a fresh entry's recency made this rank
+   * evict its own warmer cache instead).
+   */
+  moved?: boolean;
 }
 
 /** A source block an outgoing transfer reads, as the control plane knows it. */
@@ -66,7 +73,7 @@ export class TransferHolds {
     for (const e of entries) {
       this.#numReserved--;
       this.#pool.state[e.block] = BlockState.Ready;
-      if (this.#cache.register(e.block, e.hash, e.parent, now)) {
+      if (this.#cache.register(e.block, e.hash, e.parent, now, e.moved ? 0 : 1)) {
         this.#cache.becameUnreferenced(e.block);
         out.push(e.block);
       } else {

@@ -246,7 +246,12 @@ async function receivePayload(side: ExecutorSide, plan: LocalPlan, m: TransferPh
 function publishReceived(side: ExecutorSide, plan: LocalPlan): Extra {
   const bm = side.blocks;
   const published = bm.publishReserved(
-    plan.reserved.map((block, i) => ({ block, hash: plan.entries[i]!.hash, parent: plan.entries[i]!.parent })),
+    plan.reserved.map((block, i) => ({
+      block,
+      hash: plan.entries[i]!.hash,
+      parent: plan.entries[i]!.parent,
+      ...(plan.mode === "move" ? { moved: true } : {}),
+    })),
   );
   plan.reserved = [];
   // The kept parents now have published children: reclamation cannot take them before those.

@@ -57,6 +57,20 @@ describe("TransferHolds reservations", () => {
     check();
   });
 
+  test("a moved block is reclaimed before older entries that were used here; a copied one after them", () => {
+    const { cache, holds, check, cached } = setup(3);
+    cached("old"); // published first: the least recent of equal use
+    const [m] = holds.reserve(1)!;
+    holds.publishReserved([{ block: m!, hash: "moved", parent: "root", moved: true }]);
+    cached("copied");
+    expect(cache.accessCount(cache.blockOf("moved")!)).toBe(0);
+    expect(holds.reserve(1)).toHaveLength(1);
+    expect(["old", "moved", "copied"].filter((h) => cache.blockOf(h) !== undefined)).toEqual(["old", "copied"]);
+    expect(holds.reserve(1)).toHaveLength(1);
+    expect(["old", "copied"].filter((h) => cache.blockOf(h) !== undefined)).toEqual(["copied"]);
+    check();
+  });
+
   test("a received copy of a hash already cached is freed, not published", () => {
     const { pool, holds, check, cached } = setup(3);
     const a = cached("a");
