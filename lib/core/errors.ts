@@ -70,3 +70,14 @@ export class ModelFormatError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * A structured-output constraint (JSON schema, regex, grammar, choice) that the grammar engine
+ * cannot compile; the message is the engine's, `field` names where the constraint came from.
+ */
+export class GrammarError extends Error {
+  override readonly name = "GrammarError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}

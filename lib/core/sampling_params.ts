@@ -2,6 +2,7 @@
  * Sampling parameters of one request, their defaults and their validation.
  * @module
  */
+import { checkGrammarSpec, type GrammarSpec } from "./grammar_spec.ts";
 
 /** How one request samples and when it stops. */
 export interface SamplingParams {
@@ -41,6 +42,8 @@ export interface SamplingParams {
   allowedTokenIds?: number[];
   /** Token sequences never completed: their last token is banned wherever the rest ends the output. */
   badWordsTokenIds: number[][];
+  /** Outputs must match this constraint (a JSON schema, regex or grammar); absent: free text. */
+  structuredOutput?: GrammarSpec;
 }
 
 /** Most alternatives per position (vLLM's default max_logprobs). */
@@ -156,6 +159,11 @@ export function resolveSamplingParams(p: Partial<SamplingParams> = {}): Sampling
     if (r.allowedTokenIds.length === 0) {
       throw new RangeError("allowedTokenIds must not be empty (leave it out for any)");
     }
+  }
+  if (r.structuredOutput !== undefined) {
+    checkGrammarSpec(r.structuredOutput);
+    const { kind, text, disableAnyWhitespace } = r.structuredOutput;
+    r.structuredOutput = { kind, text, ...(disableAnyWhitespace ? { disableAnyWhitespace } : {}) };
   }
   for (const word of r.badWordsTokenIds) {
     checkTokenIds("badWordsTokenIds", word);

@@ -16,6 +16,8 @@ import { AbortedError, DisposedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
+import { checkGrammarSpec } from "../core/grammar_spec.ts";
+import { checkGrammar } from "../model/grammar/grammar_checker.ts";
 import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
 import {
@@ -92,6 +94,8 @@ export class LLM implements GenerationEngine {
     params: Partial<SamplingParams> = {},
     options: RequestOptions = {},
   ): AsyncGenerator<StreamDelta> {
+    // Only a constrained request waits here: submission stays synchronous for the rest.
+    if (params.structuredOutput !== undefined) await this.#prepareGrammar(params);
     const queue = new DeltaQueue<StreamDelta>();
     const id = this.#submit(input, params, options, queue, true);
     let done = false;
@@ -109,6 +113,8 @@ export class LLM implements GenerationEngine {
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
   async generate(...[inputs, params = {}, options = {}]: GenerateArgs): Promise<RequestOutput[]> {
+    // Only a constrained request waits here: submission stays synchronous for the rest.
+    if (params.structuredOutput !== undefined) await this.#prepareGrammar(params);
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const ids: string[] = [];
     const results: Promise<RequestOutput>[] = [];
@@ -165,6 +171,18 @@ export class LLM implements GenerationEngine {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.shutdown();
+  }
+
+  /**
+   * A structured output is checked apart (checkGrammar: a bad one is a GrammarError here, and never
+   * reaches the engine's grammar instance), and the engine's grammar engine is loaded.
+   */
+  async #prepareGrammar(params: Partial<SamplingParams>): Promise<void> {
+    const spec = params.structuredOutput;
+    if (spec === undefined) return;
+    checkGrammarSpec(spec);
+    await checkGrammar(spec);
+    await this.engine.grammars.load();
   }
 
   #submit(

@@ -21,6 +21,8 @@ import { AbortedError, CapacityError, DisposedError, WorkerDiedError } from "../
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
+import { checkGrammarSpec } from "../core/grammar_spec.ts";
+import { checkGrammar } from "../model/grammar/grammar_checker.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
 import { resolveTransferOptions, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
 import type { TransferTuning } from "../transfer/control/transfer_tuning.ts";
@@ -215,6 +217,8 @@ export class LLMEngine implements GenerationEngine {
     params: Partial<SamplingParams> = {},
     options: RequestOptions = {},
   ): AsyncGenerator<StreamDelta> {
+    // Only a constrained request waits here: submission stays synchronous for the rest.
+    if (params.structuredOutput !== undefined) await checkStructuredOutput(params);
     const r = this.#submit(input, params, options);
     let done = false;
     try {
@@ -230,6 +234,8 @@ export class LLMEngine implements GenerationEngine {
 
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
   async generate(...[inputs, params = {}, options = {}]: GenerateArgs): Promise<RequestOutput[]> {
+    // Only a constrained request waits here: submission stays synchronous for the rest.
+    if (params.structuredOutput !== undefined) await checkStructuredOutput(params);
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const started: InflightRequest[] = [];
     try {
@@ -433,4 +439,14 @@ export class LLMEngine implements GenerationEngine {
     if (ids.length === 0) throw new RangeError("the prompt is empty");
     return ids;
   }
+}
+
+/**
+ * A structured output is checked here, before dispatch (a GrammarError for the caller), so a spec
+ * that does not compile never reaches a worker's grammar instance.
+ */
+async function checkStructuredOutput(params: Partial<SamplingParams>): Promise<void> {
+  if (params.structuredOutput === undefined) return;
+  checkGrammarSpec(params.structuredOutput);
+  await checkGrammar(params.structuredOutput);
 }

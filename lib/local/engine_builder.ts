@@ -11,6 +11,9 @@ import type { ServedModelInfo } from "../core/engine_api.ts";
 import { readModelSpec } from "../model/config.ts";
 import { loadModel } from "../model/loader.ts";
 import { ModelTokenizer } from "../model/tokenizer.ts";
+import { grammarVocabulary } from "../model/grammar/vocabulary.ts";
+import { readText } from "../runtime/files.ts";
+import { join } from "node:path";
 import { sizeKvCache } from "./kv_sizing.ts";
 import { LocalEngine } from "./local_engine.ts";
 
@@ -149,6 +152,13 @@ export async function buildLocalEngine(
       stepTargetMs: o.stepTargetMs,
       tokenizer: o.detokenize === false ? null : tokenizer,
       eosTokenIds: tokenizer.eosTokenIds,
+      // Read again on the first constrained request, so an engine that never sees one holds no copy.
+      grammarVocabulary: () =>
+        grammarVocabulary(
+          JSON.parse(readText(join(o.model, "tokenizer.json"))),
+          spec.native.vocabSize,
+          tokenizer.eosTokenIds,
+        ),
       rank: o.rank,
       epoch: o.epoch,
     });

@@ -17,6 +17,7 @@ import { chunkPairs } from "./step_budget.ts";
 import { type StepWork, stepWorkOf } from "./step_work.ts";
 import { StepTimings } from "./step_timings.ts";
 import { StopChecker } from "./stop_checker.ts";
+import { DeviceGrammars, type GrammarVocabularySource } from "./sequence_grammar.ts";
 
 /** Configuration of a LocalEngine. */
 export interface LocalEngineOptions extends SchedulerConfig {
@@ -26,6 +27,8 @@ export interface LocalEngineOptions extends SchedulerConfig {
   /** null: token ids only, no text (stop strings then cannot match). */
   tokenizer: Pick<TextTokenizer, "decode"> | null;
   eosTokenIds: readonly number[];
+  /** The vocabulary structured outputs compile against (built on the first constrained request); absent: refused. */
+  grammarVocabulary?: GrammarVocabularySource;
   rank?: number;
   epoch?: number;
 }
@@ -75,6 +78,8 @@ export class LocalEngine {
   readonly kv: KvCache;
   /** Time per step kind (native and TypeScript). */
   readonly timings = new StepTimings();
+  /** Structured outputs: the grammar engine and the matchers of constrained sequences. */
+  readonly grammars: DeviceGrammars;
   numFinished = 0;
   numGeneratedTokens = 0;
   readonly #requests = new Map<string, Tracked>();
@@ -95,11 +100,12 @@ export class LocalEngine {
       epoch: o.epoch,
     });
     this.scheduler = new Scheduler(o, this.blocks);
+    this.grammars = new DeviceGrammars(o.grammarVocabulary ?? null);
     this.runner = new ModelRunner(o.model, o.kv, {
       maxNumTokens: o.maxNumBatchedTokens,
       maxNumSeqs: o.maxNumSeqs,
       maxBlocksPerSeq: Math.ceil(o.maxModelLen / o.kv.blockSize),
-    });
+    }, (seq) => this.grammars.of(seq));
     this.#tokenizer = o.tokenizer;
     this.#eos = o.eosTokenIds;
   }
@@ -113,7 +119,11 @@ export class LocalEngine {
     return this.#requests.size;
   }
 
-  /** Queues a request; throws CapacityError when it can never fit, RangeError on a duplicate id. */
+  /**
+   * Queues a request; throws CapacityError when it can never fit, RangeError on a duplicate id,
+   * GrammarError when its structured output does not compile or {@link grammars} is not loaded yet
+   * (`await engine.grammars.load()` first).
+   */
   add(seq: Sequence, options: AddOptions = {}): void {
     if (this.#requests.has(seq.requestId)) {
       throw new RangeError(`request id ${JSON.stringify(seq.requestId)} is already running`);
@@ -126,7 +136,14 @@ export class LocalEngine {
         `request ${seq.requestId} uses blockSize ${seq.blockSize}, the cache ${this.blocks.blockSize}`,
       );
     }
-    this.scheduler.add(seq);
+    const spec = seq.params.structuredOutput;
+    if (spec) this.grammars.add(seq, spec);
+    try {
+      this.scheduler.add(seq);
+    } catch (e) {
+      this.grammars.release(seq);
+      throw e;
+    }
     const stop = new StopChecker(seq, {
       tokenizer: this.#tokenizer,
       eosTokenIds: this.#eos,
@@ -230,9 +247,20 @@ export class LocalEngine {
       }
       this.numGeneratedTokens++;
       const verdict = t.stop.onToken(token);
-      if (verdict.finish) {
-        this.scheduler.finish(t.seq, verdict.finish, stamp);
-        deltas.push(this.#final(t, [token], [logprob], verdict.finish, verdict.text, undefined, top));
+      const grammar = verdict.finish ? "continue" : this.grammars.of(t.seq)?.advance(t.seq) ?? "continue";
+      if (typeof grammar === "object") {
+        this.scheduler.finish(t.seq, "error", stamp);
+        deltas.push(this.#final(t, [token], [logprob], "error", verdict.text, {
+          name: "GrammarError",
+          message: `request ${t.seq.requestId}: token ${grammar.rejected} does not match its structured output`,
+        }));
+        continue;
+      }
+      // A complete grammar whose stop tokens lie outside the model's vocabulary ends as EOS would.
+      const finish = verdict.finish ?? (grammar === "end" ? "stop" : undefined);
+      if (finish) {
+        this.scheduler.finish(t.seq, finish, stamp);
+        deltas.push(this.#final(t, [token], [logprob], finish, verdict.text, undefined, top));
       } else if (t.stream) {
         deltas.push({
           requestId: t.seq.requestId,
@@ -306,6 +334,7 @@ export class LocalEngine {
     top?: TopLogprob[],
   ): StreamDelta {
     this.#requests.delete(t.seq.requestId);
+    this.grammars.release(t.seq);
     this.numFinished++;
     const rest = t.stop.finish(reason);
     const output: RequestOutput = t.seq.toOutput(t.stop.text, this.rank);

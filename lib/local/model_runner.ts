@@ -11,7 +11,9 @@
  */
 import { allocateStepBatch, type KvCache, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
 import type { TopLogprob } from "../core/outputs.ts";
+import type { Sequence } from "../core/sequence.ts";
 import { SamplingControls } from "./sampling_controls.ts";
+import type { SequenceGrammar } from "./sequence_grammar.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
 /**
@@ -126,9 +128,15 @@ export class ModelRunner {
   readonly #blockSize: number;
   readonly #batch: StepBatch;
   readonly #controls: StepControlsWriter;
-  readonly #rowControls = new SamplingControls();
+  readonly #rowControls: SamplingControls;
 
-  constructor(model: StepModel, kv: KvCache, limits: ModelRunnerLimits) {
+  /** `grammarOf`: a constrained sequence's structured-output state (its mask joins the row's controls). */
+  constructor(
+    model: StepModel,
+    kv: KvCache,
+    limits: ModelRunnerLimits,
+    grammarOf?: (seq: Sequence) => SequenceGrammar | undefined,
+  ) {
     for (const k of ["maxNumTokens", "maxNumSeqs", "maxBlocksPerSeq"] as const) {
       if (!Number.isInteger(limits[k]) || limits[k] <= 0) {
         throw new RangeError(`${k} must be a positive integer, got ${limits[k]}`);
@@ -141,6 +149,7 @@ export class ModelRunner {
     const { maxNumTokens, maxNumSeqs, maxBlocksPerSeq } = limits;
     this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
     this.#controls = new StepControlsWriter(maxNumSeqs);
+    this.#rowControls = new SamplingControls(grammarOf);
   }
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */

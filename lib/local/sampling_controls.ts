@@ -7,11 +7,15 @@
  *   The device then applies each entry once, without a vocabulary-sized count buffer per row.
  * - Banned tokens: vLLM's bad_words rule (the last token of a bad word whose other tokens end the
  *   output), evaluated on the host where the output tokens are.
+ * - A structured output's mask (sequence_grammar.ts): its allowed list, intersected with
+ *   allowed_token_ids, or its banned list, joined to the bad words'.
  * @module
  */
 import type { RowControls } from "../../ffi/native.ts";
-import type { SamplingParams } from "../core/sampling_params.ts";
+import { INT32_MAX, type SamplingParams } from "../core/sampling_params.ts";
 import type { Sequence } from "../core/sequence.ts";
+import type { TokenMask } from "../model/grammar/token_mask.ts";
+import type { SequenceGrammar } from "./sequence_grammar.ts";
 
 /** Distinct tokens of a sequence with their output counts, extended as the sequence grows. */
 class PenaltyCounts {
@@ -64,14 +68,26 @@ export function bannedByBadWords(badWords: readonly (readonly number[])[], outpu
   return banned;
 }
 
+/** `allowed` less what `mask` excludes. */
+function constrain(allowed: readonly number[], mask: TokenMask): number[] {
+  const set = new Set(mask.allowed ?? mask.banned);
+  return allowed.filter((t) => set.has(t) === (mask.allowed !== undefined));
+}
+
 /** Builds each sampling sequence's RowControls; keeps the penalty counts of the sequences it has seen. */
 export class SamplingControls {
   readonly #penalties = new WeakMap<Sequence, PenaltyCounts>();
+  readonly #grammarOf: (seq: Sequence) => SequenceGrammar | undefined;
+
+  /** `grammarOf`: the structured-output state of a constrained sequence. */
+  constructor(grammarOf: (seq: Sequence) => SequenceGrammar | undefined = () => undefined) {
+    this.#grammarOf = grammarOf;
+  }
 
   /** Whether a sequence's step needs any control (else its row goes without one). */
   static needed(p: SamplingParams): boolean {
     return (p.logprobs && p.topLogprobs > 0) || p.minP !== 0 || hasPenalties(p) || p.logitBias.length > 0 ||
-      p.allowedTokenIds !== undefined || p.badWordsTokenIds.length > 0;
+      p.allowedTokenIds !== undefined || p.badWordsTokenIds.length > 0 || p.structuredOutput !== undefined;
   }
 
   /** The controls of `seq`'s row this step, or null when it has none. */
@@ -98,6 +114,24 @@ export class SamplingControls {
     if (p.badWordsTokenIds.length > 0) {
       const output = seq.tokenIds.length > seq.numPromptTokens ? seq.outputTokenIds : [];
       c.bannedTokenIds = bannedByBadWords(p.badWordsTokenIds, output);
+    }
+    let mask: TokenMask | null | undefined = null;
+    try {
+      mask = p.structuredOutput ? this.#grammarOf(seq)?.mask(seq) : null;
+    } catch {
+      // The engine fails a sequence whose token the grammar rejects before its next step; should
+      // one get here, an id outside the vocabulary makes the native step refuse this row alone.
+      mask = { allowed: new Int32Array([INT32_MAX]) };
+    }
+    if (mask) {
+      if (p.allowedTokenIds !== undefined) {
+        c.allowedTokenIds = constrain(p.allowedTokenIds, mask);
+        // Nothing both allow: an out-of-vocabulary id makes the native step refuse the row.
+        if (c.allowedTokenIds.length === 0) c.allowedTokenIds = [INT32_MAX];
+      } else if (mask.allowed) c.allowedTokenIds = mask.allowed;
+      else if (mask.banned!.length > 0) {
+        c.bannedTokenIds = c.bannedTokenIds ? [...Array.from(c.bannedTokenIds), ...mask.banned!] : mask.banned;
+      }
     }
     return c;
   }

@@ -46,6 +46,8 @@ export class WorkerHost {
   readonly #engine: LocalEngine;
   readonly #log: (line: string) => void;
   readonly #held = new Map<string, Sequence>();
+  /** Constrained requests waiting for the grammar engine to load. */
+  readonly #grammarWaits = new Set<string>();
   /** Requests queued / given blocks since the last report to the control plane. */
   #queued: string[] = [];
   #awaitingBlocks = new Set<string>();
@@ -103,6 +105,10 @@ export class WorkerHost {
       case "dispatch":
         return this.#dispatch(m);
       case "abort": {
+        if (this.#grammarWaits.delete(m.requestId)) {
+          this.#o.launcher.send({ type: "finish", requestId: m.requestId, reason: "abort", tokenIds: [], text: "" });
+          return;
+        }
         const d = this.#engine.abort(m.requestId);
         if (d) this.#finish(d);
         return;
@@ -135,6 +141,15 @@ export class WorkerHost {
   }
 
   #dispatch(m: MessageOf<"dispatch">): void {
+    // The first constrained request loads the grammar engine; it (and any that come meanwhile)
+    // waits for it, and an abort meanwhile ends it here.
+    if (m.sampling.structuredOutput && !this.#engine.grammars.loaded) {
+      this.#grammarWaits.add(m.requestId);
+      this.#engine.grammars.load().catch(() => {}).finally(() => {
+        if (this.#grammarWaits.delete(m.requestId) && !this.#exiting) this.#dispatch(m);
+      });
+      return;
+    }
     try {
       const seq = new Sequence({
         requestId: m.requestId,

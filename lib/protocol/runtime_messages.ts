@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "zod";
+import { GRAMMAR_KINDS, type GrammarKind, MAX_GRAMMAR_TEXT } from "../core/grammar_spec.ts";
 import type { SamplingParams } from "../core/sampling_params.ts";
 import { BlockSnapshotSchema } from "./block_messages.ts";
 import { AnyNumber, Count, CountList, envelope } from "./envelope.ts";
@@ -107,6 +108,11 @@ const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
   logitBias: z.array(z.tuple([z.number(), z.number()])),
   allowedTokenIds: CountList.optional(),
   badWordsTokenIds: z.array(CountList),
+  structuredOutput: z.object({
+    kind: z.enum(GRAMMAR_KINDS as [GrammarKind, ...GrammarKind[]]),
+    text: z.string().max(MAX_GRAMMAR_TEXT),
+    disableAnyWhitespace: z.boolean().optional(),
+  }).optional(),
 });
 
 /** Launcher -> worker: the full sequence to run. */

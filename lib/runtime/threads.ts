@@ -14,6 +14,11 @@ export interface Thread {
   post(message: unknown, transfer?: Transferable[]): void;
   /** Stops the thread at once, even inside a long computation. Idempotent. */
   terminate(): void;
+  /**
+   * Whether the thread keeps the process alive (it does from the start); an idle helper thread
+   * lets go so that a process with nothing else to do exits. A no-op where the runtime lacks it.
+   */
+  keepAlive(keep: boolean): void;
 }
 
 /** What the parent hears from a thread. */
@@ -26,6 +31,8 @@ export interface ThreadHandlers {
 interface WebWorker {
   postMessage(message: unknown, transfer?: Transferable[]): void;
   terminate(): void;
+  ref?(): void;
+  unref?(): void;
   onmessage: ((e: { data: unknown }) => void) | null;
   onerror: ((e: { message?: string; error?: unknown; preventDefault?: () => void }) => void) | null;
 }
@@ -55,6 +62,9 @@ export function startThread(url: URL, handlers: ThreadHandlers): Thread {
       worker.onmessage = null;
       worker.onerror = null;
       worker.terminate();
+    },
+    keepAlive: (keep) => {
+      if (!terminated) keep ? worker.ref?.() : worker.unref?.();
     },
   };
 }

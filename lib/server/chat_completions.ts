@@ -29,6 +29,7 @@ import {
   StreamingReplyParser,
 } from "./reply_parsing.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
+import { checkStructuredOutput, grammarSpecOf } from "./structured_outputs.ts";
 import { type ChatCompletionRequest, chatCompletionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 import { badRequest } from "./errors.ts";
@@ -94,6 +95,8 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
     tokenizer: engine.tokenizer,
     vocabSize: engine.model.vocabSize,
   });
+  const constraint = grammarSpecOf(body);
+  if (constraint) await checkStructuredOutput(constraint.spec, constraint.field);
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("chatcmpl"), prompts: [prompt], params });
   const prepared: Prepared = {

@@ -20,6 +20,7 @@ import { completionLogprobs } from "./logprobs.ts";
 import { type ChunkEnvelope, chunkEnvelope, startRequestChoices } from "./openai_choices.ts";
 import { completionPrompts, promptTruncationOf, type TokenizedPrompt } from "./prompts.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
+import { checkStructuredOutput, grammarSpecOf } from "./structured_outputs.ts";
 import { type CompletionRequest, completionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 
@@ -64,6 +65,8 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
     tokenizer: engine.tokenizer,
     vocabSize: engine.model.vocabSize,
   });
+  const constraint = grammarSpecOf(body);
+  if (constraint) await checkStructuredOutput(constraint.spec, constraint.field);
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("cmpl"), prompts, params });
   const prepared: Prepared = {

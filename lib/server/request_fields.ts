@@ -120,8 +120,18 @@ export const REQUEST_FIELDS: readonly RequestFieldRow[] = [
   ),
   row("prompt_embeds", "completions", "refused", "only null", "AAAA"),
   row("add_special_tokens", "both", "same", "completions default true, chat default false"),
-  row("response_format", "both", "refused", 'only `{"type": "text"}`', { type: "json_object" }),
-  row("structured_outputs", "both", "refused", "only null", { choice: ["a"] }),
+  row(
+    "response_format",
+    "both",
+    "differs",
+    "`text`, `json_object` (any JSON object) and `json_schema` as in vLLM (xgrammar; any whitespace between JSON tokens); `structural_tag` is refused with 400, and so is a constraint in both this and `structured_outputs`; a schema xgrammar cannot compile is a 400 naming the field with its message",
+  ),
+  row(
+    "structured_outputs",
+    "both",
+    "differs",
+    "exactly one of `json` (schema object or text), `regex`, `choice`, `grammar` (xgrammar EBNF; vLLM also takes Lark) or `json_object: true`, plus `disable_any_whitespace` and `disable_fallback`; more than one, none, or any other key (`structural_tag`, `whitespace_pattern`, ...) is a 400; a constraint xgrammar cannot compile is a 400 with its message. The constraint ends at EOS only (request stop tokens are masked while it is incomplete, as in vLLM)",
+  ),
   row("priority", "both", "refused", "only 0", 1),
   row(
     "request_id",

@@ -6,9 +6,10 @@
 import type { TextTokenizer } from "../core/engine_api.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import { badRequest } from "./errors.ts";
+import { grammarSpecOf, type StructuredOutputFields } from "./structured_outputs.ts";
 
 /** The sampling fields both completion routes share (already type-checked by zod). */
-export interface SamplingFields {
+export interface SamplingFields extends StructuredOutputFields {
   temperature?: number | null;
   top_p?: number | null;
   top_k?: number | null;
@@ -123,6 +124,8 @@ export function toSamplingParams(
     ignoreEos: body.ignore_eos ?? false,
     minTokens: body.min_tokens ?? 0,
   };
+  const constraint = grammarSpecOf(body);
+  if (constraint) partial.structuredOutput = constraint.spec;
   if (body.temperature != null) partial.temperature = body.temperature;
   if (body.top_p != null) partial.topP = body.top_p;
   if (body.top_k != null) partial.topK = body.top_k;

@@ -11,6 +11,7 @@
 import { z } from "zod";
 import { MAX_TOP_LOGPROBS } from "../core/sampling_params.ts";
 import { FLOAT32_MAX, float32In, int32In, isFloat32In } from "./number_schemas.ts";
+import { responseFormatSchema, structuredOutputsSchema } from "./structured_outputs.ts";
 
 const tokenId = int32In(0);
 
@@ -36,9 +37,6 @@ function refused(name: string, accepted: string, isOff: (v: unknown) => boolean 
     abort: true,
   }).optional();
 }
-
-const isTextFormat = (v: unknown) =>
-  typeof v === "object" && v !== null && (v as { type?: unknown }).type === "text" && Object.keys(v).length === 1;
 
 const stopSchema = z
   .union([z.string(), z.array(z.string()).max(MAX_STOP_STRINGS)], {
@@ -106,6 +104,8 @@ const honouredFields = {
   request_id: z.string().min(1).max(256).nullish(),
   cache_salt: z.string().min(1).max(1024).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
+  response_format: responseFormatSchema,
+  structured_outputs: structuredOutputsSchema,
   ...samplingControlFields,
 };
 
@@ -118,8 +118,6 @@ const refusedFields = {
   spaces_between_special_tokens: refused("spaces_between_special_tokens", "true", (v) => v === true),
   prompt_logprobs: refused("prompt_logprobs", "null"),
   logprob_token_ids: refused("logprob_token_ids", "null"),
-  response_format: refused("response_format", '{"type": "text"}', isTextFormat),
-  structured_outputs: refused("structured_outputs", "null"),
   priority: refused("priority", "0", (v) => v === 0),
   return_token_ids: refused("return_token_ids", "false", (v) => v === false),
   routed_experts_prompt_start: refused("routed_experts_prompt_start", "0", (v) => v === 0),

@@ -1,0 +1,123 @@
+/**
+ * Structured outputs on one device: the model's grammar engine, loaded on the first constrained
+ * request (building xgrammar's view of a 150k-token vocabulary takes a few hundred ms, which a
+ * server that never sees one should not pay), and each constrained sequence's matcher.
+ *
+ * A matcher follows its sequence's output tokens by count: before each step it is fed the output
+ * tokens it has not seen, so a token is fed once whatever happens between steps (a preempted
+ * sequence recomputes its context but keeps its output, and is not fed again). After each sampled
+ * token the engine asks {@link SequenceGrammar.advance}: the grammar may reject it (the mask makes
+ * that impossible unless a caller bypassed it), or be complete with no stop token the model can
+ * sample, which ends the sequence as EOS would.
+ * @module
+ */
+import { GrammarError } from "../core/errors.ts";
+import type { GrammarSpec } from "../core/grammar_spec.ts";
+import type { Sequence } from "../core/sequence.ts";
+import { GrammarEngine, type GrammarMatcher } from "../model/grammar/grammar_engine.ts";
+import type { TokenMask } from "../model/grammar/token_mask.ts";
+import type { GrammarVocabulary } from "../model/grammar/vocabulary.ts";
+
+/** Where the grammar engine comes from: the vocabulary, built on first use. */
+export type GrammarVocabularySource = () => GrammarVocabulary;
+
+/** What a sequence's grammar says after its newest token. */
+export type GrammarVerdict = "continue" | "end" | { rejected: number };
+
+/** One constrained sequence's matcher, fed by output-token count. */
+export class SequenceGrammar {
+  /** Output tokens fed so far. */
+  #fed = 0;
+  readonly #matcher: GrammarMatcher;
+
+  constructor(matcher: GrammarMatcher) {
+    this.#matcher = matcher;
+  }
+
+  /** Feeds the output tokens not fed yet; a rejected token stops the feed and is returned. */
+  #sync(seq: Sequence): GrammarVerdict {
+    const out = seq.outputTokenIds;
+    for (; this.#fed < out.length; this.#fed++) {
+      if (this.#matcher.terminated) continue; // done: what follows (ignore_eos, min_tokens) is free
+      if (!this.#matcher.accept(out[this.#fed]!)) return { rejected: out[this.#fed]! };
+    }
+    return "continue";
+  }
+
+  /** After a sampled token: feeds it, and says whether the output must end here. */
+  advance(seq: Sequence): GrammarVerdict {
+    const v = this.#sync(seq);
+    if (v !== "continue" || this.#matcher.terminated) return v;
+    const m = this.#matcher.mask();
+    return m.allowed !== undefined && m.allowed.length === 0 ? "end" : "continue";
+  }
+
+  /** The constraint of `seq`'s next token, or null once the grammar is done. */
+  mask(seq: Sequence): TokenMask | null {
+    const v = this.#sync(seq);
+    if (typeof v === "object") throw new GrammarError(`token ${v.rejected} does not match the grammar`);
+    return this.#matcher.terminated ? null : this.#matcher.mask();
+  }
+
+  dispose(): void {
+    this.#matcher.dispose();
+  }
+}
+
+/** The grammar engine of one device and the matchers of its constrained sequences. */
+export class DeviceGrammars {
+  readonly #vocabulary: GrammarVocabularySource | null;
+  #engine: GrammarEngine | null = null;
+  #loading: Promise<GrammarEngine> | null = null;
+  readonly #bySeq = new Map<Sequence, SequenceGrammar>();
+
+  /** `vocabulary` null: this device has no tokenizer, and constrained requests are refused. */
+  constructor(vocabulary: GrammarVocabularySource | null) {
+    this.#vocabulary = vocabulary;
+  }
+
+  /** Whether constrained requests can be added now (without awaiting {@link load}). */
+  get loaded(): boolean {
+    return this.#engine !== null;
+  }
+
+  /** Loads the grammar engine (once). */
+  load(): Promise<GrammarEngine> {
+    if (!this.#vocabulary) {
+      return Promise.reject(new GrammarError("this engine has no tokenizer for structured outputs"));
+    }
+    this.#loading ??= GrammarEngine.create(this.#vocabulary()).then((e) => this.#engine = e);
+    return this.#loading;
+  }
+
+  /** Starts `seq`'s matcher; throws GrammarError when the engine is not loaded or the spec fails. */
+  add(seq: Sequence, spec: GrammarSpec): void {
+    if (!this.#engine) {
+      throw new GrammarError(`request ${seq.requestId}: structured outputs need the grammar engine loaded first`);
+    }
+    const g = new SequenceGrammar(this.#engine.matcher(spec));
+    if (g.advance(seq) === "end") {
+      g.dispose();
+      throw new GrammarError(
+        `request ${seq.requestId}: the grammar matches only the empty output and the model cannot sample a stop token`,
+      );
+    }
+    this.#bySeq.set(seq, g);
+  }
+
+  /** `seq`'s grammar, if it is constrained. */
+  of(seq: Sequence): SequenceGrammar | undefined {
+    return this.#bySeq.get(seq);
+  }
+
+  /** Frees `seq`'s matcher (finish, abort, error). Idempotent. */
+  release(seq: Sequence): void {
+    this.#bySeq.get(seq)?.dispose();
+    this.#bySeq.delete(seq);
+  }
+
+  /** Constrained sequences alive (for tests: zero once a workload drains). */
+  get size(): number {
+    return this.#bySeq.size;
+  }
+}
