@@ -15,9 +15,11 @@
  *   does not unwind, so the instance leaks its stack and heap and, after a few thousand aborts,
  *   breaks: an instance that aborted is marked `poisoned`. Specs are therefore checked in a
  *   throwaway thread first (grammar_checker.ts), and a worker compiles only checked specs.
+ * - Its JavaScript is a UMD bundle: Bun gives its named exports, Deno's ESM loader does not, so it
+ *   is imported on first use (importing LMPool under Deno works; structured outputs need Bun).
  * @module
  */
-import {
+import type {
   CompiledGrammar as XCompiledGrammar,
   Grammar as XGrammarClass,
   GrammarCompiler as XGrammarCompiler,
@@ -31,6 +33,8 @@ import type { GrammarVocabulary } from "./vocabulary.ts";
 /** An embind object: its methods are called by name, `delete()` frees it. */
 // deno-lint-ignore no-explicit-any
 type Handle = any;
+
+type XGrammarModule = typeof import("@mlc-ai/web-xgrammar");
 
 let captured: string[] | null = null;
 let loading: Promise<XGrammar> | null = null;
@@ -113,15 +117,16 @@ export class XGrammar {
 
   /** A compiler for one vocabulary (async: the package makes tokenizer infos and compilers so). */
   async compiler(vocab: GrammarVocabulary): Promise<XCompiler> {
-    const info = await XTokenizerInfo.createTokenizerInfo(
+    const x = await importXGrammar();
+    const info = await x.TokenizerInfo.createTokenizerInfo(
       vocab.tokens,
       vocab.vocabType,
       false,
       vocab.vocabSize,
       [...vocab.stopTokenIds],
     );
-    const compiler = await XGrammarCompiler.createGrammarCompiler(info);
-    return new XCompiler(this, compiler, info, this.#Grammar, this.#Matcher, vocab.vocabSize);
+    const compiler = await x.GrammarCompiler.createGrammarCompiler(info);
+    return new XCompiler(this, x, compiler, info, this.#Grammar, this.#Matcher, vocab.vocabSize);
   }
 }
 
@@ -137,6 +142,7 @@ export class XCompiler {
 
   constructor(
     readonly engine: XGrammar,
+    readonly x: XGrammarModule,
     readonly compiler: XGrammarCompiler,
     readonly info: XTokenizerInfo,
     readonly grammarCtor: Handle,
@@ -155,7 +161,7 @@ export class XCompiler {
         grammar.delete();
       }
     });
-    const compiled = new XCompiledGrammar(handle);
+    const compiled = new this.x.CompiledGrammar(handle);
     let freed = false;
     return {
       handle,
@@ -225,12 +231,21 @@ export class XMatcher {
   }
 }
 
+/** The package's exports, or a GrammarError where the runtime does not give them. */
+async function importXGrammar(): Promise<XGrammarModule> {
+  const m = await import("@mlc-ai/web-xgrammar") as Partial<XGrammarModule> & { default?: XGrammarModule };
+  const x = m.GrammarCompiler ? m : m.default?.GrammarCompiler ? m.default : undefined;
+  if (!x) throw new GrammarError("@mlc-ai/web-xgrammar does not load in this runtime: structured outputs need Bun");
+  return x as XGrammarModule;
+}
+
 /**
  * Starts xgrammar in this thread (once; later calls share it). console.error is routed through a
  * sink while the module starts, since the module binds its stderr to console.error then.
  */
 export function loadXGrammar(): Promise<XGrammar> {
   loading ??= (async () => {
+    const x = await importXGrammar();
     const original = console.error;
     const sink = (...args: unknown[]) => captured ? captured.push(args.map(String).join(" ")) : original(...args);
     console.error = sink;
@@ -240,11 +255,11 @@ export function loadXGrammar(): Promise<XGrammar> {
     let compiled: XCompiledGrammar | undefined;
     let matcher: XGrammarMatcher | undefined;
     try {
-      probe = await XGrammarClass.fromEBNF('root ::= "a"');
-      info = await XTokenizerInfo.createTokenizerInfo(["a"], "raw", false, 1, [0]);
-      compiler = await XGrammarCompiler.createGrammarCompiler(info, false);
+      probe = await x.Grammar.fromEBNF('root ::= "a"');
+      info = await x.TokenizerInfo.createTokenizerInfo(["a"], "raw", false, 1, [0]);
+      compiler = await x.GrammarCompiler.createGrammarCompiler(info, false);
       compiled = await compiler.compileGrammar(probe);
-      matcher = await XGrammarMatcher.createGrammarMatcher(compiled);
+      matcher = await x.GrammarMatcher.createGrammarMatcher(compiled);
       const handleOf = (o: object): Handle => (o as { handle: Handle }).handle;
       return new XGrammar(handleOf(probe).constructor, handleOf(matcher).constructor);
     } finally {
