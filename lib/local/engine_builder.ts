@@ -152,6 +152,7 @@ export async function buildLocalEngine(
       stepTargetMs: o.stepTargetMs,
       tokenizer: o.detokenize === false ? null : tokenizer,
       eosTokenIds: tokenizer.eosTokenIds,
+      vocabSize: spec.native.vocabSize,
       // Read again on the first constrained request, so an engine that never sees one holds no copy.
       grammarVocabulary: () =>
         grammarVocabulary(

@@ -27,6 +27,8 @@ export interface LocalEngineOptions extends SchedulerConfig {
   /** null: token ids only, no text (stop strings then cannot match). */
   tokenizer: Pick<TextTokenizer, "decode"> | null;
   eosTokenIds: readonly number[];
+  /** Tokens the model samples from (ids at or past it are never banned for min_tokens); unset: no bound. */
+  vocabSize?: number;
   /** The vocabulary structured outputs compile against (built on the first constrained request); absent: refused. */
   grammarVocabulary?: GrammarVocabularySource;
   rank?: number;
@@ -101,11 +103,17 @@ export class LocalEngine {
     });
     this.scheduler = new Scheduler(o, this.blocks);
     this.grammars = new DeviceGrammars(o.grammarVocabulary ?? null);
-    this.runner = new ModelRunner(o.model, o.kv, {
-      maxNumTokens: o.maxNumBatchedTokens,
-      maxNumSeqs: o.maxNumSeqs,
-      maxBlocksPerSeq: Math.ceil(o.maxModelLen / o.kv.blockSize),
-    }, (seq) => this.grammars.of(seq));
+    this.runner = new ModelRunner(
+      o.model,
+      o.kv,
+      {
+        maxNumTokens: o.maxNumBatchedTokens,
+        maxNumSeqs: o.maxNumSeqs,
+        maxBlocksPerSeq: Math.ceil(o.maxModelLen / o.kv.blockSize),
+      },
+      (seq) => this.grammars.of(seq),
+      { eosTokenIds: o.eosTokenIds, ...(o.vocabSize !== undefined ? { vocabSize: o.vocabSize } : {}) },
+    );
     this.#tokenizer = o.tokenizer;
     this.#eos = o.eosTokenIds;
   }

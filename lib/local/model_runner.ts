@@ -12,7 +12,7 @@
 import { allocateStepBatch, type KvCache, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
 import type { TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
-import { SamplingControls } from "./sampling_controls.ts";
+import { SamplingControls, type StopTokens } from "./sampling_controls.ts";
 import type { SequenceGrammar } from "./sequence_grammar.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
@@ -130,12 +130,16 @@ export class ModelRunner {
   readonly #controls: StepControlsWriter;
   readonly #rowControls: SamplingControls;
 
-  /** `grammarOf`: a constrained sequence's structured-output state (its mask joins the row's controls). */
+  /**
+   * `grammarOf`: a constrained sequence's structured-output state (its mask joins the row's
+   * controls); `stops`: the model's EOS ids and vocabulary, for min_tokens (sampling_controls.ts).
+   */
   constructor(
     model: StepModel,
     kv: KvCache,
     limits: ModelRunnerLimits,
     grammarOf?: (seq: Sequence) => SequenceGrammar | undefined,
+    stops: StopTokens = { eosTokenIds: [] },
   ) {
     for (const k of ["maxNumTokens", "maxNumSeqs", "maxBlocksPerSeq"] as const) {
       if (!Number.isInteger(limits[k]) || limits[k] <= 0) {
@@ -149,7 +153,7 @@ export class ModelRunner {
     const { maxNumTokens, maxNumSeqs, maxBlocksPerSeq } = limits;
     this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
     this.#controls = new StepControlsWriter(maxNumSeqs);
-    this.#rowControls = new SamplingControls(grammarOf);
+    this.#rowControls = new SamplingControls(grammarOf, stops);
   }
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */

@@ -9,6 +9,8 @@
  *   output), evaluated on the host where the output tokens are.
  * - A structured output's mask (sequence_grammar.ts): its allowed list, intersected with
  *   allowed_token_ids, or its banned list, joined to the bad words'.
+ * - min_tokens, as vLLM does it: until the output has that many tokens, EOS (unless ignore_eos) and
+ *   the request's stop token ids are banned, so none is sampled early.
  * @module
  */
 import type { RowControls } from "../../ffi/native.ts";
@@ -74,14 +76,38 @@ function constrain(allowed: readonly number[], mask: TokenMask): number[] {
   return allowed.filter((t) => set.has(t) === (mask.allowed !== undefined));
 }
 
+/** The model's EOS ids, banned while a request's min_tokens is not reached, and its vocabulary size. */
+export interface StopTokens {
+  eosTokenIds: readonly number[];
+  vocabSize?: number;
+}
+
 /** Builds each sampling sequence's RowControls; keeps the penalty counts of the sequences it has seen. */
 export class SamplingControls {
   readonly #penalties = new WeakMap<Sequence, PenaltyCounts>();
   readonly #grammarOf: (seq: Sequence) => SequenceGrammar | undefined;
+  readonly #stops: StopTokens;
 
-  /** `grammarOf`: the structured-output state of a constrained sequence. */
-  constructor(grammarOf: (seq: Sequence) => SequenceGrammar | undefined = () => undefined) {
+  /** `grammarOf`: the structured-output state of a constrained sequence; `stops`: see {@link StopTokens}. */
+  constructor(
+    grammarOf: (seq: Sequence) => SequenceGrammar | undefined = () => undefined,
+    stops: StopTokens = { eosTokenIds: [] },
+  ) {
     this.#grammarOf = grammarOf;
+    this.#stops = stops;
+  }
+
+  /**
+   * The tokens min_tokens bans at this step of `seq` (none once its output is long enough). An id
+   * the model cannot sample (an EOS id past a small test model's vocabulary) is never banned: the
+   * native step would refuse the row for it.
+   */
+  #minTokensBan(seq: Sequence): number[] {
+    const p = seq.params;
+    if (p.minTokens <= seq.numOutputTokens) return [];
+    const ids = p.ignoreEos ? p.stopTokenIds : [...this.#stops.eosTokenIds, ...p.stopTokenIds];
+    const vocab = this.#stops.vocabSize;
+    return vocab === undefined ? ids : ids.filter((id) => id < vocab);
   }
 
   /** Whether a sequence's step needs any control (else its row goes without one). */
@@ -93,7 +119,8 @@ export class SamplingControls {
   /** The controls of `seq`'s row this step, or null when it has none. */
   of(seq: Sequence): RowControls | null {
     const p = seq.params;
-    if (!SamplingControls.needed(p)) return null;
+    const early = this.#minTokensBan(seq);
+    if (!SamplingControls.needed(p) && early.length === 0) return null;
     const c: RowControls = {
       minP: p.minP,
       presencePenalty: p.presencePenalty,
@@ -115,6 +142,7 @@ export class SamplingControls {
       const output = seq.tokenIds.length > seq.numPromptTokens ? seq.outputTokenIds : [];
       c.bannedTokenIds = bannedByBadWords(p.badWordsTokenIds, output);
     }
+    if (early.length > 0) c.bannedTokenIds = c.bannedTokenIds ? [...Array.from(c.bannedTokenIds), ...early] : early;
     let mask: TokenMask | null | undefined = null;
     try {
       mask = p.structuredOutput ? this.#grammarOf(seq)?.mask(seq) : null;

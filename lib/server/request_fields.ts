@@ -94,12 +94,7 @@ export const REQUEST_FIELDS: readonly RequestFieldRow[] = [
   row("stop_token_ids", "both", "same", ""),
   row("include_stop_str_in_output", "both", "same", "the stop string (or the stop token's text) ends the text"),
   row("ignore_eos", "both", "same", ""),
-  row(
-    "min_tokens",
-    "both",
-    "differs",
-    "EOS and stop tokens do not end a sequence before min_tokens tokens; vLLM also masks them from sampling, LMPool keeps one sampled early as an ordinary token",
-  ),
+  row("min_tokens", "both", "same", "EOS (unless ignore_eos) and stop_token_ids are banned from sampling until then"),
   row("skip_special_tokens", "both", "refused", "only true", false),
   row("spaces_between_special_tokens", "both", "refused", "only true", false),
   row(

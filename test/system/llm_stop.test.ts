@@ -52,15 +52,15 @@ describe("token-level stops", () => {
     expect(o!.text).toBe(decode(ref.tokenIds.slice(0, k)));
   });
 
-  test("min_tokens ignores a stop token until enough tokens exist", async () => {
+  test("min_tokens bans a stop token from sampling until enough tokens exist, as vLLM does", async () => {
     const stop = ref.tokenIds[k]!;
     const minTokens = k + 2;
     const [o] = await llm.generate({ promptTokenIds: prompt }, greedy({ stopTokenIds: [stop], minTokens }));
-    // Output token i may stop once minTokens tokens precede it (i >= minTokens), as in vLLM.
-    const later = ref.tokenIds.findIndex((t, i) => i >= minTokens && t === stop);
-    const expected = later >= 0 ? ref.tokenIds.slice(0, later + 1) : ref.tokenIds;
-    expect(o!.tokenIds).toEqual(expected);
-    expect(o!.tokenIds.length).toBeGreaterThan(k + 1);
+    // Greedy picks the same tokens until the stop token would come; there the next best is taken.
+    expect(o!.tokenIds.slice(0, k)).toEqual(ref.tokenIds.slice(0, k));
+    expect(o!.tokenIds[k]).not.toBe(stop);
+    expect(o!.tokenIds.slice(0, minTokens)).not.toContain(stop);
+    expect(o!.tokenIds.length).toBeGreaterThanOrEqual(minTokens);
   });
 });
 
@@ -103,7 +103,9 @@ describe("EOS", () => {
     expect(ignored.tokenIds).toEqual(ref.tokenIds);
     expect(ignored.finishReason).toBe("length");
     const deferred = run("min", { minTokens: k + 2 });
-    expect(deferred.tokenIds.length).toBeGreaterThan(k + 1);
+    expect(deferred.tokenIds.slice(0, k)).toEqual(ref.tokenIds.slice(0, k));
+    expect(deferred.tokenIds.slice(0, k + 2)).not.toContain(eos); // banned from sampling, not only ignored
+    expect(deferred.tokenIds.length).toBeGreaterThanOrEqual(k + 2);
     e.blocks.checkInvariants({ drained: true });
     model.dispose();
   });
