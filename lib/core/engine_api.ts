@@ -62,6 +62,8 @@ export interface RankStats {
   /** Cumulative finished requests and generated tokens. */
   numFinished: number;
   numGeneratedTokens: number;
+  /** Cumulative preemptions (a sequence's K/V dropped to be recomputed), vLLM's num_preemptions. */
+  numPreemptions?: number;
   /**
    * Blocks found still referenced, pinned or reserved when the rank last held no request and no
    * transfer (a leak: should be 0); only an idle rank can be judged.

@@ -9,6 +9,8 @@ export type FinishReason = "stop" | "length" | "abort" | "error";
 /** Timing and cache facts of one request (times in ms since the epoch, performance-clock based). */
 export interface RequestMetrics {
   arrivalTime: number;
+  /** When a step first scheduled it (its queue time ends there; vLLM's scheduled timestamp). */
+  firstScheduledTime?: number;
   firstTokenTime?: number;
   finishTime?: number;
   /** Prompt tokens served from the prefix cache. */

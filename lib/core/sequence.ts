@@ -41,6 +41,8 @@ export class Sequence {
   /** Seed of the counter-based sampler (see lp_step): fixed per request, so outputs do not depend on batching. */
   readonly seed: bigint;
   readonly arrivalTime: number;
+  /** When a step first scheduled it (set by the engine that runs it). */
+  firstScheduledTime: number | undefined;
   firstTokenTime: number | undefined;
   finishTime: number | undefined;
   status: SequenceStatus = "waiting";
@@ -158,6 +160,7 @@ export class Sequence {
       ...(this.params.logprobs && this.params.topLogprobs > 0 ? { topLogprobs: [...this.outputTopLogprobs] } : {}),
       metrics: {
         arrivalTime: this.arrivalTime,
+        ...(this.firstScheduledTime !== undefined ? { firstScheduledTime: this.firstScheduledTime } : {}),
         firstTokenTime: this.firstTokenTime,
         finishTime: this.finishTime,
         numCachedTokens: this.numCachedTokens,

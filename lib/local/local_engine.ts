@@ -231,6 +231,7 @@ export class LocalEngine {
   /** Applies a computed step: the scheduler's bookkeeping, stop checks and the report's deltas. */
   #complete(out: SchedulerOutput, result: StepResult, t0: number): StepReport {
     const stamp = now();
+    for (const s of out.scheduled) s.seq.firstScheduledTime ??= performance.timeOrigin + t0;
     this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp, (r) => topLogprobsOf(result, r));
     const deltas: StreamDelta[] = [];
     let row = 0;
@@ -314,6 +315,7 @@ export class LocalEngine {
       prefixHitTokens: b.prefixHitTokens,
       numFinished: this.numFinished,
       numGeneratedTokens: this.numGeneratedTokens,
+      numPreemptions: this.scheduler.numPreemptions,
     };
   }
 

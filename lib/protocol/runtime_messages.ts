@@ -153,6 +153,7 @@ const FinishedOutputSchema = z.object({
   topLogprobs: TopLogprobsSchema.optional(),
   metrics: z.object({
     arrivalTime: z.number(),
+    firstScheduledTime: z.number().optional(),
     firstTokenTime: z.number().optional(),
     finishTime: z.number().optional(),
     numCachedTokens: Count,

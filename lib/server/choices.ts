@@ -59,11 +59,8 @@ interface ChoiceGroup {
   maxGenerationTokens: number;
 }
 
-/**
- * The engine's queue time of a finished request (arrival to first scheduled, ms), when its metrics
- * carry `firstScheduledTime` (RequestMetrics does not declare it yet; see README).
- */
-function queuedMsOf(m: RequestMetrics & { firstScheduledTime?: number }): number | undefined {
+/** The engine's queue time of a finished request (arrival to first scheduled, ms), when its engine reports it. */
+function queuedMsOf(m: RequestMetrics): number | undefined {
   return m.firstScheduledTime === undefined ? undefined : Math.max(0, m.firstScheduledTime - m.arrivalTime);
 }
 

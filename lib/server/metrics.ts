@@ -11,12 +11,11 @@ import { ITERATION_TOKEN_BUCKETS, type StreamTiming, VllmRequestMetrics } from "
 export { type StreamTiming, TTFT_BUCKETS } from "./vllm_request_metrics.ts";
 
 /**
- * Per-rank step counters of vLLM's set that a rank's stats may carry (RankStats does not declare
- * them yet; see README): cumulative preemptions, and the cumulative tokens-per-step histogram in
- * vLLM's iteration_tokens_total buckets (per-bucket counts, the last one +Inf, and their sum).
+ * A per-rank step counter of vLLM's set that a rank's stats may carry (RankStats does not declare it
+ * yet; see README): the cumulative tokens-per-step histogram in vLLM's iteration_tokens_total
+ * buckets (per-bucket counts, the last one +Inf, and their sum).
  */
 export interface RankStepStats {
-  numPreemptions?: number;
   iterationTokens?: { bucketCounts: number[]; sum: number };
 }
 

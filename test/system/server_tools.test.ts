@@ -167,3 +167,18 @@ describe("tools and reasoning through the openai client", () => {
     expect(((await both.json()) as Json).error.message).toContain("continue_final_message");
   });
 });
+
+describe("vLLM's request phase metrics after traffic", () => {
+  test("every finished request has a queue and an inference time: the workers report when each was first scheduled", async () => {
+    const r = await post("/v1/completions", { model: MODEL, prompt: "Hello", max_tokens: 2 });
+    expect(r.status).toBe(200);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const sum = (family: string) =>
+      ["0", "1"].reduce((acc, engine) => acc + (metricValue(text, family, { engine }) ?? 0), 0);
+    const finished = sum("vllm:e2e_request_latency_seconds_count");
+    expect(finished).toBeGreaterThan(0);
+    expect(sum("vllm:request_queue_time_seconds_count")).toBe(finished);
+    expect(sum("vllm:request_inference_time_seconds_count")).toBe(finished);
+    expect(sum("vllm:num_preemptions_total")).toBe(0); // reported by the workers, none at this load
+  });
+});
