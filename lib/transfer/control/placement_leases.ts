@@ -89,7 +89,9 @@ export class PlacementLeases implements RouteAdvisor {
         const c = projectRouteCost(ctx, l.rank);
         const skewed = base.queueWork - c.queueWork >= this.#skewTokens &&
           base.queueWork >= this.#skewRatio * c.queueWork;
-        if (c.feasible && (c.total <= base.total + this.#bonusTokens || skewed)) {
+        // The bonus buys load spreading: only where the policy's pick has queued work to spread.
+        const bonus = base.queueWork > 0 ? this.#bonusTokens : 0;
+        if (c.feasible && (c.total <= base.total + bonus || skewed)) {
           this.routed++;
           return { rank: l.rank, reason: "lease" };
         }

@@ -161,10 +161,11 @@ describe("background candidates", () => {
 });
 
 describe("placement leases", () => {
-  function routed(policy: "lmpool" | "round-robin", leaseFor: number | undefined, now = 0) {
+  function routed(policy: "lmpool" | "round-robin", leaseFor: number | undefined, now = 0, ownerQueue = 50) {
     const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]), config: { policy } });
     // Both hold the prefix; rank 1 carries a little more load, so lmpool alone prefers rank 0.
-    s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0) }));
+    const owner = ownerQueue > 0 ? { load: { ...IDLE, numWaiting: 1, waitingTokens: ownerQueue } } : {};
+    s.applySnapshot(snapshot(0, { entries: chainEntries(HOT, 0), ...owner }));
     s.applySnapshot(
       snapshot(1, {
         entries: chainEntries(HOT.slice(0, 8), 500),
@@ -193,6 +194,8 @@ describe("placement leases", () => {
     expect(leases.routed).toBe(1);
     expect(routed("lmpool", 0).leases.hits).toBe(1);
     expect(routed("round-robin", 1).d.reason).toBe("round-robin");
+    // An idle pick has no load to spread: the lease's costlier rank is not worth its bonus.
+    expect(routed("lmpool", 1, 0, 0).d).toMatchObject({ rank: 0 });
     const expired = new PlacementLeases({ bonusTokens: 512, clock: new VirtualClock({ startMs: 5000 }) });
     expect(expired.size).toBe(0);
   });
