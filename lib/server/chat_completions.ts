@@ -1,7 +1,9 @@
 /**
  * POST /v1/chat/completions: messages rendered with the model's chat template (with the request's
  * tools and chat_template_kwargs), non-streaming and SSE (`chat.completion.chunk`), n choices; the
- * reply's reasoning and tool calls taken out by the server's parsers (reply_parsing.ts).
+ * reply's reasoning and tool calls taken out by the server's parsers (reply_parsing.ts), or, with
+ * tool_choice "required" or a named function, the reply held to the tools' schema and turned into
+ * calls (forced_tool_choice.ts).
  * @module
  */
 import { type ChoiceEnding, choiceEnding, type EndingContext, endingContext } from "./choice_endings.ts";
@@ -24,12 +26,15 @@ import { chatPrompt, messageContentText, promptTruncationOf, type TokenizedPromp
 import {
   type ParsedReply,
   parseReply,
+  type ReplyDelta,
   type ReplyParsing,
   replyParsingOf,
   StreamingReplyParser,
 } from "./reply_parsing.ts";
 import { checkContextLength, toSamplingParams } from "./sampling.ts";
-import { checkStructuredOutput, grammarSpecOf } from "./structured_outputs.ts";
+import { checkStructuredOutput, grammarSpecOf, type StructuredOutputField } from "./structured_outputs.ts";
+import { forcedToolSpec } from "./forced_tool_choice.ts";
+import type { GrammarSpec } from "../core/grammar_spec.ts";
 import { type ChatCompletionRequest, chatCompletionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 import { badRequest } from "./errors.ts";
@@ -91,11 +96,11 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   if (body.top_logprobs != null && body.logprobs !== true) {
     throw badRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
   }
+  const constraint = chatConstraintOf(body, parsing);
   const params = toSamplingParams(body, maxTokens, body.logprobs === true ? body.top_logprobs ?? 0 : false, {
     tokenizer: engine.tokenizer,
     vocabSize: engine.model.vocabSize,
-  });
-  const constraint = grammarSpecOf(body);
+  }, constraint?.spec ?? null);
   if (constraint) await checkStructuredOutput(constraint.spec, constraint.field);
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("chatcmpl"), prompts: [prompt], params });
@@ -117,6 +122,26 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
     });
   }
   return Response.json(await completeAll(ctx, prepared, scope));
+}
+
+/**
+ * The reply's constraint: a forced tool choice's schema, else the structured-output fields'. Both
+ * at once is a 400: vLLM lets one silently replace the other (which one depends on its release).
+ */
+function chatConstraintOf(
+  body: ChatCompletionRequest,
+  parsing: ReplyParsing,
+): { spec: GrammarSpec; field: StructuredOutputField } | null {
+  if (!parsing.forced) return grammarSpecOf(body);
+  if ((body.response_format != null && body.response_format.type !== "text") || body.structured_outputs != null) {
+    throw badRequest(
+      `tool_choice ${
+        parsing.forced.choice.kind === "required" ? '"required"' : "naming a function"
+      } constrains the output to tool calls, so it cannot be combined with response_format or structured_outputs`,
+      "tool_choice",
+    );
+  }
+  return { spec: forcedToolSpec(parsing.forced.choice, body.tools ?? []), field: "tools" };
 }
 
 function logprobsOf(
@@ -150,7 +175,8 @@ function replyMessage(p: Prepared, reply: ParsedReply): Record<string, unknown> 
 
 /**
  * finish_reason "tool_calls" as vLLM reports it: a non-streamed reply with parsed calls, a streamed
- * one with calls that stopped (not at the length limit).
+ * one with calls that stopped (not at the length limit). A named function's call is not counted
+ * (OpenAI and vLLM report "stop" for it).
  */
 function chatFinishReason(finish: "stop" | "length" | "abort", calledTools: boolean, streamed: boolean): string {
   if (!calledTools) return finish;
@@ -169,7 +195,7 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
       index: c.index,
       message: replyMessage(p, reply),
       logprobs: logprobsOf(ctx, p.body, c.tokenIds, c.logprobs, c.topLogprobs),
-      finish_reason: chatFinishReason(openAIFinishReason(c.finishReason), reply.toolCalls.length > 0, false),
+      finish_reason: chatFinishReason(openAIFinishReason(c.finishReason), calledTools(p, reply.toolCalls), false),
       stop_reason: ending.stopReason,
     });
   }
@@ -205,13 +231,13 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
     if (delta.finished) ending = await choiceEnding(p.ending, s.tokenIds, s.text, delta.finishReason ?? "stop");
     const reply = s.parser.push(delta.text + ending.includedText, delta.finished);
     const message = deltaMessage(p, reply);
-    s.called ||= reply.toolCalls.length > 0;
+    s.called ||= calledTools(p, reply.toolCalls);
     // Text the parser holds back (a tag it may be starting) waits, unless the chunk carries logprobs.
     if (!delta.finished && message === null && !withLogprobs) continue;
     const finish = delta.finished ? openAIFinishReason(delta.finishReason ?? "stop") : null;
     yield chunk({
       index: run.index,
-      delta: message ?? (p.parsing.reasoning || p.parsing.toolCalls || delta.finished ? {} : { content: "" }),
+      delta: message ?? (parsed(p) || delta.finished ? {} : { content: "" }),
       logprobs: logprobsOf(ctx, p.body, delta.tokenIds, delta.logprobs ?? [], delta.topLogprobs),
       finish_reason: finish === null ? null : chatFinishReason(finish, s.called, true),
       ...(delta.finished ? { stop_reason: ending.stopReason } : {}),
@@ -220,15 +246,25 @@ async function* streamChunks(ctx: ServerContext, p: Prepared, envelope: ChunkEnv
   if (envelope.includeUsage) yield envelope.usage(usage());
 }
 
+/** Whether the reply's calls make finish_reason "tool_calls" (a named function's never do). */
+function calledTools(p: Prepared, calls: ParsedReply["toolCalls"]): boolean {
+  return calls.length > 0 && p.parsing.forced?.choice.kind !== "named";
+}
+
+/** Whether any parser (reasoning, tool calls, a forced tool choice) reads the reply. */
+function parsed(p: Prepared): boolean {
+  return p.parsing.reasoning !== null || p.parsing.toolCalls !== null || p.parsing.forced != null;
+}
+
 /**
  * A streamed delta in vLLM's shape (only the fields it has), or null when it has nothing; without
  * parsers every delta carries its content, even "".
  */
 function deltaMessage(
   p: Prepared,
-  reply: { reasoning: string; content: string; toolCalls: ParsedReply["toolCalls"] },
+  reply: ReplyDelta,
 ): Record<string, unknown> | null {
-  if (!p.parsing.reasoning && !p.parsing.toolCalls) return reply.content === "" ? null : { content: reply.content };
+  if (!parsed(p)) return reply.content === "" ? null : { content: reply.content };
   const out: Record<string, unknown> = {};
   if (reply.reasoning !== "") {
     out.reasoning = reply.reasoning;
@@ -238,5 +274,6 @@ function deltaMessage(
   if (reply.toolCalls.length > 0) {
     out.tool_calls = reply.toolCalls.map((call, index) => ({ index, ...call }));
   }
+  if (reply.toolCallDeltas && reply.toolCallDeltas.length > 0) out.tool_calls = reply.toolCallDeltas;
   return Object.keys(out).length === 0 ? null : out;
 }

@@ -2,10 +2,19 @@
  * How a chat reply's text becomes its message: the server's parsers (`--reasoning-parser`,
  * `--enable-auto-tool-choice` with `--tool-call-parser`, vLLM's flags) and the request's tool
  * choice decide whether reasoning is split off and tool calls are taken out, whole (parseReply)
- * or as the reply streams (StreamingReplyParser), which add up to the same message.
+ * or as the reply streams (StreamingReplyParser), which add up to the same message. A forced
+ * tool choice ("required", a named function) needs no parser flag: its reply is JSON held to the
+ * tools' schema (forced_tool_choice.ts).
  * @module
  */
 import { badRequest } from "./errors.ts";
+import {
+  forcedToolCalls,
+  type ForcedToolChoice,
+  forcedToolChoiceOf,
+  StreamingForcedToolCalls,
+  type ToolCallStreamDelta,
+} from "./forced_tool_choice.ts";
 import {
   REASONING_PARSERS,
   type ReasoningParserName,
@@ -61,6 +70,8 @@ export interface ReplyParsing {
   reasoning: { thinkingEnabled: boolean; include: boolean } | null;
   /** Take tool calls out (null: tools are not parsed for this request). */
   toolCalls: { parallel: boolean } | null;
+  /** tool_choice "required" or a named function: the whole content is the calls. */
+  forced?: { choice: ForcedToolChoice; parallel: boolean } | null;
 }
 
 /** The chat request fields that decide the parsing. */
@@ -78,18 +89,17 @@ export function toolChoiceOf(body: ReplyParsingFields): unknown {
 }
 
 /**
- * The parsing of one request. tool_choice "required" and a named function are 400s: vLLM holds the
- * model to them with a grammar (structured outputs), which LMPool does not have yet, and without
- * one the reply is not guaranteed to call the tool.
+ * The parsing of one request. "required" and a named function need no server flag (the schema,
+ * not a parser, makes the calls; vLLM's newest releases ask for a tool parser here).
  */
 export function replyParsingOf(body: ReplyParsingFields, settings: ReplyParserSettings): ReplyParsing {
   const choice = toolChoiceOf(body);
-  if (choice === "required" || (typeof choice === "object" && choice !== null)) {
-    const what = choice === "required" ? '"required"' : "a named function";
-    throw badRequest(
-      `tool_choice ${what} is not supported yet by LMPool: vLLM enforces it with structured outputs (a grammar), which LMPool does not have yet, and without one the reply is not guaranteed to call a tool. Use "auto" or "none".`,
-      "tool_choice",
-    );
+  const reasoning = settings.reasoningParser
+    ? { thinkingEnabled: thinkingEnabledOf(body.chat_template_kwargs), include: body.include_reasoning ?? true }
+    : null;
+  const forced = body.tools ? forcedToolChoiceOf(choice) : null;
+  if (forced) {
+    return { reasoning, toolCalls: null, forced: { choice: forced, parallel: body.parallel_tool_calls ?? true } };
   }
   let toolCalls: ReplyParsing["toolCalls"] = null;
   if (choice === "auto" && body.tools) {
@@ -101,9 +111,6 @@ export function replyParsingOf(body: ReplyParsingFields, settings: ReplyParserSe
     }
     toolCalls = { parallel: body.parallel_tool_calls ?? true };
   }
-  const reasoning = settings.reasoningParser
-    ? { thinkingEnabled: thinkingEnabledOf(body.chat_template_kwargs), include: body.include_reasoning ?? true }
-    : null;
   return { reasoning, toolCalls };
 }
 
@@ -118,7 +125,7 @@ export interface ParsedReply {
 
 function keptCalls(calls: ParsedToolCall[], parsing: ReplyParsing): ParsedToolCall[] {
   // parallel_tool_calls: false keeps the first call only, as vLLM filters them.
-  return parsing.toolCalls?.parallel === false ? calls.slice(0, 1) : calls;
+  return (parsing.toolCalls ?? parsing.forced)?.parallel === false ? calls.slice(0, 1) : calls;
 }
 
 /** Parses a whole reply. */
@@ -130,6 +137,13 @@ export function parseReply(text: string, parsing: ReplyParsing): ParsedReply {
     reasoning = parsing.reasoning.include ? split.reasoning : null;
     content = split.content;
   }
+  if (parsing.forced && content !== null) {
+    // As vLLM reports a forced call: the content is "" (not null) beside the calls.
+    const calls = forcedToolCalls(content, parsing.forced.choice);
+    return calls
+      ? { reasoning, content: "", toolCalls: keptCalls(calls, parsing) }
+      : { reasoning, content, toolCalls: [] };
+  }
   if (!parsing.toolCalls || content === null) return { reasoning, content, toolCalls: [] };
   const tools = splitToolCalls(content);
   return { reasoning, content: tools.content, toolCalls: keptCalls(tools.toolCalls, parsing) };
@@ -140,16 +154,20 @@ export interface ReplyDelta {
   reasoning: string;
   content: string;
   toolCalls: ParsedToolCall[];
+  /** A named function's call as it streams (its first delta names it); only with a forced choice. */
+  toolCallDeltas?: ToolCallStreamDelta[];
 }
 
 /** Parses a reply as it streams; its deltas add up to parseReply of the whole text. */
 export class StreamingReplyParser {
   readonly #reasoning: StreamingReasoningSplitter | null;
   readonly #tools: StreamingToolCallParser | null;
+  readonly #forced: StreamingForcedToolCalls | null;
 
   constructor(readonly parsing: ReplyParsing) {
     this.#reasoning = parsing.reasoning ? new StreamingReasoningSplitter(parsing.reasoning.thinkingEnabled) : null;
     this.#tools = parsing.toolCalls ? new StreamingToolCallParser() : null;
+    this.#forced = parsing.forced ? new StreamingForcedToolCalls(parsing.forced.choice) : null;
   }
 
   /** Takes the next piece of text; `final` on the reply's last piece releases whatever is held. */
@@ -160,6 +178,15 @@ export class StreamingReplyParser {
       const d = this.#reasoning.push(piece, final);
       reasoning = this.parsing.reasoning!.include ? d.reasoning : "";
       content = d.content;
+    }
+    if (this.#forced) {
+      const f = this.#forced.push(content, final);
+      return {
+        reasoning,
+        content: f.content,
+        toolCalls: keptCalls(f.toolCalls, this.parsing),
+        toolCallDeltas: f.deltas,
+      };
     }
     if (!this.#tools) return { reasoning, content, toolCalls: [] };
     const t = this.#tools.push(content, final);

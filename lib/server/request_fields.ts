@@ -157,7 +157,7 @@ export const REQUEST_FIELDS: readonly RequestFieldRow[] = [
     "tool_choice",
     "chat",
     "differs",
-    '`"auto"` (default with tools; a 400 without `--enable-auto-tool-choice` and `--tool-call-parser`, as in vLLM) and `"none"` (default without tools) as in vLLM; `"required"` and a named function are refused with 400: vLLM enforces them with structured outputs, which LMPool does not have yet',
+    '`"auto"` (default with tools; a 400 without `--enable-auto-tool-choice` and `--tool-call-parser`, as in vLLM) and `"none"` (default without tools) as in vLLM. `"required"` and a named function are held to a JSON schema built from `tools` as vLLM builds it (a named function: its `parameters`; `"required"`: an array of at least one `{"name", "parameters"}`, an anyOf over the tools) and need no server flag (vLLM\'s newest releases ask for a tool parser); the reply\'s `content` is `""` beside its `tool_calls`. A named call\'s `arguments` are the generated text, finish_reason `stop` or `length`, streamed as argument deltas as vLLM does; `"required"` calls have finish_reason `tool_calls`, and stream whole in the last chunk (vLLM streams their arguments piece by piece); a `"required"` reply cut short is returned as content with finish_reason `length` (vLLM fails the request). A function without `parameters` gets an empty object (vLLM leaves a named one unconstrained). Combined with `response_format` or `structured_outputs` it is a 400 naming `tool_choice` (vLLM lets one replace the other); a function not in `tools` is a 400 naming `tool_choice`',
   ),
   row("reasoning_effort", "chat", "refused", "only null", "low"),
   row(

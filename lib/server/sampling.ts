@@ -6,6 +6,7 @@
 import type { TextTokenizer } from "../core/engine_api.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
 import { badRequest } from "./errors.ts";
+import type { GrammarSpec } from "../core/grammar_spec.ts";
 import { grammarSpecOf, type StructuredOutputFields } from "./structured_outputs.ts";
 
 /** The sampling fields both completion routes share (already type-checked by zod). */
@@ -93,13 +94,15 @@ const FIELD_NAMES: Record<string, string> = {
 
 /**
  * Builds and checks SamplingParams; `maxTokens` and `logprobs` (false, or the number of top
- * alternatives with the chosen token's logprob) are resolved by the route.
+ * alternatives with the chosen token's logprob) are resolved by the route, and so is `constraint`
+ * when it does not come from the body's structured-output fields (a forced tool choice).
  */
 export function toSamplingParams(
   body: SamplingFields,
   maxTokens: number,
   logprobs: false | number,
   vocabulary: SamplingVocabulary,
+  constraint: GrammarSpec | null = grammarSpecOf(body)?.spec ?? null,
 ): SamplingParams {
   const stop = body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
   const logitBias = Object.entries(body.logit_bias ?? {}).map(([id, bias]): [number, number] => [Number(id), bias]);
@@ -124,8 +127,7 @@ export function toSamplingParams(
     ignoreEos: body.ignore_eos ?? false,
     minTokens: body.min_tokens ?? 0,
   };
-  const constraint = grammarSpecOf(body);
-  if (constraint) partial.structuredOutput = constraint.spec;
+  if (constraint) partial.structuredOutput = constraint;
   if (body.temperature != null) partial.temperature = body.temperature;
   if (body.top_p != null) partial.topP = body.top_p;
   if (body.top_k != null) partial.topK = body.top_k;

@@ -66,8 +66,8 @@ export interface StructuredOutputFields {
   structured_outputs?: z.infer<typeof structuredOutputsSchema>;
 }
 
-/** The field a spec came from, for the 400. */
-export type StructuredOutputField = "response_format" | "structured_outputs";
+/** The field a spec came from, for the 400 (`tools`: a forced tool choice's schema). */
+export type StructuredOutputField = "response_format" | "structured_outputs" | "tools";
 
 /** The body's constraint and the field it came from, or null for free text. */
 export function grammarSpecOf(

@@ -1,9 +1,11 @@
 // Tools, reasoning and the chat-template fields end to end over a real listener, with raw HTTP/SSE
 // and the official `openai` client, against the engine double replaying fixed replies: tool calls
 // and reasoning in the message and as streamed deltas (which add up to the message),
-// finish_reason tool_calls, include_reasoning and parallel_tool_calls, the 400s (auto without the
-// server flags, required, a named function, empty tools, reserved template variables,
-// continue_final_message with the generation prompt), and what the template receives.
+// finish_reason tool_calls, include_reasoning and parallel_tool_calls, tool_choice "required" and a
+// named function (their reply shapes; the schema itself is tested against the real model in
+// test/system/server_forced_tool_choice.test.ts), the 400s (auto without the server flags, empty
+// tools, reserved template variables, continue_final_message with the generation prompt), and what
+// the template receives.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { type HttpServer, startHttpServer } from "../../../lib/runtime/http_server.ts";
@@ -182,30 +184,78 @@ describe("tool calls and reasoning in the reply", () => {
   });
 });
 
+describe("forced tool choice without any server flag (the engine double ignores the schema)", () => {
+  test('a named function: the reply is its arguments, content "", finish_reason stop; streamed as deltas', async () => {
+    plain.engine.replyPieces = ['{"city": ', '"Köln"}'];
+    const tool_choice = { type: "function", function: { name: "get_weather" } };
+    const body: Json = await (await post(plain, { messages, tools, tool_choice })).json();
+    expect(body.choices[0].finish_reason).toBe("stop");
+    expect(body.choices[0].message.content).toBe("");
+    expect(body.choices[0].message.tool_calls.map((c: Json) => c.function)).toEqual([
+      { name: "get_weather", arguments: '{"city": "Köln"}' },
+    ]);
+    const stream = await plain.client.chat.completions.create({
+      model: "fake",
+      messages,
+      tools,
+      tool_choice: tool_choice as never,
+      stream: true,
+    });
+    const deltas: Json[] = [];
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe("stop");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas[0]).toMatchObject({ index: 0, type: "function", function: { name: "get_weather" } });
+    expect(deltas.map((d) => d.function.arguments).join("")).toBe('{"city": "Köln"}');
+  });
+
+  test('"required": each array element is a call, finish_reason tool_calls; streamed whole at the end', async () => {
+    plain.engine.replyPieces = ['[{"name": "get_weather", "para', 'meters": {"city": "Bonn"}}]'];
+    const body: Json = await (await post(plain, { messages, tools, tool_choice: "required" })).json();
+    expect(body.choices[0].finish_reason).toBe("tool_calls");
+    expect(body.choices[0].message.content).toBe("");
+    expect(body.choices[0].message.tool_calls.map((c: Json) => c.function)).toEqual([
+      { name: "get_weather", arguments: '{"city": "Bonn"}' },
+    ]);
+    const stream = await plain.client.chat.completions.create({
+      model: "fake",
+      messages,
+      tools,
+      tool_choice: "required",
+      stream: true,
+    });
+    const withCalls: Json[] = [];
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta.tool_calls) withCalls.push(chunk.choices[0]);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe("tool_calls");
+    expect(withCalls).toHaveLength(1);
+    expect(withCalls[0].delta.tool_calls[0]).toMatchObject({
+      index: 0,
+      function: { name: "get_weather", arguments: '{"city": "Bonn"}' },
+    });
+  });
+});
+
 describe("the 400s", () => {
   const errorOf = async (s: Served, body: unknown) => {
     const res = await post(s, body);
     return { status: res.status, error: ((await res.json()) as Json).error };
   };
 
-  test("tool_choice auto without --enable-auto-tool-choice, required, a named function", async () => {
+  test("tool_choice auto without --enable-auto-tool-choice is a 400 naming it", async () => {
     const auto = await errorOf(plain, { messages, tools });
     expect(auto.status).toBe(400);
     expect(auto.error).toMatchObject({
       param: "tool_choice",
       message: '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
     });
-    const required = await errorOf(parsing, { messages, tools, tool_choice: "required" });
-    expect(required.error.param).toBe("tool_choice");
-    expect(required.error.message).toContain("structured outputs");
-    const named = await parsing.client.chat.completions.create({
-      model: "fake",
-      messages,
-      tools,
-      tool_choice: { type: "function", function: { name: "get_weather" } },
-    }).catch((e: unknown) => e);
-    expect(named).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((named as Json).error.param).toBe("tool_choice");
   });
 
   test("vLLM's tool checks: empty tools, a tool_choice without tools, an unknown named tool", async () => {

@@ -175,19 +175,20 @@ describe("which requests parse what", () => {
     expect(replyParsingOf({}, {}).reasoning).toBeNull();
   });
 
-  test("auto without the server flags is vLLM's 400; required and a named function are 400s naming tool_choice", () => {
+  test("auto without the server flags is vLLM's 400; required and a named function need no flag", () => {
     expect(status(() => replyParsingOf({ tools }, {}))).toEqual([
       400,
       "tool_choice",
       '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
     ]);
-    const required = status(() => replyParsingOf({ tools, tool_choice: "required" }, on)) as unknown[];
-    expect(required.slice(0, 2)).toEqual([400, "tool_choice"]);
-    expect(required[2]).toContain("structured outputs");
-    const named = status(() =>
-      replyParsingOf({ tools, tool_choice: { type: "function", function: { name: "f" } } }, on)
-    );
-    expect((named as unknown[])[1]).toBe("tool_choice");
+    expect(replyParsingOf({ tools, tool_choice: "required" }, {})).toEqual({
+      reasoning: null,
+      toolCalls: null,
+      forced: { choice: { kind: "required" }, parallel: true },
+    });
+    const named = replyParsingOf({ tools, tool_choice: { type: "function", function: { name: "f" } } }, on);
+    expect(named.forced).toEqual({ choice: { kind: "named", name: "f" }, parallel: true });
+    expect(named.toolCalls).toBeNull();
   });
 
   test("server flags: unknown names and a lone --enable-auto-tool-choice throw naming the flag", () => {
