@@ -23,10 +23,10 @@ export interface DeviceLocalCopy {
 }
 
 /**
- * Default device-local copy, from lmpool's plans between two ranks on one H200 (the validation
- * runs): a one-block plan took about 1.9 ms from dispatch to publish (p50), and the 17-block plans
- * of locality 5x about 7.6 ms, so the bytes move at about 100 GB/s, far below the HBM's copy speed:
- * the copy engine shares the device with both ranks' steps.
+ * Default device-local copy, fitted to lmpool's plans between two ranks on one H200 in the
+ * validation runs (their transfer tables in bench/results): a plan's fixed cost dominates, and the
+ * bytes move far below the HBM's copy speed, because the copy engine shares the device with both
+ * ranks' steps.
  */
 export const DEFAULT_DEVICE_LOCAL_COPY: DeviceLocalCopy = { latencyMs: 1.9, bytesPerMs: 1.0e8 };
 
