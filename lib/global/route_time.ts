@@ -14,7 +14,7 @@
  * - s_p: r's measured prefill speed against the model (DeviceSpeeds).
  * The request's decode is left out: continuous batching takes one more sequence into the next step
  * at a marginal cost, and pricing each rank's whole decode step made routing chase batch sizes at
- * the expense of first tokens (in the simulator, the Mooncake window's mean TTFT rose by a fifth).
+ * the expense of first tokens.
  * A rank's decode load still counts through `others`, who wait for every prefill it takes.
  * The queue is the rank's and the speed is the device's: ranks sharing one GPU are time-sliced by
  * it, each getting an equal share while busy, so a rank's own queue drains at its share of the
