@@ -1,28 +1,21 @@
 /**
- * What a GPU's step costs, as the control plane prices routes: the engine model `bun bench
+ * What a GPU's prefill costs, as the control plane prices routes: the engine model `bun bench
  * calibrate` fits (bench/calibration/engine_profile.ts), reduced to the terms routing needs, plus
  * each rank's measured speed against it. A prefill of n tokens after c cached ones costs
- * n * prefillTokenMs + chunkPairs(c, n) * prefillPairMs; a decode step of s sequences reading k
- * context tokens costs stepFixedMs + s * decodeSeqMs + k * kvReadMs. Workers report cumulative
- * timings of their pure prefill and pure decode steps with those steps' work; the ratio of
- * measured to modelled time, per rank and kind, scales the model (so a GPU slower or faster than
- * its calibration, or one time-sliced between two ranks, is priced as it runs).
+ * n * prefillTokenMs + chunkPairs(c, n) * prefillPairMs. Workers report cumulative timings of their
+ * pure prefill steps with those steps' work; the ratio of measured to modelled time, per rank,
+ * scales the model (so a GPU slower or faster than its calibration, or one time-sliced between two
+ * ranks, is priced as it runs).
  * @module
  */
 import { chunkPairs } from "../core/attention_pairs.ts";
 
-/** Step-cost coefficients, device milliseconds. */
+/** Prefill-cost coefficients, device milliseconds. */
 export interface DeviceCostModel {
   /** Per prompt token prefilled (the GEMMs, compute-bound). */
   prefillTokenMs: number;
   /** Per causal attention (query, key) pair of a prefill. */
   prefillPairMs: number;
-  /** Fixed cost of a step (launch, reading the weights once). */
-  stepFixedMs: number;
-  /** Per sequence in a decode step. */
-  decodeSeqMs: number;
-  /** Per context token a decoding sequence reads. */
-  kvReadMs: number;
 }
 
 /**
@@ -33,9 +26,6 @@ export interface DeviceCostModel {
 export const DEFAULT_DEVICE_COST: Readonly<DeviceCostModel> = Object.freeze({
   prefillTokenMs: 0.0015,
   prefillPairMs: 1.28e-6,
-  stepFixedMs: 0.81,
-  decodeSeqMs: 0.0018,
-  kvReadMs: 3.51e-5,
 });
 
 /** Modelled prefill time of `tokens` tokens after `cached` ones, ms (unscaled). */
@@ -44,15 +34,8 @@ export function prefillMs(m: DeviceCostModel, tokens: number, cached: number): n
   return tokens * m.prefillTokenMs + chunkPairs(cached, tokens) * m.prefillPairMs;
 }
 
-/** Modelled decode step time for `seqs` sequences reading `context` tokens, ms (unscaled). */
-export function decodeStepMs(m: DeviceCostModel, seqs: number, context: number): number {
-  if (seqs <= 0) return 0;
-  return m.stepFixedMs + seqs * m.decodeSeqMs + context * m.kvReadMs;
-}
-
-/** Cumulative step timings a worker reports (stats counters), by kind. */
+/** The cumulative prefill-step timings a worker reports (stats counters). */
 const PREFILL_KEYS = ["prefill_ms", "prefill_tokens", "prefill_pairs"] as const;
-const DECODE_KEYS = ["decode_ms", "decode_steps", "decode_seqs", "decode_context"] as const;
 
 /** Ratios of measured to modelled step time beyond which a report is taken as noise, not speed. */
 const MIN_RATIO = 0.25;
@@ -69,13 +52,12 @@ function meanOf(ratios: ReadonlyMap<number, number>): number {
   return sum / ratios.size;
 }
 
-/** Per-rank speed of prefill and decode against the model. */
+/** Per-rank speed of prefill against the model. */
 export class DeviceSpeeds {
   readonly model: DeviceCostModel;
   readonly #prefill = new Map<number, number>();
-  readonly #decode = new Map<number, number>();
-  /** The counters each ratio was last folded from, per rank and kind. */
-  readonly #last = new Map<string, Record<string, number>>();
+  /** The counters each rank's ratio was last folded from. */
+  readonly #last = new Map<number, Record<string, number>>();
 
   constructor(model: DeviceCostModel = DEFAULT_DEVICE_COST) {
     this.model = model;
@@ -89,64 +71,34 @@ export class DeviceSpeeds {
     return this.#prefill.get(rank) ?? meanOf(this.#prefill);
   }
 
-  /** Measured / modelled decode time on `rank`, as {@link prefillRatio}. */
-  decodeRatio(rank: number): number {
-    return this.#decode.get(rank) ?? meanOf(this.#decode);
-  }
-
-  /** Folds in a worker's cumulative counters (those without step timings change nothing). */
+  /**
+   * Folds in a worker's cumulative counters (those without prefill timings change nothing): the
+   * steps since the counters last folded, unless they cover too few modelled milliseconds (then
+   * they wait to be counted with the next report); counters that went back (a new worker) start over.
+   */
   observe(rank: number, counters: Record<string, number>): void {
+    if (!PREFILL_KEYS.every((k) => typeof counters[k] === "number")) return;
+    const last = this.#last.get(rank);
+    const delta = (k: (typeof PREFILL_KEYS)[number]) => counters[k]! - (last?.[k] ?? 0);
+    if (PREFILL_KEYS.some((k) => delta(k) < 0)) {
+      this.#last.set(rank, { ...counters });
+      return;
+    }
     const m = this.model;
-    this.#fold(this.#prefill, rank, "prefill", counters, PREFILL_KEYS, (d) =>
-      // Pairs price the attention, tokens the GEMMs.
-      d.prefill_tokens! * m.prefillTokenMs + d.prefill_pairs! * m.prefillPairMs);
-    this.#fold(
-      this.#decode,
-      rank,
-      "decode",
-      counters,
-      DECODE_KEYS,
-      (d) => d.decode_steps! * m.stepFixedMs + d.decode_seqs! * m.decodeSeqMs + d.decode_context! * m.kvReadMs,
-    );
+    // Pairs price the attention, tokens the GEMMs.
+    const modelled = delta("prefill_tokens") * m.prefillTokenMs + delta("prefill_pairs") * m.prefillPairMs;
+    const measured = delta("prefill_ms");
+    if (!(modelled >= MIN_MODELLED_MS)) return;
+    this.#last.set(rank, { ...counters });
+    if (!(measured > 0)) return;
+    const r = Math.min(MAX_RATIO, Math.max(MIN_RATIO, measured / modelled));
+    const prev = this.#prefill.get(rank);
+    this.#prefill.set(rank, prev === undefined ? r : prev + ALPHA * (r - prev));
   }
 
   /** A rank left: its next incarnation reports from zero. */
   forget(rank: number): void {
     this.#prefill.delete(rank);
-    this.#decode.delete(rank);
-    this.#last.delete(`${rank}/prefill`);
-    this.#last.delete(`${rank}/decode`);
-  }
-
-  /**
-   * Folds the steps since the counters last folded for this kind: a report covering too few
-   * modelled milliseconds waits to be counted with the next one; counters that went back (a new
-   * worker) start over.
-   */
-  #fold(
-    into: Map<number, number>,
-    rank: number,
-    kind: string,
-    counters: Record<string, number>,
-    keys: readonly string[],
-    modelledOf: (delta: Record<string, number>) => number,
-  ): void {
-    if (!keys.every((k) => typeof counters[k] === "number")) return;
-    const key = `${rank}/${kind}`;
-    const last = this.#last.get(key);
-    const delta: Record<string, number> = {};
-    for (const k of keys) delta[k] = counters[k]! - (last?.[k] ?? 0);
-    if (keys.some((k) => delta[k]! < 0)) {
-      this.#last.set(key, { ...counters });
-      return;
-    }
-    const modelled = modelledOf(delta);
-    const measured = delta[keys[0]!]!;
-    if (!(modelled >= MIN_MODELLED_MS)) return;
-    this.#last.set(key, { ...counters });
-    if (!(measured > 0)) return;
-    const r = Math.min(MAX_RATIO, Math.max(MIN_RATIO, measured / modelled));
-    const prev = into.get(rank);
-    into.set(rank, prev === undefined ? r : prev + ALPHA * (r - prev));
+    this.#last.delete(rank);
   }
 }

@@ -130,13 +130,6 @@ export class RoutingContext {
     return this.blocks.table(rank)?.size ?? 0;
   }
 
-  /** Live sequences on `rank` holding the deepest block of the query's matched prefix (0: no match). */
-  liveSharers(rank: number): number {
-    const n = this.matchedBlocks(rank);
-    if (n === 0) return 0;
-    return this.blocks.table(rank)?.entries.get(this.query.blockHashes[n - 1]!)?.refCount ?? 0;
-  }
-
   /** Prompt tokens a rank's prefix match saves (one token is always computed). */
   cachedTokens(rank: number): number {
     const bs = this.capacity(rank).blockSize;

@@ -2,7 +2,7 @@
  * The lmpool policy: among the ingress rank and its direct partners (every healthy rank without an
  * ingress), the capacity-feasible rank of least latency cost wins (route_time.ts: the device's
  * queued prefill, this request's own prefill times the requests on the device that wait for it,
- * its decode in the device's batch, and the prefill of what its blocks would evict). Ties (ranks of
+ * and the prefill of what its blocks would evict). Ties (ranks of
  * one GPU cost the same but for their prefixes) go to the rank with fewer requests, then more room,
  * then the lower rank. When no rank has room now,
  * the request queues where the shortage is smallest.

@@ -25,6 +25,7 @@ test("bad values are RangeErrors naming the field and value", () => {
   expect(() => resolveRoutingConfig({ cost: { spillLoadRatio: 2 } as never })).toThrow(
     /unknown routing setting cost.spillLoadRatio/,
   );
+  // @ts-expect-error: decode coefficients are not routing settings (routes price prefill only)
   expect(() => resolveRoutingConfig({ device: { kvReadMs: -1 } })).toThrow(/device.kvReadMs/);
   expect(() => resolveRoutingConfig({ reservationTtlMs: 0 })).toThrow(/reservationTtlMs/);
 });
