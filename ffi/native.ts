@@ -13,7 +13,7 @@ import { type StepBatch, StepBatchPacker } from "./step_batch.ts";
 
 export type { NativeModelConfig } from "./model_config.ts";
 export { allocateStepBatch, type StepBatch, type StepBatchCapacity } from "./step_batch.ts";
-export { MAX_TOP_LOGPROBS, type RowControls, StepControlsWriter } from "./step_controls.ts";
+export { type RowControls, StepControlsWriter } from "./step_controls.ts";
 
 /** The NUL-terminated text a C call writes into a 4096-byte buffer (truncated there). */
 function readText(write: (buf: Uint8Array) => unknown): string {

@@ -145,11 +145,6 @@ export class StepControlsWriter {
     this.#bannedStart[r + 1] = this.#banned.length;
   }
 
-  /** Rows added since {@link begin}. */
-  get rows(): number {
-    return this.#rows;
-  }
-
   /** Sets `b`'s control arrays for the rows added: those no row uses are null. */
   attach(b: StepBatch): void {
     const any = this.#any;

@@ -232,14 +232,17 @@ export class LocalEngine {
   #complete(out: SchedulerOutput, result: StepResult, t0: number): StepReport {
     const stamp = now();
     for (const s of out.scheduled) s.seq.firstScheduledTime ??= performance.timeOrigin + t0;
-    this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp, (r) => topLogprobsOf(result, r));
+    // Each row's alternatives are built once, for the sequence and its delta alike.
+    const tops: (TopLogprob[] | undefined)[] = [];
+    const topOf = (r: number) => (r in tops ? tops[r] : (tops[r] = topLogprobsOf(result, r)));
+    this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp, topOf);
     const deltas: StreamDelta[] = [];
     let row = 0;
     for (const s of out.scheduled) {
       if (!s.sample) continue;
       const token = result.tokens[row]!;
       const logprob = result.logprobs[row]!;
-      const top = token >= 0 ? topLogprobsOf(result, row) : undefined;
+      const top = token >= 0 ? topOf(row) : undefined;
       const rowError = token < 0 ? result.rowErrors.get(row) : undefined;
       row++;
       const t = this.#requests.get(s.seq.requestId)!;

@@ -36,10 +36,12 @@ export class SequenceGrammar {
 
   /** Feeds the output tokens not fed yet; a rejected token stops the feed and is returned. */
   #sync(seq: Sequence): GrammarVerdict {
-    const out = seq.outputTokenIds;
-    for (; this.#fed < out.length; this.#fed++) {
+    const ids = seq.tokenIds;
+    const start = seq.numPromptTokens;
+    for (; this.#fed < ids.length - start; this.#fed++) {
       if (this.#matcher.terminated) continue; // done: what follows (ignore_eos, min_tokens) is free
-      if (!this.#matcher.accept(out[this.#fed]!)) return { rejected: out[this.#fed]! };
+      const token = ids[start + this.#fed]!;
+      if (!this.#matcher.accept(token)) return { rejected: token };
     }
     return "continue";
   }
@@ -69,6 +71,8 @@ export class DeviceGrammars {
   readonly #vocabulary: GrammarVocabularySource | null;
   #engine: GrammarEngine | null = null;
   #loading: Promise<GrammarEngine> | null = null;
+  /** Why loading failed (then every constrained request is refused with it, none waits again). */
+  #failed: Error | null = null;
   readonly #bySeq = new Map<Sequence, SequenceGrammar>();
 
   /** `vocabulary` null: this device has no tokenizer, and constrained requests are refused. */
@@ -76,22 +80,34 @@ export class DeviceGrammars {
     this.#vocabulary = vocabulary;
   }
 
-  /** Whether constrained requests can be added now (without awaiting {@link load}). */
-  get loaded(): boolean {
-    return this.#engine !== null;
+  /**
+   * Whether {@link add} answers now, without awaiting {@link load}: the engine loaded, or its load
+   * failed (then `add` refuses with the reason).
+   */
+  get settled(): boolean {
+    return this.#engine !== null || this.#failed !== null;
   }
 
-  /** Loads the grammar engine (once). */
+  /** Loads the grammar engine (once; a failure is kept, not retried). */
   load(): Promise<GrammarEngine> {
     if (!this.#vocabulary) {
       return Promise.reject(new GrammarError("this engine has no tokenizer for structured outputs"));
     }
-    this.#loading ??= GrammarEngine.create(this.#vocabulary()).then((e) => this.#engine = e);
+    const vocabulary = this.#vocabulary;
+    // Reading the vocabulary can throw at once (a malformed tokenizer.json): a rejection all the same.
+    this.#loading ??= Promise.resolve().then(() => GrammarEngine.create(vocabulary())).then(
+      (e) => this.#engine = e,
+      (e: unknown) => {
+        this.#failed = new GrammarError(`the grammar engine could not load: ${(e as Error).message}`);
+        throw this.#failed;
+      },
+    );
     return this.#loading;
   }
 
   /** Starts `seq`'s matcher; throws GrammarError when the engine is not loaded or the spec fails. */
   add(seq: Sequence, spec: GrammarSpec): void {
+    if (this.#failed) throw new GrammarError(`request ${seq.requestId}: ${this.#failed.message}`);
     if (!this.#engine) {
       throw new GrammarError(`request ${seq.requestId}: structured outputs need the grammar engine loaded first`);
     }

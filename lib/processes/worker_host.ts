@@ -143,7 +143,7 @@ export class WorkerHost {
   #dispatch(m: MessageOf<"dispatch">): void {
     // The first constrained request loads the grammar engine; it (and any that come meanwhile)
     // waits for it, and an abort meanwhile ends it here.
-    if (m.sampling.structuredOutput && !this.#engine.grammars.loaded) {
+    if (m.sampling.structuredOutput && !this.#engine.grammars.settled) {
       this.#grammarWaits.add(m.requestId);
       this.#engine.grammars.load().catch(() => {}).finally(() => {
         if (this.#grammarWaits.delete(m.requestId) && !this.#exiting) this.#dispatch(m);

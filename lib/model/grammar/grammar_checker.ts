@@ -7,7 +7,7 @@
  * @module
  */
 import { GrammarError } from "../../core/errors.ts";
-import type { GrammarSpec } from "../../core/grammar_spec.ts";
+import { type GrammarSpec, grammarSpecKey } from "../../core/grammar_spec.ts";
 import { startThread, type Thread } from "../../runtime/threads.ts";
 import type { GrammarCheckJob, GrammarCheckReply } from "./grammar_check_thread.ts";
 
@@ -53,8 +53,24 @@ function onReply(t: Thread, r: GrammarCheckReply): void {
   if (pending.size === 0) thread?.keepAlive(false);
 }
 
+/** Specs that compiled, most recent last (a request's n choices, and repeats, pass at once). */
+const passed = new Set<string>();
+const MAX_PASSED = 256;
+
 /** Resolves when `spec` compiles; rejects with a GrammarError carrying xgrammar's message when not. */
-export function checkGrammar(spec: GrammarSpec): Promise<void> {
+export async function checkGrammar(spec: GrammarSpec): Promise<void> {
+  const key = grammarSpecKey(spec);
+  if (passed.has(key)) {
+    passed.delete(key);
+    passed.add(key);
+    return;
+  }
+  await compileCheck(spec);
+  passed.add(key);
+  if (passed.size > MAX_PASSED) passed.delete(passed.values().next().value!);
+}
+
+function compileCheck(spec: GrammarSpec): Promise<void> {
   const job: GrammarCheckJob = { id: nextId++, spec: { ...spec } };
   const { promise, resolve, reject } = Promise.withResolvers<void>();
   pending.set(job.id, { job, resolve, reject });

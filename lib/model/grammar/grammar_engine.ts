@@ -33,8 +33,6 @@ export class GrammarMatcher {
   readonly #vocabSize: number;
   #mask: TokenMask | null = null;
   #disposed = false;
-  /** Tokens accepted so far. */
-  accepted = 0;
 
   constructor(matcher: XMatcher, entry: CacheEntry, vocabSize: number) {
     this.#matcher = matcher;
@@ -48,7 +46,7 @@ export class GrammarMatcher {
   accept(token: number): boolean {
     this.#check();
     const ok = this.#matcher.accept(token);
-    if (ok) this.accepted++, this.#mask = null;
+    if (ok) this.#mask = null;
     return ok;
   }
 

@@ -225,10 +225,6 @@ export class XMatcher {
     this.#disposed = true;
     this.handle.delete();
   }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
 }
 
 /** The package's exports, or a GrammarError where the runtime does not give them. */
