@@ -14,6 +14,7 @@ import { intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { judgeRow, type RowEntry, type RowVerdict, verdictTable } from "./report/policy_verdict.ts";
 import type { BenchResults } from "./report/schema.ts";
+import { utcStamp } from "./report/write_artifacts.ts";
 import { runSimulate } from "./simulate.ts";
 import { SHARED_PREFIX_LADDER_DEFAULTS } from "./workloads/shared_prefix_ladder.ts";
 
@@ -137,8 +138,7 @@ export async function runJudge(
   const wanted = a.rows?.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0);
   const rows = ROWS.filter((r) => !wanted || wanted.some((w) => r.label.toLowerCase().includes(w)));
   if (rows.length === 0) throw new RangeError(`--rows ${a.rows} names no row; rows: ${ROWS.map((r) => r.label)}`);
-  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-  const out = a.out ?? join("bench", "results", `${stamp}-judge-${gpus}gpu`);
+  const out = a.out ?? join("bench", "results", `${utcStamp()}-judge-${gpus}gpu`);
   mkdirSync(out, { recursive: true });
   const verdicts: RowVerdict[] = [];
   const commands: string[] = [];

@@ -137,6 +137,15 @@ export async function runSimulate(
       `--speedup-per-gpu scales a trace's pace and needs --arrival trace, got --arrival ${a.arrival}`,
     );
   }
+  const notTraces = sel.specs.filter((s) => s.name !== "mooncake").map((s) => s.name);
+  if (speedupPerGpu !== undefined && notTraces.length > 0) {
+    throw new RangeError(`--speedup-per-gpu paces a mooncake trace only; not ${notTraces.join(", ")}`);
+  }
+  const given = jsonObjectOption("workload-options", a["workload-options"]);
+  const both = Object.keys(perGpu).filter((k) => k in given);
+  if (both.length > 0) {
+    throw new RangeError(`--per-gpu and --workload-options both set ${both.join(", ")}; give each in one of them`);
+  }
   if (speedupPerGpu !== undefined && a.speedup !== undefined) {
     throw new RangeError("--speedup and --speedup-per-gpu set the same pace; give one of them");
   }
@@ -166,6 +175,11 @@ export async function runSimulate(
   const transferOptions = jsonObjectOption("transfer-options", a["transfer-options"]);
   const modelName = a.model ?? "qwen3-0.6b";
   if (!isPresetName(modelName)) throw new RangeError(`--model must be a preset name, got ${JSON.stringify(modelName)}`);
+  if (profile.model.name !== modelName) {
+    throw new RangeError(
+      `--model ${modelName} does not match the profile's model ${profile.model.name} (${profilePath}); give a profile made for it`,
+    );
+  }
   const modelJson = presetConfig(modelName) as unknown as Record<string, unknown>;
   const maxModelLen = parseModelSpec(presetConfig(modelName)).maxModelLen;
   const configNames = (a.configs ?? (quick ? QUICK_SIM_CONFIGURATIONS : SIMULATED_CONFIGURATIONS).join(","))

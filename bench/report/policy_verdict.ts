@@ -78,12 +78,13 @@ export function judgeRow(row: string, entries: readonly RowEntry[], candidate: s
     const base = entries.find((e) => e.configuration === bars.overBaseline!.configuration);
     const b = base?.intervals.outputThroughput?.mean;
     const c = mine.intervals.outputThroughput?.mean;
-    if (b !== undefined && c !== undefined) {
-      const ratio = c / b;
-      overBaseline = { ratio, pass: ratio >= bars.overBaseline.factor };
-    }
+    // A baseline or candidate without results cannot show the margin: it fails.
+    const ratio = b !== undefined && c !== undefined ? c / b : NaN;
+    overBaseline = { ratio, pass: ratio >= bars.overBaseline.factor };
   }
-  const pass = metrics.every((m) => m.pass) && (overBaseline?.pass ?? true);
+  // A metric the candidate did not produce (a failed run) is a miss, never a pass by omission.
+  const pass = metrics.length === Object.keys(HIGHER_IS_BETTER).length && metrics.every((m) => m.pass) &&
+    (overBaseline?.pass ?? true);
   return { row, metrics, ...(overBaseline ? { overBaseline } : {}), pass };
 }
 

@@ -37,12 +37,13 @@ export interface SimulatedRunResult extends RunResult {
 /** Options of {@link simulateRun}. */
 export interface SimulatedRunOptions extends Omit<ScheduleOptions, "clock"> {
   cluster: Omit<SimulatedClusterOptions, "clock">;
-  /** Temperature of requests that set none (the e2e driver's default 0.6). */
-  temperature?: number;
   requestIdPrefix?: string;
-  /** Virtual hours after which a run that has not ended is a stall (default 48). */
-  maxVirtualHours?: number;
 }
+
+/** Temperature of requests that set none (the e2e driver's default). */
+const DEFAULT_TEMPERATURE = 0.6;
+/** Virtual hours after which a run that has not ended is a stall. */
+const MAX_VIRTUAL_HOURS = 48;
 
 const settle: () => Promise<void> = () => new Promise((r) => setImmediate(r));
 
@@ -64,7 +65,7 @@ export async function simulateRun(workload: Workload, o: SimulatedRunOptions): P
     obs.promptTokens = r.promptTokenIds.length;
     const params = resolveSamplingParams({
       maxTokens: r.maxTokens,
-      temperature: r.temperature ?? o.temperature ?? 0.6,
+      temperature: r.temperature ?? DEFAULT_TEMPERATURE,
       ignoreEos: r.ignoreEos ?? false,
     });
     return new Promise((resolve) => {
@@ -93,7 +94,7 @@ export async function simulateRun(workload: Workload, o: SimulatedRunOptions): P
 
   let ended = false;
   const schedule = runSchedule(workload, { ...o, clock }, send).finally(() => (ended = true));
-  const boundMs = (o.maxVirtualHours ?? 48) * 3_600_000;
+  const boundMs = MAX_VIRTUAL_HOURS * 3_600_000;
   let events = 0;
   await settle();
   while (!ended) {
@@ -111,7 +112,7 @@ export async function simulateRun(workload: Workload, o: SimulatedRunOptions): P
     if (fired === "async") await settle();
     if (clock.now() > boundMs) {
       throw new SimulationStalledError(
-        `simulation of ${workload.name} passed ${o.maxVirtualHours ?? 48} virtual hours with requests unfinished`,
+        `simulation of ${workload.name} passed ${MAX_VIRTUAL_HOURS} virtual hours with requests unfinished`,
       );
     }
   }

@@ -132,6 +132,12 @@ describe("bun bench simulate", () => {
     await expect(runSimulate(["--configs", "single-gpu"], quiet)).rejects.toThrow("single-gpu");
     await expect(runSimulate(["--perturb", "noise=2"], quiet)).rejects.toThrow("--perturb");
     await expect(runSimulate(["--device-local-copy", "maybe"], quiet)).rejects.toThrow("--device-local-copy");
+    await expect(runSimulate(["--workload", "locality", "--arrival", "trace", "--speedup-per-gpu", "1"], quiet))
+      .rejects.toThrow("--speedup-per-gpu paces a mooncake trace only; not locality");
+    await expect(
+      runSimulate(["--per-gpu", '{"numRequests":4}', "--workload-options", '{"numRequests":8}'], quiet),
+    ).rejects.toThrow("--per-gpu and --workload-options both set numRequests");
+    await expect(runSimulate(["--model", "qwen3-1.7b"], quiet)).rejects.toThrow(/--model qwen3-1.7b does not match/);
   });
 });
 
