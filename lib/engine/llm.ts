@@ -16,8 +16,7 @@ import { AbortedError, DisposedError } from "../core/errors.ts";
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
-import { checkGrammarSpec } from "../core/grammar_spec.ts";
-import { checkGrammar } from "../model/grammar/grammar_checker.ts";
+import { checkStructuredOutput } from "../model/grammar/grammar_checker.ts";
 import { Sequence } from "../core/sequence.ts";
 import { DeltaQueue } from "../local/delta_queue.ts";
 import {
@@ -174,14 +173,11 @@ export class LLM implements GenerationEngine {
   }
 
   /**
-   * A structured output is checked apart (checkGrammar: a bad one is a GrammarError here, and never
+   * A structured output is checked apart (checkStructuredOutput: a bad one is a GrammarError here, and never
    * reaches the engine's grammar instance), and the engine's grammar engine is loaded.
    */
   async #prepareGrammar(params: Partial<SamplingParams>): Promise<void> {
-    const spec = params.structuredOutput;
-    if (spec === undefined) return;
-    checkGrammarSpec(spec);
-    await checkGrammar(spec);
+    await checkStructuredOutput(params.structuredOutput);
     await this.engine.grammars.load();
   }
 

@@ -21,8 +21,7 @@ import { AbortedError, CapacityError, DisposedError, WorkerDiedError } from "../
 import type { PromptInput, RequestOptions, RequestOutput, StreamDelta } from "../core/outputs.ts";
 import { promptTokenIds } from "../core/prompt_input.ts";
 import { resolveSamplingParams, type SamplingParams } from "../core/sampling_params.ts";
-import { checkGrammarSpec } from "../core/grammar_spec.ts";
-import { checkGrammar } from "../model/grammar/grammar_checker.ts";
+import { checkStructuredOutput } from "../model/grammar/grammar_checker.ts";
 import type { RoutingConfigInput } from "../global/routing_config.ts";
 import { resolveTransferOptions, type TransferConfigInput } from "../transfer/control/transfer_config.ts";
 import type { TransferTuning } from "../transfer/control/transfer_tuning.ts";
@@ -218,7 +217,7 @@ export class LLMEngine implements GenerationEngine {
     options: RequestOptions = {},
   ): AsyncGenerator<StreamDelta> {
     // Only a constrained request waits here: submission stays synchronous for the rest.
-    if (params.structuredOutput !== undefined) await checkStructuredOutput(params);
+    if (params.structuredOutput !== undefined) await checkStructuredOutput(params.structuredOutput);
     const r = this.#submit(input, params, options);
     let done = false;
     try {
@@ -235,7 +234,7 @@ export class LLMEngine implements GenerationEngine {
   /** Runs requests to completion; outputs in input order. An aborted request ends with finishReason "abort". */
   async generate(...[inputs, params = {}, options = {}]: GenerateArgs): Promise<RequestOutput[]> {
     // Only a constrained request waits here: submission stays synchronous for the rest.
-    if (params.structuredOutput !== undefined) await checkStructuredOutput(params);
+    if (params.structuredOutput !== undefined) await checkStructuredOutput(params.structuredOutput);
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const started: InflightRequest[] = [];
     try {
@@ -439,14 +438,4 @@ export class LLMEngine implements GenerationEngine {
     if (ids.length === 0) throw new RangeError("the prompt is empty");
     return ids;
   }
-}
-
-/**
- * A structured output is checked here, before dispatch (a GrammarError for the caller), so a spec
- * that does not compile never reaches a worker's grammar instance.
- */
-async function checkStructuredOutput(params: Partial<SamplingParams>): Promise<void> {
-  if (params.structuredOutput === undefined) return;
-  checkGrammarSpec(params.structuredOutput);
-  await checkGrammar(params.structuredOutput);
 }

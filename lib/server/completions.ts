@@ -61,11 +61,11 @@ export async function handleCompletions(req: Request, ctx: ServerContext, scope:
   if (body.echo && body.logprobs != null) {
     throw badRequest("echo together with logprobs is not supported yet (prompt logprobs are not computed)", "echo");
   }
+  const constraint = grammarSpecOf(body);
   const params = toSamplingParams(body, maxTokens, body.logprobs ?? false, {
     tokenizer: engine.tokenizer,
     vocabSize: engine.model.vocabSize,
-  });
-  const constraint = grammarSpecOf(body);
+  }, constraint?.spec ?? null);
   if (constraint) await checkStructuredOutput(constraint.spec, constraint.field);
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("cmpl"), prompts, params });

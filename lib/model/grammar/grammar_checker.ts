@@ -7,7 +7,7 @@
  * @module
  */
 import { GrammarError } from "../../core/errors.ts";
-import { type GrammarSpec, grammarSpecKey } from "../../core/grammar_spec.ts";
+import { checkGrammarSpec, type GrammarSpec, grammarSpecKey } from "../../core/grammar_spec.ts";
 import { startThread, type Thread } from "../../runtime/threads.ts";
 import type { GrammarCheckJob, GrammarCheckReply } from "./grammar_check_thread.ts";
 
@@ -78,4 +78,15 @@ function compileCheck(spec: GrammarSpec): Promise<void> {
   thread.keepAlive(true);
   thread.post(job);
   return promise;
+}
+
+/**
+ * An engine's check of a request's structured output before it is submitted: its shape, then a
+ * compile apart (a bad spec is a GrammarError for the caller and never reaches a worker's grammar
+ * instance). Nothing to do without one.
+ */
+export async function checkStructuredOutput(spec: GrammarSpec | undefined): Promise<void> {
+  if (spec === undefined) return;
+  checkGrammarSpec(spec);
+  await checkGrammar(spec);
 }
