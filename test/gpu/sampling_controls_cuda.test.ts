@@ -2,8 +2,8 @@
 // with its shapes: a decode graph of batch 2 (fused GEMV LM head, its row stats merged) and a
 // decode graph of 16 for batch 12 (cuBLAS head) with top logprobs and min_p (graph-safe), the same
 // batch with list controls (which runs eagerly), and a bad row among them. Each result is checked
-// against the step's own out_logits, and list-free rows against the CPU backend's choice where the
-// two agree on the argmax. Skips without CUDA.
+// against the step's own out_logits, and rows without controls against the same step run without
+// any. Skips without CUDA.
 import { describe, expect, test } from "bun:test";
 import {
   type KvCache,
@@ -95,6 +95,13 @@ describe("CUDA: sampling controls on decode graphs and the GEMV head", () => {
       expect(c.outTokens[0]).toBe(forced);
       expect(c.outTokens[1]).not.toBe(a.outTokens[1]);
       checkTop(c, 1, 2);
+      if (n > 2) {
+        // Row 2's greedy token, penalised 3x (a positive logit divided, a negative one multiplied).
+        const penalised = Float32Array.from(rowLogits(a, 2, V));
+        const t = a.outTokens[2]!;
+        penalised[t] = penalised[t]! > 0 ? penalised[t]! / 3 : penalised[t]! * 3;
+        expect(c.outTokens[2]).toBe(orderOf(penalised)[0]!);
+      }
       for (let r = 3; r < n; r++) expect(c.outTokens[r]).toBe(a.outTokens[r]!);
     });
   }
