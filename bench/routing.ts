@@ -143,7 +143,8 @@ function buildQueries(ranks: number, trees: PrefixTree[], n: number, rand: () =>
     const promptTokens = hashes.length * BLOCK_SIZE + Math.floor(rand() * BLOCK_SIZE);
     out.push({
       requestId: `b${i}`,
-      blockHashes: hashes,
+      // A request's hashes are computed at ingress, never the very strings the index holds.
+      blockHashes: JSON.parse(JSON.stringify(hashes)),
       promptTokens,
       maxTokens: 256,
       sessionId: `s${i % 512}`,

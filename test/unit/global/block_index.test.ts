@@ -1,5 +1,6 @@
 // The rank-bitset index agrees with per-rank prefix walks through random snapshots, deltas and drops,
-// for a few low ranks, for every rank of one word (0..31) and for ranks spread up to the limit.
+// for a few low ranks, for every rank of one word (0..31) and for ranks spread up to the limit; each
+// rank's table keeps its leaves on the way.
 import { expect, test } from "bun:test";
 import type { BlockEntry } from "../../../lib/core/block_snapshot.ts";
 import { BlockIndex, MAX_INDEXED_RANKS } from "../../../lib/global/block_index.ts";
@@ -79,10 +80,15 @@ function checkRandomUpdates(ranks: readonly number[], steps: number, seed: numbe
     }
     const span = g.rankSpan();
     expect(span).toBe(Math.max(...ranks) + 1);
+    for (const r of ranks) {
+      const t = g.table(r)!;
+      expect([...t.leaves].sort()).toEqual([...t.entries.keys()].filter((h) => t.isLeaf(h)).sort());
+    }
     const blocks = new Int32Array(span);
     const idle = new Int32Array(span);
     for (const c of chains) {
-      g.matchAll(c, blocks, idle);
+      // As a request's hashes arrive: equal strings, never the index's own.
+      g.matchAll(step % 2 ? JSON.parse(JSON.stringify(c)) : c, blocks, idle);
       for (let k = 0; k < span; k++) {
         // Reference from our own model of the rank (zero for a rank that does not exist).
         const mine = held.get(k);
@@ -131,6 +137,38 @@ test("a rank beyond 31 widens the index without changing the lower ranks' matche
   chain.forEach((h) => index.remove(200, h));
   index.matchAll(chain, ...after);
   expect([...after[0]]).toEqual([...before[0], ...new Array(169).fill(0)]);
+});
+
+test("a walk finds where a query leaves the hinted path, at any depth and across branches", () => {
+  const trunk = hashesOf(promptTokens(7, 16 * 40));
+  const g = new GlobalBlockManager();
+  g.applySnapshot(snapshot(0, { entries: chainEntries(trunk) }));
+  // Branches off the trunk at several depths; the last published is the trunk's hinted child there.
+  const branches = [3, 17, 39].map((at, k) => hashesOf([...promptTokens(7, 16 * at), ...promptTokens(20 + k, 16 * 6)]));
+  branches.forEach((b, k) => {
+    expect(g.applySnapshot(snapshot(k + 1, { entries: chainEntries(b, 0, k % 2) })).applied).toBe(true);
+  });
+  const queries = [
+    ...branches,
+    ...branches.map((b) => b.slice(0, b.length - 2)),
+    // Each branch's prefix, then blocks no rank has.
+    ...[3, 17, 39].map((at, k) =>
+      hashesOf([...promptTokens(7, 16 * at), ...promptTokens(20 + k, 16 * 2), ...promptTokens(90, 16 * 5)])
+    ),
+    ...[1, 2, 5, 12, 33, 40].map((n) => hashesOf([...promptTokens(7, 16 * n), ...promptTokens(91, 16 * 3)])),
+    trunk,
+  ];
+  const blocks = new Int32Array(4);
+  const idle = new Int32Array(4);
+  for (let round = 0; round < 2; round++) {
+    for (const q of queries) {
+      g.matchAll(JSON.parse(JSON.stringify(q)), blocks, idle);
+      for (let r = 0; r < 4; r++) {
+        const want = g.matchPrefix(r, q);
+        expect([r, blocks[r], idle[r]]).toEqual([r, want.blocks, want.reclaimable]);
+      }
+    }
+  }
 });
 
 test("child hints never change a match: branches, children published before parents, freed and reused slots", () => {
