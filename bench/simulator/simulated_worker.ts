@@ -85,7 +85,8 @@ export class SimulatedWorker {
   #stepping = false;
   #kicked = false;
   readonly #stepTotals = new StepWorkTotals();
-  #lastStatsShape = "";
+  /** Running, waiting and stepping at the last stats push (-1: none yet). */
+  #lastStatsShape = [-1, -1, -1];
   #lastStats = -Infinity;
   #nextToken = 1;
 
@@ -283,12 +284,14 @@ export class SimulatedWorker {
 
   #pushStats(force: boolean, load: RankLoad = this.scheduler.load()): void {
     const now = this.#clock.now();
-    const shape = `${load.numRunning}/${load.numWaiting}/${this.#stepping}`;
+    const last = this.#lastStatsShape;
+    const stepping = this.#stepping ? 1 : 0;
+    const same = load.numRunning === last[0] && load.numWaiting === last[1] && stepping === last[2];
     const idle = !this.scheduler.hasUnfinished && (this.transfers?.openPlans ?? 0) === 0;
-    if (!force && shape === this.#lastStatsShape && now - this.#lastStats < (this.#o.statsIntervalMs ?? 500) && !idle) {
-      return;
-    }
-    this.#lastStatsShape = shape;
+    if (!force && same && now - this.#lastStats < (this.#o.statsIntervalMs ?? 500) && !idle) return;
+    last[0] = load.numRunning;
+    last[1] = load.numWaiting;
+    last[2] = stepping;
     this.#lastStats = now;
     const counters: Record<string, number> = {
       kv_block_bytes: this.#o.kvBlockBytes,

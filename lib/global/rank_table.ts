@@ -17,6 +17,8 @@ export class RankTable {
   readonly entries = new Map<BlockHash, BlockEntry>();
   /** Published children per parent hash on this rank (a block with none is a leaf). */
   readonly childCount = new Map<BlockHash, number>();
+  /** Published blocks no published block names as parent, kept as entries come and go. */
+  readonly leaves = new Set<BlockHash>();
 
   constructor(snapshot: BlockSnapshot) {
     this.rank = snapshot.rank;
@@ -84,14 +86,19 @@ export class RankTable {
   #add(e: BlockEntry): void {
     this.entries.set(e.hash, { ...e });
     this.childCount.set(e.parent, (this.childCount.get(e.parent) ?? 0) + 1);
+    this.leaves.delete(e.parent);
+    if (!this.childCount.has(e.hash)) this.leaves.add(e.hash);
   }
 
   #remove(hash: BlockHash): void {
     const e = this.entries.get(hash);
     if (!e) return;
     this.entries.delete(hash);
+    this.leaves.delete(hash);
     const n = (this.childCount.get(e.parent) ?? 1) - 1;
-    if (n <= 0) this.childCount.delete(e.parent);
-    else this.childCount.set(e.parent, n);
+    if (n <= 0) {
+      this.childCount.delete(e.parent);
+      if (this.entries.has(e.parent)) this.leaves.add(e.parent);
+    } else this.childCount.set(e.parent, n);
   }
 }

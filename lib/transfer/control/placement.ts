@@ -23,6 +23,8 @@ interface Tracked {
   chain: BlockHash[];
   score: number;
   at: number;
+  /** Order of first tracking: ties in score go to the chain tracked first. */
+  seq: number;
 }
 
 /** A chain whose hotness passed the threshold. */
@@ -39,6 +41,13 @@ export class HotnessTracker {
   /** Routed, unfinished requests and the chain each wants (demand visible at ingress). */
   readonly #demandOf = new Map<string, BlockHash>();
   readonly #demand = new Map<BlockHash, number>();
+  /**
+   * Leaves whose score reached the threshold at their last access. Decay only lowers a score, so
+   * any other chain can be hot only through open demand: a pass looks at these and at the leaves
+   * with demand, never at every tracked chain.
+   */
+  readonly #strong = new Set<BlockHash>();
+  #tracked = 0;
 
   constructor(config: TransferConfig) {
     this.#config = config;
@@ -58,12 +67,13 @@ export class HotnessTracker {
     const leaf = hashes[resident - 1]!;
     let t = this.#chains.get(leaf);
     if (!t) {
-      t = { chain: hashes.slice(0, resident), score: 0, at: now };
+      t = { chain: hashes.slice(0, resident), score: 0, at: now, seq: this.#tracked++ };
       this.#chains.set(leaf, t);
       if (this.#chains.size > this.#config.maxTrackedChains) this.#forgetColdest(now);
     }
     t.score = this.#decayed(t, now) + this.#config.accessWeight + (hit ? this.#config.routeHitWeight : 0);
     t.at = now;
+    if (t.score >= this.#config.hotnessThreshold) this.#strong.add(leaf);
     this.release(requestId);
     this.#demandOf.set(requestId, leaf);
     this.#demand.set(leaf, (this.#demand.get(leaf) ?? 0) + 1);
@@ -87,12 +97,24 @@ export class HotnessTracker {
 
   /** Chains at or above the hotness threshold, hottest first. */
   hot(now: number): HotChain[] {
-    const out: HotChain[] = [];
-    for (const [leaf, t] of this.#chains) {
-      const score = this.score(leaf, now);
-      if (score >= this.#config.hotnessThreshold) out.push({ chain: t.chain, score });
+    const threshold = this.#config.hotnessThreshold;
+    const found: { t: Tracked; score: number }[] = [];
+    for (const leaf of this.#strong) {
+      const t = this.#chains.get(leaf);
+      if (!t || this.#decayed(t, now) < threshold) {
+        this.#strong.delete(leaf);
+        continue;
+      }
+      found.push({ t, score: this.score(leaf, now) });
     }
-    return out.sort((a, b) => b.score - a.score);
+    for (const leaf of this.#demand.keys()) {
+      const t = this.#chains.get(leaf);
+      if (!t || this.#strong.has(leaf)) continue;
+      const score = this.score(leaf, now);
+      if (score >= threshold) found.push({ t, score });
+    }
+    found.sort((a, b) => b.score - a.score || a.t.seq - b.t.seq);
+    return found.map(({ t, score }) => ({ chain: t.chain, score }));
   }
 
   #decayed(t: Tracked, now: number): number {
@@ -104,7 +126,10 @@ export class HotnessTracker {
     const ranked = [...this.#chains].map(([leaf, t]) => [leaf, this.#decayed(t, now)] as const).sort((a, b) =>
       a[1] - b[1]
     );
-    for (const [leaf] of ranked.slice(0, Math.max(1, Math.floor(ranked.length / 10)))) this.#chains.delete(leaf);
+    for (const [leaf] of ranked.slice(0, Math.max(1, Math.floor(ranked.length / 10)))) {
+      this.#chains.delete(leaf);
+      this.#strong.delete(leaf);
+    }
   }
 }
 

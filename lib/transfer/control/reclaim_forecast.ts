@@ -40,7 +40,7 @@ export class ReclaimForecast {
     const hottestBelow = new Map<string, Hotness>();
     const childrenLeft = new Map<string, number>();
     const ready: BlockEntry[] = [];
-    for (const e of table.entries.values()) if (table.isLeaf(e.hash)) ready.push(e);
+    for (const hash of table.leaves) ready.push(table.entries.get(hash)!);
     for (let e = ready.pop(); e; e = ready.pop()) {
       let need: Hotness = canGo(e) ? e : NEVER;
       const below = hottestBelow.get(e.hash);

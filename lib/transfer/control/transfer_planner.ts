@@ -145,8 +145,9 @@ function coldSegments(env: PlannerEnv, rank: number): Segment[] {
   const movable = (e: BlockEntry) =>
     e.refCount === 0 && !wanted.has(e.hash) && !ctx.blocks.isInFlight(rank, e.hash) && !env.movingOut(rank, e.hash);
   const out: Segment[] = [];
-  for (const leaf of table.entries.values()) {
-    if (leaf.refCount !== 0 || !table.isLeaf(leaf.hash) || !movable(leaf)) continue;
+  for (const hash of table.leaves) {
+    const leaf = table.entries.get(hash)!;
+    if (leaf.refCount !== 0 || !movable(leaf)) continue;
     const entries = [leaf];
     for (
       let p = table.entries.get(leaf.parent);
@@ -156,8 +157,10 @@ function coldSegments(env: PlannerEnv, rank: number): Segment[] {
     out.push({ entries, needsParent: table.entries.has(entries[0]!.parent) });
   }
   const leafOf = (s: Segment) => s.entries[s.entries.length - 1]!;
+  // Physical block ids are unique on a rank: the order is total, whatever order the leaves came in.
   return out.sort((a, b) =>
-    leafOf(a).accessCount - leafOf(b).accessCount || leafOf(a).lastAccess - leafOf(b).lastAccess
+    leafOf(a).accessCount - leafOf(b).accessCount || leafOf(a).lastAccess - leafOf(b).lastAccess ||
+    leafOf(a).block - leafOf(b).block
   );
 }
 

@@ -61,6 +61,30 @@ test("a virtual interval repeats at its period until cleared; a timer set by a t
   expect(clock.now()).toBe(135);
 });
 
+test("clearing a fired or already cleared timer changes nothing; an interval may clear itself", () => {
+  const clock = new VirtualClock();
+  const seen: string[] = [];
+  const once = clock.setTimeout(() => seen.push("once"), 5);
+  const other = clock.setTimeout(() => seen.push("other"), 50);
+  const self: { h?: ReturnType<VirtualClock["setInterval"]> } = {};
+  self.h = clock.setInterval(() => {
+    seen.push(`tick@${clock.now()}`);
+    if (clock.now() >= 20) clock.clearInterval(self.h);
+  }, 10);
+  expect(clock.pendingTimers).toBe(3);
+  clock.advanceSync(6);
+  clock.clearTimeout(once);
+  clock.clearTimeout(once);
+  expect(clock.pendingTimers).toBe(2);
+  clock.advanceSync(30);
+  expect(seen).toEqual(["once", "tick@10", "tick@20"]);
+  expect(clock.pendingTimers).toBe(1);
+  clock.clearTimeout(other);
+  clock.clearTimeout(other);
+  expect([clock.pendingTimers, clock.nextDue()]).toEqual([0, undefined]);
+  expect(clock.fireNext()).toBe(false);
+});
+
 test("advance lets each timer's promise jobs run before the next timer fires", async () => {
   const clock = new VirtualClock();
   const seen: string[] = [];

@@ -36,6 +36,31 @@ describe("hotness", () => {
     h.release("b");
     expect(h.score(chain[5]!, 2000)).toBe(0.75);
   });
+
+  test("hot() lists every tracked chain at the threshold, hottest first, ties in tracking order", () => {
+    const config = resolveTransferConfig({ hotnessThreshold: 3, hotnessHalfLifeMs: 500 });
+    const h = new HotnessTracker(config);
+    const chains = Array.from({ length: 16 }, (_, k) => hashesOf(promptTokens(k, 16 * (2 + (k % 5)))));
+    let seed = 5;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const open: string[] = [];
+    const tracked = new Map<string, BlockHash[]>(); // leaf -> chain, in the order first tracked
+    for (let step = 0; step < 600; step++) {
+      const now = step * 20;
+      if (rand() < 0.7) {
+        const c = chains[Math.floor(rand() * chains.length)]!;
+        const resident = 1 + Math.floor(rand() * c.length);
+        const id = `r${step}`;
+        h.observe(id, c, resident, rand() < 0.5, now);
+        if (!tracked.has(c[resident - 1]!)) tracked.set(c[resident - 1]!, c.slice(0, resident));
+        open.push(id);
+      } else if (open.length > 0) h.release(open.splice(Math.floor(rand() * open.length), 1)[0]!);
+      const want = [...tracked].map(([leaf, chain]) => ({ chain, score: h.score(leaf, now) }))
+        .filter((x) => x.score >= config.hotnessThreshold)
+        .sort((a, b) => b.score - a.score);
+      expect(h.hot(now)).toEqual(want);
+    }
+  });
 });
 
 const HOT = hashesOf(promptTokens(1, 20 * 16)); // 20 blocks
