@@ -8,6 +8,7 @@
 import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
+import { type IterationTokenCounters, IterationTokenHistogram } from "../core/iteration_tokens.ts";
 import type { FinishReason, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
@@ -80,6 +81,8 @@ export class LocalEngine {
   readonly kv: KvCache;
   /** Time per step kind (native and TypeScript). */
   readonly timings = new StepTimings();
+  /** Tokens per step, as vLLM's iteration_tokens_total counts them. */
+  readonly iterationTokens = new IterationTokenHistogram();
   /** Structured outputs: the grammar engine and the matchers of constrained sequences. */
   readonly grammars: DeviceGrammars;
   numFinished = 0;
@@ -287,6 +290,7 @@ export class LocalEngine {
     const kind = stepKind(out);
     const totalMs = performance.now() - t0;
     this.timings.record(kind, out.numTokens, result.nativeMs, totalMs);
+    this.iterationTokens.observe(out.numTokens);
     // Only steps with prefill teach the step budget: it caps prefill tokens, and the many short
     // decode-only steps would outweigh (and soon forget) the few long chunks its fit is for.
     if (kind !== "decode") this.scheduler.stepBudget?.observe(stepShape(out), totalMs);
@@ -302,8 +306,8 @@ export class LocalEngine {
     };
   }
 
-  /** Load and cache facts for stats(). */
-  rankStats(): RankStats {
+  /** Load and cache facts for stats(), with the tokens-per-step counters. */
+  rankStats(): RankStats & IterationTokenCounters {
     const b = this.blocks;
     return {
       rank: this.rank,
@@ -319,6 +323,7 @@ export class LocalEngine {
       numFinished: this.numFinished,
       numGeneratedTokens: this.numGeneratedTokens,
       numPreemptions: this.scheduler.numPreemptions,
+      ...this.iterationTokens.counters(),
     };
   }
 

@@ -6,18 +6,10 @@
  */
 import type { EngineStats, RankHealth, RankStats } from "../core/engine_api.ts";
 import { LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
-import { ITERATION_TOKEN_BUCKETS, type StreamTiming, VllmRequestMetrics } from "./vllm_request_metrics.ts";
+import { ITERATION_TOKEN_BUCKETS, iterationTokensOf } from "../core/iteration_tokens.ts";
+import { type StreamTiming, VllmRequestMetrics } from "./vllm_request_metrics.ts";
 
 export { type StreamTiming, TTFT_BUCKETS } from "./vllm_request_metrics.ts";
-
-/**
- * A per-rank step counter of vLLM's set that a rank's stats may carry (RankStats does not declare it
- * yet; see README): the cumulative tokens-per-step histogram in vLLM's iteration_tokens_total
- * buckets (per-bucket counts, the last one +Inf, and their sum).
- */
-export interface RankStepStats {
-  iterationTokens?: { bucketCounts: number[]; sum: number };
-}
 
 /** Sleep states of vLLM's engine_sleep_state gauge; LMPool's engines never sleep. */
 const SLEEP_STATES: Record<string, number> = { awake: 1, weights_offloaded: 0, discard_all: 0 };
@@ -73,7 +65,7 @@ export class ServerMetrics {
 
   /** vLLM's per-step families from the ranks' step counters (zero where a rank reports none). */
   #stepFamilies(stats: EngineStats, ranks: number[]): string {
-    const byRank = new Map<number, RankStats & RankStepStats>(stats.ranks.map((r) => [r.rank, r]));
+    const byRank = new Map<number, RankStats>(stats.ranks.map((r) => [r.rank, r]));
     const iteration = new LabeledHistogram(
       "vllm:iteration_tokens_total",
       "Histogram of number of tokens per engine_step.",
@@ -84,7 +76,8 @@ export class ServerMetrics {
       const labels = this.requests.labels(rank);
       const r = byRank.get(rank);
       iteration.ensure(labels);
-      if (r?.iterationTokens) iteration.add(labels, r.iterationTokens.bucketCounts, r.iterationTokens.sum);
+      const steps = r && iterationTokensOf(r);
+      if (steps) iteration.add(labels, steps.bucketCounts, steps.sum);
       preemptions.push({ labels, value: r?.numPreemptions ?? 0 });
     }
     return renderCounter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", preemptions) +

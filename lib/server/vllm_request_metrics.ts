@@ -59,8 +59,6 @@ const REQUEST_LATENCY_BUCKETS = [
   1920,
   7680,
 ];
-/** vLLM's iteration_tokens_total buckets (tokens per engine step). */
-export const ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
 /** vLLM's request_params_n buckets. */
 const N_BUCKETS = [1, 2, 5, 10, 20];
 /** The finish reasons request_success is labelled with (vLLM's FinishReason, lower case). */

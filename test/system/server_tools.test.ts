@@ -183,4 +183,26 @@ describe("vLLM's request phase metrics after traffic", () => {
     expect(sum("vllm:request_inference_time_seconds_count")).toBe(finished);
     expect(sum("vllm:num_preemptions_total")).toBe(0); // reported by the workers, none at this load
   });
+
+  test("iteration_tokens_total counts the workers' steps and their tokens", async () => {
+    const r = await post("/v1/completions", { model: MODEL, prompt: "Hello there", max_tokens: 3 });
+    expect(r.status).toBe(200);
+    // A worker's stats reach the server beside, not before, the reply: wait for them.
+    let text = "";
+    const sum = (family: string) =>
+      ["0", "1"].reduce((acc, engine) => acc + (metricValue(text, family, { engine }) ?? 0), 0);
+    for (let i = 0; i < 30; i++) {
+      text = await (await fetch(`${server.url}/metrics`)).text();
+      if (sum("vllm:iteration_tokens_total_count") >= 3) break;
+      await Bun.sleep(100);
+    }
+    // Three tokens take a prefill step and two decode steps of one token each, at least.
+    const steps = sum("vllm:iteration_tokens_total_count");
+    expect(steps).toBeGreaterThanOrEqual(3);
+    expect(sum("vllm:iteration_tokens_total_sum")).toBeGreaterThanOrEqual(steps + 1);
+    for (const engine of ["0", "1"]) {
+      expect(metricValue(text, "vllm:iteration_tokens_total_bucket", { engine, le: "+Inf" }))
+        .toBe(metricValue(text, "vllm:iteration_tokens_total_count", { engine }));
+    }
+  });
 });

@@ -1,4 +1,5 @@
 // Prometheus text exposition: escaping, counters' _total convention, cumulative histogram buckets.
+import { IterationTokenHistogram } from "../../../lib/core/iteration_tokens.ts";
 import { describe, expect, test } from "bun:test";
 import {
   escapeLabelValue,
@@ -176,10 +177,10 @@ describe("vLLM's metric set", () => {
     });
     m.recordGroup(0, 1, 3);
     const stats = new FakeEngine().stats();
-    Object.assign(stats.ranks[0]!, {
-      numPreemptions: 2,
-      iterationTokens: { bucketCounts: [1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0], sum: 600 },
-    });
+    // As a worker reports them: flat numeric counters from its histogram.
+    const steps = new IterationTokenHistogram();
+    for (const tokens of [1, 300, 299]) steps.observe(tokens);
+    Object.assign(stats.ranks[0]!, { numPreemptions: 2, ...steps.counters() });
     const text = m.render(stats, 0);
     const l = 'model_name="m",engine="0"';
     expect(text).toContain(`vllm:request_queue_time_seconds_sum{${l}} 0.1\n`);
@@ -195,6 +196,7 @@ describe("vLLM's metric set", () => {
     expect(text).toContain(`vllm:iteration_tokens_total_bucket{${l},le="256"} 1\n`);
     expect(text).toContain(`vllm:iteration_tokens_total_bucket{${l},le="512"} 3\n`);
     expect(text).toContain(`vllm:iteration_tokens_total_count{${l}} 3\n`);
+    expect(text).toContain(`vllm:iteration_tokens_total_sum{${l}} 600\n`);
     expect(text).toContain(`vllm:request_success_total{${l},finished_reason="length"} 1\n`);
   });
 });
