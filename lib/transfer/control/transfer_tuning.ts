@@ -41,7 +41,11 @@ export interface TransferTuning {
   targetReserveBlocks: number;
   /** How long routing prefers a placement's destination for its prefix. Default 30000 ms. */
   leaseMs: number;
-  /** A lease's rank wins when its projected cost is within this many token-equivalents of the best. Default 512. */
+  /**
+   * A lease's rank wins when its projected cost is within this many token-equivalents of the best.
+   * Default 0: the cost model already sees the copied prefix there, so a lease overrides its pick
+   * only while the owner stays overloaded (the skew case of placement_leases.ts).
+   */
   leaseRouteBonusTokens: number;
   /**
    * Foreground offload: whether a partner's cached blocks colder than a moved chain count as room
@@ -96,7 +100,7 @@ export const DEFAULT_TRANSFER_TUNING: Readonly<TransferTuning> = Object.freeze({
   cooldownMs: 10_000,
   targetReserveBlocks: 8,
   leaseMs: 30_000,
-  leaseRouteBonusTokens: 512,
+  leaseRouteBonusTokens: 0,
   offloadIntoColderCache: false,
   foregroundReuseDiscount: 0.5,
   foregroundMaxReuse: 4,
