@@ -66,6 +66,9 @@ export class GlobalScheduler {
   routeAdvisor: RouteAdvisor | undefined;
   readonly #clock: Clock;
   readonly #counters = new Map<string, number>();
+  // Counted on every route, so kept apart from the keyed counters (no key to build or look up).
+  readonly #perRoute = { routes: 0, matched_blocks: 0, query_blocks: 0, prefix_hits: 0 };
+  readonly #reasons = new Map<string, number>();
   #lastExpiry = -Infinity;
 
   constructor(options: GlobalSchedulerOptions = {}) {
@@ -107,7 +110,7 @@ export class GlobalScheduler {
         }`,
       );
     }
-    const matched = ctx.match(choice.rank).blocks;
+    const matched = ctx.matchedBlocks(choice.rank);
     this.reservations.reserve(
       query.requestId,
       choice.rank,
@@ -115,11 +118,12 @@ export class GlobalScheduler {
       query.promptTokens - ctx.cachedTokens(choice.rank),
       now,
     );
-    this.#count("routes", 1);
-    this.#count(`reason_${choice.reason}`, 1);
-    this.#count("matched_blocks", matched);
-    this.#count("query_blocks", query.blockHashes.length);
-    if (matched > 0) this.#count("prefix_hits", 1);
+    const c = this.#perRoute;
+    c.routes++;
+    c.matched_blocks += matched;
+    c.query_blocks += query.blockHashes.length;
+    if (matched > 0) c.prefix_hits++;
+    this.#reasons.set(choice.reason, (this.#reasons.get(choice.reason) ?? 0) + 1);
     return {
       decision: {
         rank: choice.rank,
@@ -172,6 +176,8 @@ export class GlobalScheduler {
   /** Routing counters (routes, reasons, hits, rejected snapshots...). */
   counters(): Record<string, number> {
     return {
+      ...Object.fromEntries(Object.entries(this.#perRoute).filter(([, n]) => n !== 0)),
+      ...Object.fromEntries([...this.#reasons].map(([reason, n]) => [`reason_${reason}`, n])),
       ...Object.fromEntries(this.#counters),
       reservations: this.reservations.size,
       healthy_ranks: this.blocks.healthyRanks().length,
