@@ -11,10 +11,12 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { aggregateRun } from "./driver/aggregate.ts";
 import type { ArrivalMode } from "./driver/arrival.ts";
-import { sendCompletion } from "./driver/http_completions.ts";
+import { type CompletionExtra, sendCompletion } from "./driver/http_completions.ts";
+import { EXTRA_KINDS, parseExtraKind, pickExtras, requestExtra } from "./driver/request_extras.ts";
 import { runSchedule } from "./driver/schedule.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
+import { type ExtrasOutcome, formatExtrasReport } from "./report/extras_report.ts";
 import { formatServingResult } from "./report/serving_report.ts";
 import { toJson } from "./report/write_artifacts.ts";
 import { buildWorkload, WORKLOAD_NAMES } from "./workloads/registry.ts";
@@ -30,8 +32,15 @@ const HELP = `usage: bun bench serving [options]
   --seed N                workload and arrival seed (default 0)
   --temperature T         temperature of requests that do not set one (default 0)
   --api-key KEY           bearer token
+  --extras KIND           ${EXTRA_KINDS.join(" | ")}: a share of the requests also ask for top logprobs (5), a short
+                          JSON object of enums and small integers, or an array of 100-120 enum words (max_tokens 800);
+                          the report splits TPOT and TTFT by group and checks every structured output
+  --extras-share X        the share of requests with the extra (default 0.25), drawn from --seed
   --out DIR               also write serving.json there
   --quick                 in-process tiny-model server on the CPU backend, 8 short requests (of a generated workload)`;
+
+/** The phase of the requests without the extra, in a run with one. */
+const PLAIN_PHASE = "plain";
 
 async function modelName(baseUrl: string, apiKey?: string): Promise<string> {
   const res = await fetch(`${baseUrl.replace(/\/$/, "")}/v1/models`, {
@@ -68,6 +77,8 @@ export async function runServing(argv: string[], log: (line: string) => void = c
       seed: { type: "string" },
       temperature: { type: "string" },
       "api-key": { type: "string" },
+      extras: { type: "string" },
+      "extras-share": { type: "string" },
       out: { type: "string" },
     },
     strict: true,
@@ -113,6 +124,36 @@ export async function runServing(argv: string[], log: (line: string) => void = c
     }
     workload.requests = workload.requests.slice(0, n);
   }
+  if (a["extras-share"] !== undefined && a.extras === undefined) {
+    throw new RangeError("--extras-share needs --extras");
+  }
+  const extra = a.extras === undefined ? undefined : requestExtra(parseExtraKind(a.extras));
+  const withExtra = extra
+    ? new Set(
+      pickExtras(workload.requests.length, Number(a["extras-share"] ?? 0.25), seed)
+        .flatMap((on, i) => (on ? [workload.requests[i]!.id] : [])),
+    )
+    : new Set<string>();
+  const outcome: ExtrasOutcome | undefined = extra
+    ? { kind: extra.kind, finished: 0, lengthFinishes: 0, checked: extra.check !== undefined, invalid: 0 }
+    : undefined;
+  const extraFor = (id: string): CompletionExtra | undefined => {
+    if (!extra || !outcome) return undefined;
+    if (!withExtra.has(id)) return { body: {}, phase: PLAIN_PHASE };
+    return {
+      body: extra.body,
+      phase: extra.kind,
+      onText: (text, reason) => {
+        outcome.finished++;
+        if (reason === "length") outcome.lengthFinishes++;
+        const problem = extra.check?.(text);
+        if (problem !== undefined) {
+          outcome.invalid++;
+          outcome.firstProblem ??= problem;
+        }
+      },
+    };
+  };
   const server = a.quick && !a["base-url"] ? await startQuickServer() : undefined;
   try {
     const baseUrl = server?.url ?? a["base-url"] ?? "http://127.0.0.1:8000";
@@ -127,13 +168,14 @@ export async function runServing(argv: string[], log: (line: string) => void = c
     const run = await runSchedule(
       workload,
       { arrival, maxInFlight: maxConcurrency ?? Infinity, phaseBarrier: false },
-      (r, now, due) => sendCompletion(target, r, now, due),
+      (r, now, due) => sendCompletion(target, r, now, due, extraFor(r.id)),
     );
     const metrics = aggregateRun({ ...run, statsBefore: null, statsAfter: null });
-    const text = formatServingResult(metrics, {
+    let text = formatServingResult(metrics, {
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(rate !== Infinity ? { requestRate: rate } : {}),
     });
+    if (outcome) text += `\n${formatExtrasReport(metrics, outcome, PLAIN_PHASE)}\n`;
     log(text);
     if (metrics.failed > 0) log(`first errors: ${metrics.errors.slice(0, 3).join(" | ")}`);
     if (a.out) {
@@ -150,6 +192,9 @@ export async function runServing(argv: string[], log: (line: string) => void = c
           metadata,
           workload: { name: workload.name, params: workload.params, requests: workload.requests.length },
           metrics,
+          ...(outcome
+            ? { extras: { ...outcome, share: Number(a["extras-share"] ?? 0.25), requests: withExtra.size } }
+            : {}),
           records: run.records,
         }),
       );

@@ -30,14 +30,25 @@ interface CompletionChunk {
   error?: { message?: string };
 }
 
+/** Fields added to one request's body, the phase its record is reported under, and who sees its text. */
+export interface CompletionExtra {
+  body: Record<string, unknown>;
+  phase: string;
+  /** Called with the whole output text and finish reason once the stream ends. */
+  onText?: (text: string, finishReason: string) => void;
+}
+
 /** Sends `r` and observes its stream; never throws (failures land in `error`). */
 export async function sendCompletion(
   target: HttpTarget,
   r: WorkloadRequest,
   now: () => number,
   dueMs: number,
+  extra?: CompletionExtra,
 ): Promise<RequestObservation> {
   const obs = startObservation(r, dueMs, now());
+  if (extra) obs.phase = extra.phase;
+  let text = "";
   try {
     const body = {
       model: target.model,
@@ -47,6 +58,7 @@ export async function sendCompletion(
       ignore_eos: r.ignoreEos ?? false,
       stream: true,
       stream_options: { include_usage: true },
+      ...extra?.body,
     };
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
@@ -63,7 +75,10 @@ export async function sendCompletion(
       const chunk = JSON.parse(data) as CompletionChunk;
       if (chunk.error) throw new Error(`server error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`);
       const choice = chunk.choices?.[0];
-      if (choice?.text) obs.tokenDeltas.push({ atMs: now(), tokens: 1 });
+      if (choice?.text) {
+        obs.tokenDeltas.push({ atMs: now(), tokens: 1 });
+        if (extra?.onText) text += choice.text;
+      }
       if (choice?.finish_reason) reason = choice.finish_reason;
       if (chunk.usage) {
         if (chunk.usage.prompt_tokens !== undefined) obs.promptTokens = chunk.usage.prompt_tokens;
@@ -73,6 +88,7 @@ export async function sendCompletion(
     }
     obs.finishMs = now();
     if (reason === undefined) throw new Error("the stream ended without a finish_reason");
+    extra?.onText?.(text, reason);
     obs.finishReason =
       (reason === "length" || reason === "stop" || reason === "abort" ? reason : "stop") as FinishReason;
     if (obs.finishReason === "abort") obs.error = "finished with reason abort";

@@ -93,7 +93,7 @@ export const REQUEST_FIELDS: readonly RequestFieldRow[] = [
   row("length_penalty", "both", "refused", "only 1 (a beam-search setting)", 0.5),
   row("stop_token_ids", "both", "same", ""),
   row("include_stop_str_in_output", "both", "same", "the stop string (or the stop token's text) ends the text"),
-  row("ignore_eos", "both", "same", ""),
+  row("ignore_eos", "both", "same", "a structured output still ends where its grammar completes"),
   row("min_tokens", "both", "same", "EOS (unless ignore_eos) and stop_token_ids are banned from sampling until then"),
   row("skip_special_tokens", "both", "refused", "only true", false),
   row("spaces_between_special_tokens", "both", "refused", "only true", false),
