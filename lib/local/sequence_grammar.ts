@@ -7,8 +7,9 @@
  * tokens it has not seen, so a token is fed once whatever happens between steps (a preempted
  * sequence recomputes its context but keeps its output, and is not fed again). After each sampled
  * token the engine asks {@link SequenceGrammar.advance}: the grammar may reject it (the mask makes
- * that impossible unless a caller bypassed it), or be complete with no stop token the model can
- * sample, which ends the sequence as EOS would.
+ * that impossible unless a caller bypassed it), or be complete (its stop token accepted, or no stop
+ * token the model can sample), which ends the sequence with finish reason stop, `ignore_eos` or
+ * not: a structured output ends where its grammar does, as in vLLM.
  * @module
  */
 import { GrammarError } from "../core/errors.ts";
@@ -39,7 +40,7 @@ export class SequenceGrammar {
     const ids = seq.tokenIds;
     const start = seq.numPromptTokens;
     for (; this.#fed < ids.length - start; this.#fed++) {
-      if (this.#matcher.terminated) continue; // done: what follows (ignore_eos, min_tokens) is free
+      if (this.#matcher.terminated) continue; // complete: nothing after it is constrained
       const token = ids[start + this.#fed]!;
       if (!this.#matcher.accept(token)) return { rejected: token };
     }
@@ -49,7 +50,8 @@ export class SequenceGrammar {
   /** After a sampled token: feeds it, and says whether the output must end here. */
   advance(seq: Sequence): GrammarVerdict {
     const v = this.#sync(seq);
-    if (v !== "continue" || this.#matcher.terminated) return v;
+    if (v !== "continue") return v;
+    if (this.#matcher.terminated) return "end";
     const m = this.#matcher.mask();
     return m.allowed !== undefined && m.allowed.length === 0 ? "end" : "continue";
   }

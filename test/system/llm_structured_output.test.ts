@@ -116,6 +116,22 @@ test("several seeds of the JSON schema at temperature 1 complete and validate; a
   for (const out of spaced) expect(out.text).toMatch(/^\{\s*("(n(a(me?)?)?|a(ge?)?|ok?|t(ag?)?)?("\s*:?)?)?/);
 });
 
+test("with ignore_eos a complete grammar still ends the output, with finish_reason stop", async () => {
+  const prompts = Array.from({ length: 4 }, (_, i) => `seed ${i}`);
+  const outs = await llm.generate(prompts, {
+    maxTokens: 64,
+    temperature: 1,
+    seed: 7,
+    ignoreEos: true,
+    structuredOutput: json(SCHEMA),
+  });
+  for (const out of outs) {
+    expect(out.finishReason).toBe("stop");
+    expect(satisfiesSchema(JSON.parse(out.text))).toBe(true);
+  }
+  expect(llm.engine.grammars.size).toBe(0);
+});
+
 test("without EOS in the model's vocabulary a complete grammar ends the output with finish_reason stop", async () => {
   const outs = await small.generate(["a", "b", "c"], {
     maxTokens: 32,
