@@ -128,6 +128,10 @@ export async function runServing(argv: string[], log: (line: string) => void = c
     throw new RangeError("--extras-share needs --extras");
   }
   const extra = a.extras === undefined ? undefined : requestExtra(parseExtraKind(a.extras));
+  // The report groups requests by phase: a workload with phases of its own (a ladder) would lose them.
+  if (extra && workload.requests.some((r) => r.phase !== undefined)) {
+    throw new RangeError(`--extras groups requests by phase, and --workload ${workload.name} has phases of its own`);
+  }
   const withExtra = extra
     ? new Set(
       pickExtras(workload.requests.length, Number(a["extras-share"] ?? 0.25), seed)

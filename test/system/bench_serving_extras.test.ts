@@ -35,6 +35,8 @@ for (const kind of EXTRA_KINDS) {
 test("--extras refuses an unknown kind by name, and --extras-share needs --extras", async () => {
   await expect(runServing(["--quick", "--extras", "beam"], () => {})).rejects.toThrow(/--extras must be one of/);
   await expect(runServing(["--quick", "--extras-share", "0.5"], () => {})).rejects.toThrow(/--extras-share needs/);
+  await expect(runServing(["--workload", "memory-skew", "--extras", "logprobs"], () => {})).rejects
+    .toThrow(/has phases of its own/);
   await expect(runServing(["--quick", "--extras", "logprobs", "--extras-share", "2"], () => {})).rejects.toThrow(
     /--extras-share must be in \(0, 1\], got 2/,
   );
