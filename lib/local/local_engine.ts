@@ -306,8 +306,8 @@ export class LocalEngine {
     };
   }
 
-  /** Load and cache facts for stats(), with the tokens-per-step counters. */
-  rankStats(): RankStats & IterationTokenCounters {
+  /** Load and cache facts for stats(). */
+  rankStats(): RankStats {
     const b = this.blocks;
     return {
       rank: this.rank,
@@ -323,7 +323,6 @@ export class LocalEngine {
       numFinished: this.numFinished,
       numGeneratedTokens: this.numGeneratedTokens,
       numPreemptions: this.scheduler.numPreemptions,
-      ...this.iterationTokens.counters(),
     };
   }
 

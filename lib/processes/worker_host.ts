@@ -444,6 +444,8 @@ export class WorkerHost {
   #rankCounters(stats: RankStats): Record<string, number> {
     return {
       ...stats,
+      // Built only for a push, not for the per-step check of whether to push.
+      ...this.#engine.iterationTokens.counters(),
       ...this.#o.dataPath?.counters(),
       rank: this.#o.rank,
       leakedBlocks: this.#audit.leakedBlocks,

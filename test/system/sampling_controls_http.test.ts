@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { type ServerProcess, startServerProcess } from "./server_process.ts";
+import { postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-test";
 const PROMPT = "Once upon a time in a small village";
@@ -17,12 +17,7 @@ let client: OpenAI;
 // deno-lint-ignore no-explicit-any
 type Json = any;
 
-const post = (path: string, body: unknown) =>
-  fetch(`${server.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+const post = (path: string, body: unknown) => postJson(server, path, body);
 
 /** Output token ids of one completion (logprobs with tokens as ids), plus the response. */
 async function completionIds(extra: Record<string, unknown>): Promise<{ c: Json; ids: number[] }> {
@@ -63,12 +58,7 @@ beforeAll(async () => {
   greedy = (await completionIds({ temperature: 0 })).ids;
 });
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 describe("sampling controls", () => {
   test("min_p 1.0 at temperature 1 is greedy, whatever the seed", async () => {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, type ServerProcess, startServerProcess } from "./server_process.ts";
+import { metricValue, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 const KEY = "test-key";
 const MODEL = "tiny-test";
@@ -45,12 +45,7 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
 });
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 describe("server process", () => {
   test("health, models, version", async () => {

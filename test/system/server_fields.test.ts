@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { type ServerProcess, startServerProcess } from "./server_process.ts";
+import { type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-test";
 const PROMPT = "Once upon a time in a small village";
@@ -69,12 +69,7 @@ beforeAll(async () => {
   if (k < 0) throw new Error(`no fresh token among ${ref}`);
 });
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 describe("min_tokens with stop_token_ids", () => {
   test("a stop token before min_tokens is banned from sampling, as vLLM does; text, logprobs and usage agree", async () => {

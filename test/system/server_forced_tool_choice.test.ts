@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { type ServerProcess, startServerProcess } from "./server_process.ts";
+import { type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -43,12 +43,7 @@ beforeAll(async () => {
   server = await startServerProcess(["--model", dir, "--port", "0", "--backend", "cpu"]);
 });
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 // Small closed schemas, so a random model's JSON ends within max_tokens.
 const WEATHER = {

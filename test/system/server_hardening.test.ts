@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, type ServerProcess, startServerProcess } from "./server_process.ts";
+import { metricValue, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -158,12 +158,7 @@ describe("two CPU ranks on one device behind the bounded ingress", () => {
     ], 120_000);
   }, 150_000);
 
-  afterAll(async () => {
-    if (server && server.proc.exitCode === null) {
-      server.proc.kill("SIGKILL");
-      await server.exited;
-    }
-  });
+  afterAll(() => stopServerProcess(server));
 
   test("both ranks serve: /health 200, lmpool_rank_up per rank, lmpool_healthy_ranks 2", async () => {
     expect(server.output()).toContain("Listening at");

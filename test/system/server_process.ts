@@ -40,6 +40,23 @@ export async function startServerProcess(args: string[], timeoutMs = 60_000): Pr
   throw new Error(`server did not start within ${timeoutMs} ms:\n${out}`);
 }
 
+/** Kills the server (when started and still running) and waits for it to exit: a suite's afterAll. */
+export async function stopServerProcess(server: ServerProcess | undefined): Promise<void> {
+  if (server && server.proc.exitCode === null) {
+    server.proc.kill("SIGKILL");
+    await server.exited;
+  }
+}
+
+/** POSTs `body` as JSON to the server's `path`. */
+export function postJson(server: ServerProcess, path: string, body: unknown): Promise<Response> {
+  return fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
 /** The value of the first sample of `name` whose labels include all of `labels`. */
 export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split("\n")) {

@@ -4,7 +4,7 @@
 // compile, two constraint kinds at once, an unknown key, structural_tag.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { type ServerProcess, startServerProcess } from "./server_process.ts";
+import { postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -12,23 +12,13 @@ type Json = any;
 let server: ServerProcess;
 setDefaultTimeout(30_000);
 
-const post = (path: string, body: unknown) =>
-  fetch(`${server.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+const post = (path: string, body: unknown) => postJson(server, path, body);
 
 beforeAll(async () => {
   server = await startServerProcess(["--model", await tinyModelDir(), "--port", "0", "--backend", "cpu"]);
 });
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 const SCHEMA = {
   type: "object",

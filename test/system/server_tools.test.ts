@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, type ServerProcess, startServerProcess } from "./server_process.ts";
+import { metricValue, postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-tools";
 
@@ -19,12 +19,7 @@ let startupMetrics: string;
 // deno-lint-ignore no-explicit-any
 type Json = any;
 
-const post = (path: string, body: unknown) =>
-  fetch(`${server.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+const post = (path: string, body: unknown) => postJson(server, path, body);
 
 beforeAll(async () => {
   server = await startServerProcess([
@@ -50,12 +45,7 @@ beforeAll(async () => {
   startupMetrics = await (await fetch(`${server.url}/metrics`)).text();
 }, 150_000);
 
-afterAll(async () => {
-  if (server && server.proc.exitCode === null) {
-    server.proc.kill("SIGKILL");
-    await server.exited;
-  }
-});
+afterAll(() => stopServerProcess(server));
 
 const tools: OpenAI.ChatCompletionTool[] = [{
   type: "function",

@@ -101,11 +101,12 @@ export class HotnessTracker {
     const found: { t: Tracked; score: number }[] = [];
     for (const leaf of this.#strong) {
       const t = this.#chains.get(leaf);
-      if (!t || this.#decayed(t, now) < threshold) {
+      const decayed = t ? this.#decayed(t, now) : 0;
+      if (!t || decayed < threshold) {
         this.#strong.delete(leaf);
         continue;
       }
-      found.push({ t, score: this.score(leaf, now) });
+      found.push({ t, score: decayed + this.#config.demandWeight * (this.#demand.get(leaf) ?? 0) });
     }
     for (const leaf of this.#demand.keys()) {
       const t = this.#chains.get(leaf);
