@@ -8,7 +8,7 @@
 import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
-import { type IterationTokenCounters, IterationTokenHistogram } from "../core/iteration_tokens.ts";
+import { IterationTokenHistogram } from "../core/iteration_tokens.ts";
 import type { FinishReason, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
