@@ -31,8 +31,23 @@ export function blocksNeeded(ctx: RoutingContext, blockSize: number): number {
   return Math.ceil(ctx.query.promptTokens / blockSize) + ctx.config.cost.decodeReserveBlocks;
 }
 
-/** Projects the cost of routing `ctx.query` to `rank`. */
-export function projectRouteCost(ctx: RoutingContext, rank: number): RouteCost {
+/** A RouteCost to overwrite (a policy that prices every rank on every route reuses two). */
+export function emptyRouteCost(): RouteCost {
+  return {
+    rank: 0,
+    queueWork: 0,
+    missingPrefill: 0,
+    reclaimPressure: 0,
+    total: 0,
+    newBlocks: 0,
+    headroom: 0,
+    feasible: false,
+    neverFits: false,
+  };
+}
+
+/** Projects the cost of routing `ctx.query` to `rank`, into `out` when given. */
+export function projectRouteCost(ctx: RoutingContext, rank: number, out: RouteCost = emptyRouteCost()): RouteCost {
   const w = ctx.config.cost;
   const load = ctx.load(rank);
   const cap = ctx.capacity(rank);
@@ -53,15 +68,14 @@ export function projectRouteCost(ctx: RoutingContext, rank: number): RouteCost {
   const evict = Math.max(0, newBlocks - free);
   const reclaimPressure = w.reclaimTokenWeight * Math.min(evict, reclaimable) * cap.blockSize;
   const headroom = free + reclaimable - newBlocks;
-  return {
-    rank,
-    queueWork,
-    missingPrefill,
-    reclaimPressure,
-    total: queueWork + missingPrefill + reclaimPressure,
-    newBlocks,
-    headroom,
-    feasible: headroom >= 0,
-    neverFits: total > cap.numBlocks,
-  };
+  out.rank = rank;
+  out.queueWork = queueWork;
+  out.missingPrefill = missingPrefill;
+  out.reclaimPressure = reclaimPressure;
+  out.total = queueWork + missingPrefill + reclaimPressure;
+  out.newBlocks = newBlocks;
+  out.headroom = headroom;
+  out.feasible = headroom >= 0;
+  out.neverFits = total > cap.numBlocks;
+  return out;
 }

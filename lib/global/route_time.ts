@@ -43,36 +43,42 @@ export interface RouteTime {
   totalMs: number;
 }
 
-/** The rank's load, routed-but-unreported work included. */
-function rankLoad(ctx: RoutingContext, rank: number) {
-  const l = ctx.load(rank);
-  return {
-    queuedTokens: l.waitingTokens + ctx.reservations.pendingTokens(rank),
-    queued: l.numWaiting + ctx.reservations.pendingRequests(rank),
-    running: l.numRunning,
-  };
+/** A RouteTime to overwrite (see emptyRouteCost). */
+export function emptyRouteTime(): RouteTime {
+  return { rank: 0, waitMs: 0, prefillMs: 0, externalMs: 0, reclaimMs: 0, totalMs: 0 };
 }
 
-/** Projects the latency cost of routing `ctx.query` to `rank` (`cost` gives its eviction). */
-export function projectRouteTime(ctx: RoutingContext, rank: number, cost: RouteCost, speeds: DeviceSpeeds): RouteTime {
+/**
+ * Projects the latency cost of routing `ctx.query` to `rank` (`cost` gives its eviction), into
+ * `out` when given.
+ */
+export function projectRouteTime(
+  ctx: RoutingContext,
+  rank: number,
+  cost: RouteCost,
+  speeds: DeviceSpeeds,
+  out: RouteTime = emptyRouteTime(),
+): RouteTime {
   const m = speeds.model;
   const pr = speeds.prefillRatio(rank);
   const q = ctx.query;
-  const d = rankLoad(ctx, rank);
+  // The rank's load, routed-but-unreported work included.
+  const l = ctx.load(rank);
+  const queuedTokens = l.waitingTokens + ctx.reservations.pendingTokens(rank);
+  const queued = l.numWaiting + ctx.reservations.pendingRequests(rank);
   // Queued prompts are priced as GEMM tokens plus the attention of an average queued prompt.
-  const avgQueued = d.queued > 0 ? d.queuedTokens / d.queued : 0;
-  const waitMs = pr * d.queued * prefillMs(m, avgQueued, 0);
+  const avgQueued = queued > 0 ? queuedTokens / queued : 0;
+  const waitMs = pr * queued * prefillMs(m, avgQueued, 0);
   const cached = ctx.cachedTokens(rank);
   const own = pr * prefillMs(m, q.promptTokens - cached, cached);
-  const others = d.running + d.queued;
+  const others = l.numRunning + queued;
   const externalMs = own * others;
   const reclaimMs = pr * (cost.reclaimPressure * m.prefillTokenMs);
-  return {
-    rank,
-    waitMs,
-    prefillMs: own,
-    externalMs,
-    reclaimMs,
-    totalMs: waitMs + own + externalMs + reclaimMs,
-  };
+  out.rank = rank;
+  out.waitMs = waitMs;
+  out.prefillMs = own;
+  out.externalMs = externalMs;
+  out.reclaimMs = reclaimMs;
+  out.totalMs = waitMs + own + externalMs + reclaimMs;
+  return out;
 }

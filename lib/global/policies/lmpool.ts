@@ -9,29 +9,54 @@
  * @module
  */
 import type { RouteChoice, RoutingContext } from "../routing_context.ts";
-import { projectRouteCost, type RouteCost } from "../route_cost.ts";
-import { projectRouteTime, type RouteTime } from "../route_time.ts";
+import { emptyRouteCost, projectRouteCost, type RouteCost } from "../route_cost.ts";
+import { emptyRouteTime, projectRouteTime, type RouteTime } from "../route_time.ts";
 import type { RoutingPolicy } from "./routing_policy.ts";
+
+/** One candidate's projection. */
+interface Priced {
+  cost: RouteCost;
+  time: RouteTime;
+}
 
 /** The cost-model policy (the default). */
 export class LmpoolPolicy implements RoutingPolicy {
   readonly name = "lmpool" as const;
+  // Two projections rewritten on every route, the candidate's and the best so far: pricing every
+  // rank of a large cluster would otherwise leave two objects per rank per route to the collector.
+  #candidate: Priced = { cost: emptyRouteCost(), time: emptyRouteTime() };
+  #best: Priced = { cost: emptyRouteCost(), time: emptyRouteTime() };
 
   choose(ctx: RoutingContext): RouteChoice {
-    const costs = ctx.topologyCandidates().map((r) => projectRouteCost(ctx, r));
-    const feasible = costs.filter((c) => c.feasible);
-    if (feasible.length === 0) {
-      const fits = costs.filter((c) => !c.neverFits);
-      const pool = fits.length > 0 ? fits : costs;
-      const pick = pool.reduce((a, b) => (b.headroom > a.headroom ? b : a));
-      return { rank: pick.rank, reason: "infeasible" };
+    const ranks = ctx.topologyCandidates();
+    let found = false;
+    // With no feasible rank: the most headroom among ranks it can ever fit, else among all
+    // (the first in candidate order on equal headroom).
+    let roomiest = -1, roomiestHeadroom = -Infinity;
+    let roomiestFit = -1, roomiestFitHeadroom = -Infinity;
+    for (const r of ranks) {
+      const c = this.#candidate;
+      projectRouteCost(ctx, r, c.cost);
+      if (!c.cost.feasible) {
+        if (c.cost.headroom > roomiestHeadroom) {
+          roomiest = r;
+          roomiestHeadroom = c.cost.headroom;
+        }
+        if (!c.cost.neverFits && c.cost.headroom > roomiestFitHeadroom) {
+          roomiestFit = r;
+          roomiestFitHeadroom = c.cost.headroom;
+        }
+        continue;
+      }
+      projectRouteTime(ctx, r, c.cost, ctx.speeds, c.time);
+      if (!found || better(ctx, c, this.#best)) {
+        this.#candidate = this.#best;
+        this.#best = c;
+        found = true;
+      }
     }
-    let best: { cost: RouteCost; time: RouteTime } | undefined;
-    for (const cost of feasible) {
-      const time = projectRouteTime(ctx, cost.rank, cost, ctx.speeds);
-      if (!best || better(ctx, { cost, time }, best)) best = { cost, time };
-    }
-    const rank = best!.cost.rank;
+    if (!found) return { rank: roomiestFit >= 0 ? roomiestFit : roomiest, reason: "infeasible" };
+    const rank = this.#best.cost.rank;
     return { rank, reason: ctx.matchedBlocks(rank) > 0 ? "prefix-hit" : "least-cost" };
   }
 }
@@ -40,11 +65,7 @@ export class LmpoolPolicy implements RoutingPolicy {
 const TIE = 1e-6;
 
 /** a is the better choice: lower cost, then fewer requests, then more headroom, then ingress affinity, then lower rank. */
-function better(
-  ctx: RoutingContext,
-  a: { cost: RouteCost; time: RouteTime },
-  b: { cost: RouteCost; time: RouteTime },
-): boolean {
+function better(ctx: RoutingContext, a: Priced, b: Priced): boolean {
   const ta = a.time.totalMs, tb = b.time.totalMs;
   if (Math.abs(ta - tb) > TIE * Math.max(ta, tb)) return ta < tb;
   // Equal cost happens between ranks of one GPU: spread requests over them, then blocks.
