@@ -144,7 +144,7 @@ export interface PlacementEnv {
   blockSize: (rank: number) => number;
   /** Token-equivalent queue work of a rank (as routing projects it). */
   queueWork: (rank: number) => number;
-  /** Free blocks net of route reservations. */
+  /** Free blocks net of route reservations and of blocks running plans bring there. */
   netFree: (rank: number) => number;
   inbound: (rank: number, hash: BlockHash) => boolean;
   movingOut: (rank: number, hash: BlockHash) => boolean;
@@ -223,7 +223,8 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
   const out: PlacementCandidate[] = [];
   for (const b of batches.values()) {
     if (b.blocks.length === 0 || b.blocks.length < config.minBatchBlocks) continue;
-    if (env.netFree(b.dst) < b.blocks.length + config.targetReserveBlocks) continue;
+    const reserve = Math.ceil(config.targetReserveTokens / env.blockSize(b.dst));
+    if (env.netFree(b.dst) < b.blocks.length + reserve) continue;
     const est = env.cost.estimate(b.src, b.dst, b.blocks.length, env.blockBytes(b.src));
     // No request waits for a background copy: busy ranks' phase waits only delay its publish (the
     // deadline covers that) and use no GPU or link time, so the gate prices the transfer alone.

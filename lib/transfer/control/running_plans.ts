@@ -54,6 +54,11 @@ export class RunningPlans {
     return this.#indexes.inbound.get(rank)?.has(hash) ?? false;
   }
 
+  /** Blocks running plans bring to `rank`: room there that its free count does not show taken yet. */
+  inboundBlocks(rank: number): number {
+    return this.#indexes.inbound.get(rank)?.size ?? 0;
+  }
+
   /** Running plans bringing any of `hashes` to `rank`, each with how many of those hashes it brings. */
   inboundPlans(rank: number, hashes: readonly BlockHash[]): (InboundPlan & { blocks: number })[] {
     const m = this.#indexes.inbound.get(rank);

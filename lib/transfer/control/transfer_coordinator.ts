@@ -126,6 +126,11 @@ export class TransferCoordinator {
     return this.#running.isInbound(rank, hash);
   }
 
+  /** Blocks running plans bring to `rank`. */
+  inboundBlocks(rank: number): number {
+    return this.#running.inboundBlocks(rank);
+  }
+
   /** Running plans bringing any of `hashes` to `rank`, each with how many of those hashes it brings. */
   inboundPlans(rank: number, hashes: readonly BlockHash[]): (InboundPlan & { blocks: number })[] {
     return this.#running.inboundPlans(rank, hashes);

@@ -6,7 +6,9 @@
  *   missing blocks (only those) so the request prefills less.
  * - offload: the rank's pending work needs more blocks than are free, so cold cached chains would
  *   be reclaimed (lost); move the coldest whole unreferenced chain suffixes (LFU, then LRU) to a
- *   partner with room instead, releasing them here. The partner's room is its free blocks; with
+ *   partner with room instead, releasing them here. The partner's room is its free blocks net of
+ *   route reservations, of blocks running plans bring it, and of the room it keeps for its own next
+ *   prompts (a moved chain arrives cold, so that room would evict it first); with
  *   offloadIntoColderCache also, unless it is short of free blocks itself, the cached blocks its
  *   own reclamation would free before any block at least as hot as the chain moved (see
  *   {@link ReclaimForecast}): a move never evicts more valuable cache than it saves, nor cache its
@@ -35,6 +37,8 @@ export interface PlannerEnv {
   inbound: (rank: number, hash: BlockHash) => boolean;
   /** A running move plan takes `hash` away from `rank`. */
   movingOut: (rank: number, hash: BlockHash) => boolean;
+  /** Blocks running plans bring to a rank (they take its free blocks when they land). */
+  inboundBlocks: (rank: number) => number;
   /** Prefill tokens queued on a rank (besides the routed request's), for the phase-wait estimate. */
   queuedPrefillTokens?: (rank: number) => number;
 }
@@ -47,6 +51,16 @@ function partnersOf(env: PlannerEnv, rank: number): number[] {
 /** Free blocks of a rank net of route reservations. */
 export function netFreeBlocks(ctx: RoutingContext, rank: number): number {
   return ctx.capacity(rank).numFree - ctx.reservations.reservedBlocks(rank);
+}
+
+/**
+ * Free blocks of a rank a chain moved there unasked can stay in: net of route reservations, of the
+ * blocks running plans bring there, and of the room it keeps for its own next prompts
+ * (targetReserveTokens).
+ */
+function roomFor(env: PlannerEnv, rank: number): number {
+  const reserve = Math.ceil(env.config.targetReserveTokens / env.ctx.capacity(rank).blockSize);
+  return netFreeBlocks(env.ctx, rank) - env.inboundBlocks(rank) - reserve;
 }
 
 /**
@@ -176,11 +190,11 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   const { ctx, config } = env;
   const shortage = ctx.reservations.reservedBlocks(rank) - ctx.capacity(rank).numFree;
   if (shortage <= 0) return skip("no_shortage", `rank ${rank} has enough free blocks`);
-  const targets = partnersOf(env, rank).sort((a, b) => netFreeBlocks(ctx, b) - netFreeBlocks(ctx, a));
+  const targets = partnersOf(env, rank).sort((a, b) => roomFor(env, b) - roomFor(env, a));
   if (targets.length === 0) return skip("no_target", `rank ${rank} has no healthy partner`);
   // Without colder cache as room, a partner's room is its free blocks: when none has any, no chain
   // fits, and the scan of this rank's cache below (the planner's costliest step) is skipped.
-  if (!config.offloadIntoColderCache && netFreeBlocks(ctx, targets[0]!) <= 0) {
+  if (!config.offloadIntoColderCache && roomFor(env, targets[0]!) <= 0) {
     return skip("target_capacity", `no partner of rank ${rank} has a free block`);
   }
   const segments = coldSegments(env, rank);
@@ -190,7 +204,7 @@ export function planOffload(env: PlannerEnv, rank: number): PlanVerdict {
   let last = skip("target_capacity", `no partner of rank ${rank} has room`);
   for (const dst of targets) {
     const dstTable = ctx.blocks.table(dst)!;
-    const free = netFreeBlocks(ctx, dst);
+    const free = roomFor(env, dst);
     // A partner short of free blocks itself reclaims its cache for its own requests: none of it
     // is room (on balanced load, moves between two short ranks only delayed their requests).
     const forecast = free < 0 || !config.offloadIntoColderCache

@@ -225,7 +225,7 @@ export class TransferService {
       blockBytes: (r) => this.#blockBytes.get(r) ?? 0,
       blockSize: (r) => ctx.capacity(r).blockSize,
       queueWork: (r) => projectRouteCost(ctx, r).queueWork,
-      netFree: (r) => netFreeBlocks(ctx, r),
+      netFree: (r) => netFreeBlocks(ctx, r) - c.inboundBlocks(r),
       inbound: (r, h) => c.isInbound(r, h),
       movingOut: (r, h) => c.isMovingOut(r, h),
       pairBusy: (a, b) => c.pairBusy(a, b),
@@ -269,6 +269,7 @@ export class TransferService {
       blockBytes: (r) => this.#blockBytes.get(r) ?? 0,
       inbound: (r: number, h: BlockHash) => c.isInbound(r, h),
       movingOut: (r: number, h: BlockHash) => c.isMovingOut(r, h),
+      inboundBlocks: (r: number) => c.inboundBlocks(r),
       queuedPrefillTokens: (r: number) => queuedPrefillTokens(ctx, r),
     };
   }

@@ -37,8 +37,13 @@ export interface TransferTuning {
   minLoadSkewRatio: number;
   /** No second placement of one chain to one rank within this time. Default 10000 ms. */
   cooldownMs: number;
-  /** Free blocks a target keeps beyond a background plan. Default 8. */
-  targetReserveBlocks: number;
+  /**
+   * Free room, in tokens, a rank keeps beyond a chain it takes unasked (a background copy or an
+   * offload move). Such a chain arrives with no access, so it is the first block reclaimed there:
+   * room the rank's next long prompt takes would evict it before anyone reused it, and its transfer
+   * would be wasted. Default 16384 (one long prompt: 64 blocks of 256 tokens).
+   */
+  targetReserveTokens: number;
   /** How long routing prefers a placement's destination for its prefix. Default 30000 ms. */
   leaseMs: number;
   /**
@@ -98,7 +103,7 @@ export const DEFAULT_TRANSFER_TUNING: Readonly<TransferTuning> = Object.freeze({
   minLoadSkewTokens: 256,
   minLoadSkewRatio: 1.5,
   cooldownMs: 10_000,
-  targetReserveBlocks: 8,
+  targetReserveTokens: 16_384,
   leaseMs: 30_000,
   leaseRouteBonusTokens: 0,
   offloadIntoColderCache: false,
@@ -134,7 +139,6 @@ export const INTEGER_TUNING = [
   "backgroundCopyMaxBlocks",
   "backgroundCopyBatchMaxBlocks",
   "maxTrackedChains",
-  "targetReserveBlocks",
   "foregroundMaxReuse",
 ] as const;
 

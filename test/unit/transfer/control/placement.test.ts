@@ -85,7 +85,7 @@ function world(
       free: o.dstFree,
     }),
   );
-  const config = resolveTransferConfig({ mode: "auto", ...o.config });
+  const config = resolveTransferConfig({ mode: "auto", targetReserveTokens: 0, ...o.config });
   const busy = new Set<string>();
   const cooling = new Set<string>();
   const env: PlacementEnv = {
@@ -130,8 +130,11 @@ describe("background candidates", () => {
     w.cooling.clear();
     w.busy.add("0-1");
     expect(planPlacements(w.env, hot(HOT))).toEqual([]);
-    expect(planPlacements(world({ dstFree: 15 }).env, hot(HOT))).toEqual([]); // 8 + 8 reserve > 15
-    expect(planPlacements(world({ dstFree: 16 }).env, hot(HOT))).toHaveLength(1);
+    // The target keeps room for its own next prompt: 128 tokens are 8 blocks of 16, 8 + 8 > 15.
+    const reserve = { config: { targetReserveTokens: 128 } };
+    expect(planPlacements(world({ dstFree: 15, ...reserve }).env, hot(HOT))).toEqual([]);
+    expect(planPlacements(world({ dstFree: 16, ...reserve }).env, hot(HOT))).toHaveLength(1);
+    expect(planPlacements(world({ dstFree: 8 }).env, hot(HOT))).toHaveLength(1); // no reserve
     expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // 2.16 ms at 370 GB/s > 2.56 ms / 2
     expect(planPlacements(world({ blockBytes: 1e8, config: { mode: "force" } }).env, hot(HOT))).toHaveLength(1);
   });

@@ -28,10 +28,19 @@ function scheduler(pairs: [number, number][] = [[0, 1]]): GlobalScheduler {
 function env(
   s: GlobalScheduler,
   q: RouteQuery,
-  o: { config?: Partial<TransferConfig> | "force"; blockBytes?: number; inbound?: Set<string>; moving?: Set<string> } =
-    {},
+  o: {
+    config?: Partial<TransferConfig> | "force";
+    blockBytes?: number;
+    inbound?: Set<string>;
+    moving?: Set<string>;
+    inboundBlocks?: Map<number, number>;
+  } = {},
 ): PlannerEnv {
-  const config = resolveTransferConfig(o.config ?? {});
+  // Ranks of these tests hold tens of blocks: no room kept for their own next prompts, unless a test asks.
+  const config = resolveTransferConfig({
+    targetReserveTokens: 0,
+    ...(o.config === "force" ? { mode: "force" as const } : o.config),
+  });
   return {
     ctx: new RoutingContext(q, s.blocks, s.reservations, s.topology, s.config),
     config,
@@ -39,6 +48,7 @@ function env(
     blockBytes: () => o.blockBytes ?? 0,
     inbound: (r, h) => o.inbound?.has(`${r}:${h}`) ?? false,
     movingOut: (r, h) => o.moving?.has(`${r}:${h}`) ?? false,
+    inboundBlocks: (r) => o.inboundBlocks?.get(r) ?? 0,
   };
 }
 
@@ -213,6 +223,19 @@ describe("offload", () => {
       ok: false,
       reason: "no_shortage",
     });
+    // Blocks running plans bring to the target take its free blocks: 5 free, 3 arriving, no room
+    // for the 3-block chain.
+    const arriving = planOffload(
+      env(setUp(5).s, query(promptTokens(1, 800)), { config: "force", inboundBlocks: new Map([[0, 3]]) }),
+      1,
+    );
+    expect(arriving).toMatchObject({ ok: false, reason: "target_capacity" });
+    // ...and so does the room it keeps for its own next prompts: 48 tokens are 3 blocks of 16.
+    const keeping = planOffload(
+      env(setUp(5).s, query(promptTokens(1, 800)), { config: { mode: "force", targetReserveTokens: 48 } }),
+      1,
+    );
+    expect(keeping).toMatchObject({ ok: false, reason: "target_capacity" });
     const none = setUp(2).s;
     expect(planOffload(env(none, query(promptTokens(1, 800)), { config: "force" }), 1)).toMatchObject({
       ok: false,
