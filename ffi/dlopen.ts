@@ -1,7 +1,8 @@
 /**
  * The only dlopen in LMPool: opens a shared library with bun:ffi under Bun and Deno.dlopen under
- * Deno, from the one table in ffi/symbols.ts, and returns plain callable functions; and the one
- * way to take a typed array's address for a pointer field of a struct (ffi/step_batch.ts).
+ * Deno, from a symbol table (ffi/symbols.ts for LMPool's own library, ffi/zmq/libzmq.ts for
+ * libzmq), and returns plain callable functions; the one way to take a typed array's address for a
+ * pointer field of a struct (ffi/step_batch.ts); and the one way to copy native memory out.
  * @module
  */
 import type { NativeSignature, NativeType } from "./symbols.ts";
@@ -41,7 +42,9 @@ interface DenoFfi {
   UnsafePointer: {
     of(view: ArrayBufferView): unknown;
     value(pointer: unknown): number | bigint;
+    create(address: bigint): unknown;
   };
+  UnsafePointerView: { copyInto(pointer: unknown, destination: Uint8Array): void };
 }
 
 interface BunFfi {
@@ -50,6 +53,7 @@ interface BunFfi {
     close(): void;
   };
   ptr(view: ArrayBufferView): number;
+  toArrayBuffer(address: number, byteOffset: number, byteLength: number): ArrayBuffer;
 }
 
 let bunFfi: BunFfi | null = null;
@@ -74,6 +78,25 @@ export function addressOf(view: ArrayBufferView): bigint {
   if (g.Deno) return BigInt(g.Deno.UnsafePointer.value(g.Deno.UnsafePointer.of(view)));
   if (g.Bun) return BigInt(loadBunFfi().ptr(view));
   throw new Error("LMPool's native library needs Bun or Deno (no FFI in this runtime)");
+}
+
+/**
+ * A copy of `length` bytes at native address `address` (memory a native call handed back, such as
+ * a received ZeroMQ message's data), taken before that memory is released.
+ */
+export function copyFromAddress(address: bigint, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  if (length === 0) return out;
+  const g = globalThis as { Deno?: DenoFfi; Bun?: unknown };
+  if (g.Deno) {
+    g.Deno.UnsafePointerView.copyInto(g.Deno.UnsafePointer.create(address), out);
+    return out;
+  }
+  if (g.Bun) {
+    out.set(new Uint8Array(loadBunFfi().toArrayBuffer(Number(address), 0, length)));
+    return out;
+  }
+  throw new Error("LMPool's native calls need Bun or Deno (no FFI in this runtime)");
 }
 
 /** Opens `path` and binds every symbol of `table`; throws the loader's own error if it fails. */

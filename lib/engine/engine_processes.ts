@@ -73,6 +73,10 @@ export class EngineProcesses {
   onWorkerMessage: (rank: number, m: Message) => void = () => {};
   /** A worker died (process exit or connection loss); called once per incarnation that was ready. */
   onWorkerDied: (rank: number, why: string) => void = () => {};
+  /** Messages the control plane sends unasked (page-table changes for KV events). */
+  onControlMessage: (m: Message) => void = () => {};
+  /** A control plane (the first, or a restarted one) said ready to this launcher. */
+  onControlConnected: () => void = () => {};
   readonly #o: EngineProcessesOptions;
   readonly #run: { dir: string; remove(): void };
   readonly #workers = new Map<number, WorkerSlot>();
@@ -230,6 +234,13 @@ export class EngineProcesses {
     });
   }
 
+  /** The control plane's page table now: every healthy rank's slice as a full snapshot. */
+  async pageTable(timeoutMs = 5000): Promise<MessageOf<"page_table">["snapshots"]> {
+    await this.waitForControl(timeoutMs);
+    return (await this.#control!.request({ type: "page_table_request" }, { expect: ["page_table"], timeoutMs }))
+      .snapshots;
+  }
+
   /** Stops every child (shutdown, then SIGKILL after 5 s; at once for one still loading) and removes the sockets. Idempotent. */
   async stop(): Promise<void> {
     if (this.#stopping) return;
@@ -298,7 +309,7 @@ export class EngineProcesses {
     );
     const stream = await connectUnix(this.controlSocket, { timeoutMs: 30_000 });
     const conn = new Connection(stream, { name: "launcher->control", heartbeat: this.#o.heartbeat, log: this.#o.log });
-    conn.onMessage(() => {});
+    conn.onMessage((m) => this.onControlMessage(m));
     conn.onClose(({ reason }) => {
       if (this.#control === conn) this.#control = undefined;
       // A control plane that stopped answering is killed; its exit triggers the restart.
@@ -310,6 +321,7 @@ export class EngineProcesses {
       timeoutMs: 30_000,
     });
     this.#control = conn;
+    this.onControlConnected();
   }
 
   #onControlExit(proc: ChildProcessHandle, why: string): void {

@@ -34,6 +34,9 @@ import type { RestartPolicy } from "./supervisor.ts";
 import { resolveTopology, type TopologyInput } from "./engine_topology.ts";
 import { type InflightRequest, InflightRequests } from "./inflight_requests.ts";
 import type { LLMOptions } from "./llm.ts";
+import { type KvEventsConfig, kvEventsEnabled } from "../kv_events/kv_events_config.ts";
+import { KvEventPublishers } from "../kv_events/kv_event_publishers.ts";
+import { KvEventService } from "../kv_events/kv_event_service.ts";
 
 /** Options of LLMEngine.create. */
 export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgress"> {
@@ -71,6 +74,12 @@ export interface LLMEngineOptions extends Omit<LLMOptions, "device" | "onProgres
   /** Progress and supervision log (default: console.error); `null` silences it. */
   log?: ((line: string) => void) | null;
   /**
+   * KV events in vLLM's wire format over ZeroMQ, configured as vLLM's `--kv-events-config`
+   * (lib/kv_events/kv_events_config.ts: parseKvEventsConfig). Its sockets open before any process
+   * starts, so a missing libzmq or a taken port fails create() at once.
+   */
+  kvEvents?: KvEventsConfig;
+  /**
    * Internal, for tests and benchmarks: overrides of the transfer cost model's constants
    * (lib/transfer/control/transfer_tuning.ts). Not a supported knob.
    */
@@ -101,6 +110,7 @@ export class LLMEngine implements GenerationEngine {
   readonly #rankStats = new Map<number, RankStats>();
   readonly #o: LLMEngineOptions;
   readonly #log: (line: string) => void;
+  readonly #kvEvents: KvEventService | undefined;
   #routing: Record<string, number> = {};
   #nextId = 0;
   #fallbackCursor = 0;
@@ -113,15 +123,20 @@ export class LLMEngine implements GenerationEngine {
     model: ServedModelInfo,
     o: LLMEngineOptions,
     log: (line: string) => void,
+    kvEvents: KvEventService | undefined,
   ) {
     this.#procs = procs;
     this.#log = log;
+    this.#kvEvents = kvEvents;
     this.tokenizer = tokenizer;
     this.model = model;
     this.#o = o;
     procs.onWorkerMessage = (rank, m) => {
-      if (m.type === "token_delta") this.#inflight.onTokens(m.items);
-      else if (m.type === "finish") {
+      if (m.type === "token_delta") {
+        if (kvEvents) { for (const it of m.items) kvEvents.requestTokens(it.requestId, it.tokenIds); }
+        this.#inflight.onTokens(m.items);
+      } else if (m.type === "finish") {
+        if (kvEvents && m.output) kvEvents.requestOutput(m.requestId, m.output.tokenIds);
         if (this.#inflight.onFinish(m, rank)) {
           this.#procs.sendControl({ type: "route_release", requestId: m.requestId });
         }
@@ -130,6 +145,15 @@ export class LLMEngine implements GenerationEngine {
       }
     };
     procs.onWorkerDied = (rank, why) => this.#onWorkerDied(rank, why);
+    if (kvEvents) {
+      // The page table's changes feed the events; a restarted control plane is asked again.
+      const subscribe = () => void procs.sendControl({ type: "kv_events_subscribe" });
+      procs.onControlMessage = (m) => {
+        if (m.type === "page_table_change") kvEvents.onPageTableChange(m);
+      };
+      procs.onControlConnected = subscribe;
+      subscribe();
+    }
     this.#statsTimer = setInterval(() => void this.#pollRouting(), 1000);
     (this.#statsTimer as { unref?: () => void }).unref?.();
   }
@@ -171,8 +195,19 @@ export class LLMEngine implements GenerationEngine {
       log: _l,
       transferTuning: _tt,
       workerMain,
+      kvEvents,
       ...engine
     } = o;
+    const kvPublishers = kvEventsEnabled(kvEvents) ? KvEventPublishers.open(kvEvents, worldSize) : undefined;
+    if (kvPublishers) {
+      for (const s of kvPublishers.describe()) {
+        log(
+          `[lmpool] KV events (${s.stream === "node" ? "node" : `rank ${s.stream}`}) on ${s.endpoint}${
+            s.replayEndpoint ? `, replay on ${s.replayEndpoint}` : ""
+          }`,
+        );
+      }
+    }
     const procs = await EngineProcesses.start({
       worldSize,
       gpus,
@@ -187,6 +222,9 @@ export class LLMEngine implements GenerationEngine {
       startTimeoutMs: startTimeoutMs ?? 600_000,
       log,
       ...(workerMain !== undefined ? { workerMain } : {}),
+    }).catch((e) => {
+      kvPublishers?.dispose();
+      throw e;
     });
     const first = procs.readyInfo(0);
     const model: ServedModelInfo = {
@@ -202,7 +240,8 @@ export class LLMEngine implements GenerationEngine {
         topology.pairs.length ? `direct pairs ${topology.describe()}` : "no direct pairs"
       }, routing ${routing?.policy ?? "lmpool"})`,
     );
-    return new LLMEngine(procs, tokenizer, model, o, log);
+    const kvService = kvPublishers && new KvEventService(kvPublishers, { blockSize: model.blockSize });
+    return new LLMEngine(procs, tokenizer, model, o, log, kvService);
   }
 
   /** True while the engine accepts requests (some worker alive, not shut down). */
@@ -287,6 +326,11 @@ export class LLMEngine implements GenerationEngine {
     return this.stats();
   }
 
+  /** The KV-event publisher when `kvEvents` enabled it (its streams, counters, flush). */
+  get kvEvents(): KvEventService | undefined {
+    return this.#kvEvents;
+  }
+
   /** The process machinery (pids, kill hooks, page-table checks); for tests and tools. */
   get processes(): EngineProcesses {
     return this.#procs;
@@ -301,6 +345,7 @@ export class LLMEngine implements GenerationEngine {
       this.#inflight.fail(r, new AbortedError(`request ${r.requestId} aborted: the engine is shutting down`));
     }
     await this.#procs.stop();
+    this.#kvEvents?.close();
   }
 
   /** Same as shutdown(). */
@@ -329,12 +374,17 @@ export class LLMEngine implements GenerationEngine {
       sessionId: options.sessionId,
       arrivalTime: performance.timeOrigin + performance.now(),
     });
+    const kv = this.#kvEvents;
+    kv?.requestStarted(r.requestId, promptTokenIds, options.cacheSalt, r.blockHashes);
     const signal = options.signal;
     if (signal) {
       const onAbort = () => this.abort(r.requestId);
       signal.addEventListener("abort", onAbort, { once: true });
-      r.onEnd = () => signal.removeEventListener("abort", onAbort);
-    }
+      r.onEnd = () => {
+        signal.removeEventListener("abort", onAbort);
+        kv?.requestEnded(r.requestId);
+      };
+    } else if (kv) r.onEnd = () => kv.requestEnded(r.requestId);
     void this.#routeAndDispatch(r);
     return r;
   }
@@ -397,6 +447,7 @@ export class LLMEngine implements GenerationEngine {
 
   #onWorkerDied(rank: number, why: string): void {
     this.#rankStats.delete(rank);
+    this.#kvEvents?.rankDown(rank);
     for (const r of this.#inflight.onRank(rank)) this.#onRequestLost(r, why);
   }
 

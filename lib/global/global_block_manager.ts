@@ -48,8 +48,16 @@ export interface PrefixMatch {
   reclaimable: number;
 }
 
+/** An applied change of the table, as {@link GlobalBlockManager.onChange} hears it. */
+export type PageTableChange =
+  | { kind: "snapshot"; snapshot: BlockSnapshot }
+  | { kind: "delta"; delta: BlockDelta }
+  | { kind: "drop"; rank: number; epoch: number };
+
 /** The global page table. All mutation happens on the control plane's one event loop. */
 export class GlobalBlockManager {
+  /** Hears every applied snapshot, delta and dropped rank (the KV-event forwarder listens); unset, nothing is built. */
+  onChange: ((change: PageTableChange) => void) | undefined = undefined;
   /** Each healthy rank's slice, indexed by rank (an array: routes read it per candidate). */
   readonly #tables: (RankTable | undefined)[] = [];
   readonly #index = new BlockIndex();
@@ -129,6 +137,7 @@ export class GlobalBlockManager {
     this.#setTable(rank, new RankTable(snapshot));
     for (const e of snapshot.entries) this.#index.add(rank, e.hash, e.refCount === 0, e.parent);
     this.#awaitingSnapshot.delete(rank);
+    this.onChange?.({ kind: "snapshot", snapshot });
     return { applied: true };
   }
 
@@ -188,6 +197,7 @@ export class GlobalBlockManager {
     for (const r of delta.removed) this.#index.remove(rank, r.hash);
     for (const a of delta.added) this.#index.add(rank, a.hash, a.refCount === 0, a.parent);
     for (const t of delta.touched) this.#index.setIdle(rank, t.hash, t.refCount === 0);
+    this.onChange?.({ kind: "delta", delta });
     return { applied: true };
   }
 
@@ -208,6 +218,7 @@ export class GlobalBlockManager {
     if (epoch !== undefined && cur.epoch > epoch) return false; // a newer incarnation already reported
     for (const h of cur.entries.keys()) this.#index.remove(rank, h);
     this.#setTable(rank, undefined);
+    this.onChange?.({ kind: "drop", rank, epoch: cur.epoch });
     return true;
   }
 

@@ -29,6 +29,7 @@ import type { TransferService } from "../transfer/control/transfer_service.ts";
 import "../transfer/transfer_messages.ts";
 import "../transfer/paths/ipc/ipc_messages.ts";
 import "../transfer/paths/nccl/nccl_messages.ts";
+import { pageTableChangeMessages } from "../kv_events/page_table_forwarding.ts";
 
 /** Options of {@link ControlPlane.listen}. */
 export interface ControlPlaneOptions {
@@ -69,6 +70,8 @@ export class ControlPlane {
   readonly #o: ControlPlaneOptions;
   readonly #workers = new Map<number, { conn: Connection; epoch: number }>();
   readonly #launchers = new Set<Connection>();
+  /** Launchers that publish KV events: they hear every page-table change. */
+  readonly #kvEventSubscribers = new Set<Connection>();
   readonly #log: (line: string) => void;
   #closed = false;
 
@@ -182,6 +185,7 @@ export class ControlPlane {
         this.#log(`[control] worker ${rank} disconnected (${reason}); its blocks left the page table`);
       } else if (role === "launcher") {
         this.#launchers.delete(conn);
+        this.#unsubscribeKvEvents(conn);
         this.#o.onLauncherGone?.(reason);
       } else if (role === "rendezvous") {
         this.nccl.dropOwner(conn);
@@ -216,6 +220,8 @@ export class ControlPlane {
       case "page_table_request":
         conn.reply(m, { type: "page_table", snapshots: this.scheduler.blocks.toSnapshots() });
         return;
+      case "kv_events_subscribe":
+        return this.#subscribeKvEvents(conn);
       case "shutdown":
         this.#o.onShutdown?.();
         return;
@@ -304,6 +310,24 @@ export class ControlPlane {
     const w = this.#workers.get(rank);
     if (!w) return Promise.reject(new Error(`rank ${rank} has no worker connection`));
     return w.conn.request(m, { expect: ["transfer_ack"], timeoutMs });
+  }
+
+  /** A launcher publishes KV events: it gets every rank's state now and each change from now on. */
+  #subscribeKvEvents(conn: Connection): void {
+    const blocks = this.scheduler.blocks;
+    this.#kvEventSubscribers.add(conn);
+    for (const snapshot of blocks.toSnapshots()) {
+      for (const m of pageTableChangeMessages({ kind: "snapshot", snapshot })) conn.send(m);
+    }
+    blocks.onChange = (change) => {
+      const out = pageTableChangeMessages(change);
+      for (const c of this.#kvEventSubscribers) for (const m of out) c.send(m);
+    };
+  }
+
+  #unsubscribeKvEvents(conn: Connection): void {
+    this.#kvEventSubscribers.delete(conn);
+    if (this.#kvEventSubscribers.size === 0) this.scheduler.blocks.onChange = undefined;
   }
 
   #afterApply(conn: Connection, rank: number, r: ApplyResult): void {

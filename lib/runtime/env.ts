@@ -120,6 +120,13 @@ export const SETTINGS = {
     expected: "a directory",
     parse: (t) => t.replace(/\/$/, ""),
   }),
+  LMPOOL_LIBZMQ: setting({
+    type: "path",
+    default: "`libzmq.so.5` from the loader's search path",
+    doc: "The libzmq that KV events (`--kv-events-config`) publish through; Debian's `libzmq5` provides the default.",
+    expected: "a file path",
+    parse: text,
+  }),
   LMPOOL_CACHE_DIR: setting({
     type: "directory",
     default: "`.cache/models` in the checkout",

@@ -6,6 +6,7 @@
 import { parseGpuList } from "../core/gpu_list.ts";
 import { parseRankPairs, type RankPair } from "../core/rank_pairs.ts";
 import { parseArgs } from "node:util";
+import { type KvEventsConfig, parseKvEventsConfig } from "../kv_events/kv_events_config.ts";
 import { TRANSFER_MODES, type TransferModeSetting } from "../transfer/control/transfer_config.ts";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "./lifecycle.ts";
 import { REASONING_PARSERS } from "./reasoning_parser.ts";
@@ -39,6 +40,8 @@ export interface ServeCliOptions {
   numGpuBlocksOverride?: number;
   /** KV transfers between ranks (default auto). */
   kvTransfers?: TransferModeSetting;
+  /** KV events in vLLM's format over ZeroMQ (vLLM's --kv-events-config JSON). */
+  kvEventsConfig?: KvEventsConfig;
   /** Largest request body in bytes. */
   maxRequestBytes: number;
   /** Time limit of every request in seconds (absent: none). */
@@ -80,6 +83,9 @@ Options:
   --num-gpu-blocks-override <n>     KV cache blocks per rank, instead of sizing from free memory
   --kv-transfers <off|auto|force>   KV transfers between ranks: off, auto (when they pay; default) or
                                     force (every valid candidate, for tests)
+  --kv-events-config <json>         KV cache events over ZeroMQ as vLLM publishes them, e.g.
+                                    '{"enable_kv_cache_events":true,"publisher":"zmq","topic":"kv@pod@model"}'
+                                    (vLLM's fields; LMPool's own "granularity": "node" (default) or "rank")
   --max-request-bytes <n>           Largest request body; larger ones get 413 (default ${DEFAULT_MAX_REQUEST_BYTES})
   --request-timeout <s>             Time limit of every request; 504 after it (default: none). A client
                                     may shorten its own with the header x-request-timeout: <s>
@@ -157,6 +163,7 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
       backend: { type: "string" },
       "num-gpu-blocks-override": { type: "string" },
       "kv-transfers": { type: "string" },
+      "kv-events-config": { type: "string" },
       "max-request-bytes": { type: "string" },
       "request-timeout": { type: "string" },
       "drain-timeout": { type: "string" },
@@ -208,6 +215,9 @@ export function parseServeArgs(argv: readonly string[]): ServeCliOptions {
     backend,
     numGpuBlocksOverride: integer("num-gpu-blocks-override", values["num-gpu-blocks-override"], 1),
     kvTransfers: kvTransfers as TransferModeSetting | undefined,
+    ...(values["kv-events-config"] !== undefined
+      ? { kvEventsConfig: parseKvEventsConfig(values["kv-events-config"]) }
+      : {}),
     maxRequestBytes: integer("max-request-bytes", values["max-request-bytes"], 1) ?? DEFAULT_MAX_REQUEST_BYTES,
     requestTimeout: seconds("request-timeout", values["request-timeout"], 0, false),
     drainTimeout: seconds("drain-timeout", values["drain-timeout"], 0, true) ?? DEFAULT_DRAIN_TIMEOUT_SECONDS,

@@ -10,6 +10,9 @@ import { LLMEngine } from "../engine/llm_engine.ts";
 import { POLICY_NAMES, type PolicyName } from "../global/routing_config.ts";
 import { readModelSpec } from "../model/config.ts";
 import { loadLibrary } from "../../ffi/loader.ts";
+import { libzmqUnavailable } from "../../ffi/zmq/libzmq.ts";
+import { ZmqError } from "../../ffi/zmq/zmq_errors.ts";
+import { kvEventsEnabled } from "../kv_events/kv_events_config.ts";
 import type { ServeCliOptions } from "./cli.ts";
 import { StartupError } from "./startup_errors.ts";
 
@@ -28,7 +31,7 @@ export type ServeEngineOptions =
     | "routingPolicy"
     | "nvlinkPairs"
   >
-  & Partial<Pick<ServeCliOptions, "numGpuBlocksOverride" | "kvTransfers">>
+  & Partial<Pick<ServeCliOptions, "numGpuBlocksOverride" | "kvTransfers" | "kvEventsConfig">>
   & { modelDir: string };
 
 /** Checks what can be checked before any process starts; throws StartupError naming the flag. */
@@ -47,6 +50,10 @@ function checkServeEngineOptions(o: ServeEngineOptions): void {
         `${o.maxModelLen} is above the model's context length ${modelMax} (max_position_embeddings); pass at most ${modelMax}, or leave it out`,
       );
     }
+  }
+  if (kvEventsEnabled(o.kvEventsConfig)) {
+    const missing = libzmqUnavailable();
+    if (missing !== undefined) throw new StartupError("--kv-events-config", `is set, but ${missing}`);
   }
   if (o.backend !== undefined) {
     try {
@@ -67,7 +74,7 @@ export async function createServeEngine(o: ServeEngineOptions): Promise<Generati
   // Every --gpus value runs through LLMEngine (1 GPU = 1 worker process), so the server always has
   // the control plane's routing, supervision and metrics; `LLM` stays the in-process library API.
   // Workers load the weights in their own processes and print their own progress.
-  return LLMEngine.create({
+  const create = LLMEngine.create({
     model: o.modelDir,
     backend: o.backend,
     blockSize: o.blockSize,
@@ -81,5 +88,15 @@ export async function createServeEngine(o: ServeEngineOptions): Promise<Generati
     ...(o.kvTransfers !== undefined ? { transfers: o.kvTransfers } : {}),
     ...(o.routingPolicy !== undefined ? { routing: { policy: o.routingPolicy as PolicyName } } : {}),
     ...(o.nvlinkPairs !== undefined ? { topology: o.nvlinkPairs } : {}),
+    ...(o.kvEventsConfig !== undefined ? { kvEvents: o.kvEventsConfig } : {}),
+  });
+  // A ZeroMQ failure at start-up is one of the event sockets (a taken port, an unknown host).
+  return await create.catch((e) => {
+    throw e instanceof ZmqError
+      ? new StartupError(
+        "--kv-events-config",
+        `cannot open its sockets: ${e.message}; change endpoint or replay_endpoint`,
+      )
+      : e;
   });
 }

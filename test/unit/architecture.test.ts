@@ -27,7 +27,7 @@ const LAYER_ORDER: readonly (readonly string[])[] = [
   ["lib/protocol", "ffi"],
   ["lib/model"],
   ["lib/global", "lib/local"],
-  ["lib/transfer"],
+  ["lib/transfer", "lib/kv_events"],
   ["lib/processes"],
   ["lib/engine"],
   ["lib/server"],
