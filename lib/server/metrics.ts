@@ -8,6 +8,7 @@ import type { EngineStats, RankHealth, RankStats } from "../core/engine_api.ts";
 import { LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
 import { ITERATION_TOKEN_BUCKETS, iterationTokensOf } from "../core/iteration_tokens.ts";
 import { type StreamTiming, VllmRequestMetrics } from "./vllm_request_metrics.ts";
+import { nodeSeries } from "./node_metrics.ts";
 
 export { type StreamTiming, TTFT_BUCKETS } from "./vllm_request_metrics.ts";
 
@@ -102,13 +103,19 @@ export class ServerMetrics {
       });
     const perReported = (f: (r: EngineStats["ranks"][number]) => number): Sample[] =>
       stats.ranks.map((r) => ({ labels: { model_name: model, engine: String(r.rank) }, value: f(r) }));
+    // The node's series first in the families llm-d reads (node_metrics.ts); a sum() over one of
+    // these families counts the node twice.
+    const node = nodeSeries(model, stats);
     const parts = [
       renderGauge(
         "vllm:num_requests_running",
         "Number of requests in model execution batches.",
-        per((r) => r.numRunning),
+        [node.running, ...per((r) => r.numRunning)],
       ),
-      renderGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", per((r) => r.numWaiting)),
+      renderGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", [
+        node.waiting,
+        ...per((r) => r.numWaiting),
+      ]),
       renderGauge(
         "vllm:engine_sleep_state",
         "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
@@ -119,7 +126,10 @@ export class ServerMetrics {
           }))
         ),
       ),
-      renderGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", per((r) => r.kvUsage)),
+      renderGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", [
+        node.kvUsage,
+        ...per((r) => r.kvUsage),
+      ]),
       renderCounter(
         "vllm:prefix_cache_queries",
         "Prefix cache queries, in terms of number of queried tokens.",
@@ -133,15 +143,18 @@ export class ServerMetrics {
       renderGauge(
         "vllm:cache_config_info",
         "Information of the LLMEngine CacheConfig.",
-        stats.ranks.map((r) => ({
-          labels: {
-            model_name: model,
-            engine: String(r.rank),
-            block_size: String(r.blockSize),
-            num_gpu_blocks: String(r.numBlocks),
-          },
-          value: 1,
-        })),
+        [
+          ...(node.cacheConfig ? [node.cacheConfig] : []),
+          ...stats.ranks.map((r) => ({
+            labels: {
+              model_name: model,
+              engine: String(r.rank),
+              block_size: String(r.blockSize),
+              num_gpu_blocks: String(r.numBlocks),
+            },
+            value: 1,
+          })),
+        ],
       ),
       ...[
         [
