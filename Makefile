@@ -23,7 +23,7 @@ CPU_LIB    := $(BUILD)/liblmpool_cpu.so
 CUDA_LIB   := $(BUILD)/liblmpool_cuda.so
 HAVE_CUDA  := $(shell test -x $(NVCC) && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
 
-.PHONY: all native native-cpu native-cuda deps test test-unit check fmt serve bench clean
+.PHONY: all native native-cpu native-cuda deps system-deps test test-unit check fmt serve bench clean
 
 all: native
 
@@ -31,6 +31,15 @@ deps: node_modules/.installed
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
+
+# Optional system libraries (Debian/Ubuntu): libzmq for KV events (--kv-events-config) and the strict
+# Python consumer of their tests. Without them those tests skip and say why; .ci/run installs them
+# and runs with CI=true, under which such a skip fails.
+SYSTEM_DEPS := libzmq5 python3-zmq python3-msgpack
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+system-deps:
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(SYSTEM_DEPS) || \
+		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(SYSTEM_DEPS); }
 
 # Always the CPU library; the CUDA one too where nvcc and cuBLAS are found.
 native: native-cpu $(if $(HAVE_CUDA),native-cuda,)
