@@ -48,6 +48,7 @@ export interface StepBatch {
   topLogprobs?: Int32Array | null; // [numRows] k per row, <= maxTopLogprobs
   outTopTokenIds?: Int32Array | null; // [numRows * maxTopLogprobs]
   outTopLogprobs?: Float32Array | null; // [numRows * maxTopLogprobs]
+  outRanks?: Int32Array | null; // [numRows] a scored row's token rank (count of logits >= its own); else 0
 }
 
 /** The array sizes of a {@link StepBatch}. */
@@ -158,6 +159,7 @@ const ARRAY_FIELDS: readonly ArrayField[] = [
   { c: "top_logprobs", key: "topLogprobs", needs: rows, optional: true },
   { c: "out_top_token_ids", key: "outTopTokenIds", needs: topEntries, optional: true },
   { c: "out_top_logprobs", key: "outTopLogprobs", needs: topEntries, optional: true },
+  { c: "out_ranks", key: "outRanks", needs: rows, optional: true },
 ];
 
 const COUNT_BYTES = 4;

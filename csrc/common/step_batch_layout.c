@@ -23,12 +23,12 @@ static const struct {
     LP_FIELD(penalty_start), LP_FIELD(penalty_token_ids), LP_FIELD(penalty_counts), LP_FIELD(bias_start),
     LP_FIELD(bias_token_ids), LP_FIELD(bias_values), LP_FIELD(allowed_start), LP_FIELD(allowed_token_ids),
     LP_FIELD(banned_start), LP_FIELD(banned_token_ids), LP_FIELD(score_token_ids), LP_FIELD(top_logprobs),
-    LP_FIELD(out_top_token_ids), LP_FIELD(out_top_logprobs),
+    LP_FIELD(out_top_token_ids), LP_FIELD(out_top_logprobs), LP_FIELD(out_ranks),
 };
 
-/* The table above lists 5 counts (padded to 8-byte alignment) and 32 pointers; a field added to
+/* The table above lists 5 counts (padded to 8-byte alignment) and 33 pointers; a field added to
  * the struct must be added there (and to ffi/step_batch.ts) too. */
-_Static_assert(sizeof(lp_step_batch) == 6 * sizeof(int32_t) + 32 * sizeof(void *),
+_Static_assert(sizeof(lp_step_batch) == 6 * sizeof(int32_t) + 33 * sizeof(void *),
                "lp_step_batch changed: update the fields table and ffi/step_batch.ts");
 
 int32_t lp_step_batch_layout(char *buf, int32_t cap) {

@@ -132,9 +132,10 @@ typedef struct cpu_row_sampling {
   lp_row_controls ctl;
 } cpu_row_sampling;
 /* Samples one row of raw logits (see lp_step in lmpool.h); scratch holds 3 * vocab floats. A row
- * with invalid sampling parameters gets token -1 and logprob NaN. out_top_* hold max_top entries. */
+ * with invalid sampling parameters gets token -1 and logprob NaN. out_top_* hold max_top entries;
+ * out_rank (NULL: not wanted) gets a scored row's rank, else 0. */
 void cpu_sample_row(const float *logits, int64_t vocab, const cpu_row_sampling *p, const float *gumbel_bounds,
                     float *scratch, int32_t *out_token, float *out_logprob, int32_t *out_top_ids,
-                    float *out_top_lps);
+                    float *out_top_lps, int32_t *out_rank);
 
 #endif

@@ -73,7 +73,7 @@ static void sample_rows(const lp_model *m, const lp_step_batch *s) {
     lp_row_controls_of(s, r, &p.ctl);
     cpu_sample_row(ws->logits + r * V, V, &p, ws->gumbel_bounds, scratch, &s->out_tokens[r], &s->out_logprobs[r],
                    max_top ? s->out_top_token_ids + (int64_t)r * max_top : 0,
-                   max_top ? s->out_top_logprobs + (int64_t)r * max_top : 0);
+                   max_top ? s->out_top_logprobs + (int64_t)r * max_top : 0, s->out_ranks ? &s->out_ranks[r] : 0);
   }
 }
 

@@ -310,12 +310,21 @@ static int32_t sample_z(const float *l, float *z, int64_t vocab, const cpu_row_s
   return chosen;
 }
 
+/* Tokens whose logit is >= logits[token] (the token itself included; NaN never compares). */
+static int32_t rank_of(const float *logits, int64_t vocab, int32_t token) {
+  const float x = logits[token];
+  int32_t n = 0;
+  for (int64_t i = 0; i < vocab; i++) n += logits[i] >= x;
+  return n;
+}
+
 void cpu_sample_row(const float *logits, int64_t vocab, const cpu_row_sampling *p, const float *gumbel_bounds,
                     float *scratch, int32_t *out_token, float *out_logprob, int32_t *out_top_ids,
-                    float *out_top_lps) {
+                    float *out_top_lps, int32_t *out_rank) {
   const lp_row_controls *ctl = &p->ctl;
   const int32_t k = ctl->top_logprobs;
   for (int32_t j = 0; j < p->max_top; j++) out_top_ids[j] = -1, out_top_lps[j] = NAN;
+  if (out_rank) *out_rank = 0;
   if (!lp_sampling_row_ok(p->temperature, p->top_p) || !lp_row_controls_ok(ctl, (int32_t)vocab, p->max_top)) {
     *out_token = -1;
     *out_logprob = NAN;
@@ -328,6 +337,7 @@ void cpu_sample_row(const float *logits, int64_t vocab, const cpu_row_sampling *
   int32_t chosen;
   if (ctl->score_token >= 0) {
     chosen = ctl->score_token;
+    if (out_rank) *out_rank = rank_of(logits, vocab, chosen);
   } else if (!lp_row_controls_process(ctl) && p->temperature == 0.f) {
     chosen = first_index_of(logits, vocab, raw_max);
   } else {

@@ -131,6 +131,7 @@ lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const Ste
   SamplingBuffers out;
   out.out_tokens = b.sample_out;
   out.out_logprobs = reinterpret_cast<float *>(b.sample_out + R);
+  out.ranks = b.sample_out + 2 * R;
   out.top_ids = b.top_out;
   out.top_logprobs = reinterpret_cast<float *>(b.top_out + (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS);
   out.processed = b.processed;
@@ -179,7 +180,7 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
     }
     CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
     if (num_rows > 0) {
-      CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)2 * c.rows * 4, cudaMemcpyDeviceToHost,
+      CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)3 * c.rows * 4, cudaMemcpyDeviceToHost,
                                  m->stream));
       if (in.out_logits)
         CUDA_CHECK(cudaMemcpyAsync(in.out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
@@ -199,6 +200,7 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
   CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
   m->pending_tokens = in.out_tokens;
   m->pending_logprobs = in.out_logprobs;
+  m->pending_ranks = in.out_ranks;
   m->pending_top_ids = in.out_top_token_ids;
   m->pending_top_logprobs = in.out_top_logprobs;
   m->step_pending = true;
@@ -231,6 +233,7 @@ extern "C" lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_don
   if (rows == 0) return LP_OK;
   memcpy(m->pending_tokens, m->buf.out_host, (size_t)rows * 4);
   memcpy(m->pending_logprobs, m->buf.out_host + m->pending_crows, (size_t)rows * 4);
+  if (m->pending_ranks) memcpy(m->pending_ranks, m->buf.out_host + 2 * m->pending_crows, (size_t)rows * 4);
   const int stride = m->pending_top_stride;
   if (stride > 0) {
     const size_t top = (size_t)rows * stride, cap = (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS;

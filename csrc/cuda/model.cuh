@@ -34,7 +34,7 @@ struct StepBuffers {
   bf16 *act;                // [max_tokens, intermediate]
   bf16 *rows_norm;          // [max_seqs, hidden] final-normed sample rows
   float *logits;            // [max_seqs, vocab]
-  int32_t *sample_out;      // [2 * max_seqs]: tokens, then logprob bits
+  int32_t *sample_out;      // [3 * max_seqs]: tokens, then logprob bits, then ranks
   float4 *sample_parts;     // [max_seqs * LP_SAMPLE_MAX_PARTS] per-slice (max, sum of exp, argmax bits)
   int32_t *sample_counters; // [max_seqs] finished slices per row (zero between launches)
   float4 *head_stats;       // [LP_GEMV_MAX_TOKENS * head_stats_parts] the LM head GEMV's row stats
@@ -42,7 +42,7 @@ struct StepBuffers {
   uint8_t *meta;            // device copy of the step metadata
   uint8_t *meta_host;       // pinned staging of the step metadata
   size_t meta_cap;          // bytes of each
-  int32_t *out_host;        // pinned [2 * max_seqs]
+  int32_t *out_host;        // pinned [3 * max_seqs]
   float *processed;         // [max_seqs, vocab] logits of rows whose controls change them (lmpool.h)
   int32_t *top_out;         // [2 * max_seqs * LP_MAX_TOP_LOGPROBS]: top token ids, then logprob bits
   int32_t *top_host;        // pinned, the same
@@ -86,6 +86,7 @@ struct lp_model {
   int pending_skipped;    // rows flagged in buf.row_skipped
   int32_t *pending_tokens;
   float *pending_logprobs;
+  int32_t *pending_ranks;  // NULL: the step's batch has no out_ranks
   int pending_top_stride;  // the step's max_top_logprobs (0: no top outputs)
   int32_t *pending_top_ids;
   float *pending_top_logprobs;

@@ -150,6 +150,7 @@ struct SamplingBuffers {
   float *out_logprobs;
   int32_t *top_ids;
   float *top_logprobs;
+  int32_t *ranks;  // [rows] a scored row's rank (lmpool.h), else 0
   float *processed;
   const int32_t *lists;
 };

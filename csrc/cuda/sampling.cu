@@ -355,10 +355,15 @@ __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logi
     for (int q = k + threadIdx.x; q < stride; q += blockDim.x) ids[q] = -1, lps[q] = NAN;
     if (k > 0) top_logprobs_raw(row, vocab, k, lse, ids, lps, sh);
   }
-  int token = garg;
+  int token = garg, rank = 0;
   const int score = m.score_token[r];
   if (score >= 0) {
     token = score;
+    // Its rank (lmpool.h): the tokens whose raw logit is >= its own, counted exactly in fp32.
+    const float x = row[score];
+    float n = 0.f;
+    for_each_logit(row, vocab, [&](float v, int) { n += v >= x ? 1.f : 0.f; });
+    rank = (int)block_sum(n, sh.f);
   } else {
     const float *srow = row;
     float smax = gmax;
@@ -382,6 +387,7 @@ __global__ __launch_bounds__(kThreads, 1) void sampling_kernel(const float *logi
   if (threadIdx.x == 0) {
     o.out_tokens[r] = token;
     o.out_logprobs[r] = token >= 0 ? row[token] - lse : NAN;
+    o.ranks[r] = rank;
   }
 }
 

@@ -34,7 +34,7 @@ lp_status workspace_alloc(lp_model *m) {
   LP_TRY(device_alloc(&b.act, T * inter, "act"));
   LP_TRY(device_alloc(&b.rows_norm, S * h, "rows_norm"));
   LP_TRY(device_alloc(&b.logits, S * (size_t)c.vocab_size, "logits"));
-  LP_TRY(device_alloc(&b.sample_out, 2 * S, "sample outputs"));
+  LP_TRY(device_alloc(&b.sample_out, 3 * S, "sample outputs"));
   LP_TRY(device_alloc(&b.sample_parts, S * LP_SAMPLE_MAX_PARTS, "sampling slice stats"));
   LP_TRY(device_alloc(&b.sample_counters, S, "sampling slice counters"));
   CUDA_CHECK(cudaMemset(b.sample_counters, 0, S * sizeof(int32_t)));
@@ -51,7 +51,7 @@ lp_status workspace_alloc(lp_model *m) {
   LP_TRY(device_alloc(&b.meta, b.meta_cap, "step metadata"));
   cudaError_t e = cudaMallocHost((void **)&b.meta_host, b.meta_cap);
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost metadata: %s", cudaGetErrorString(e));
-  e = cudaMallocHost((void **)&b.out_host, 2 * S * sizeof(int32_t));
+  e = cudaMallocHost((void **)&b.out_host, 3 * S * sizeof(int32_t));
   if (e != cudaSuccess) return LP_FAIL(LP_ERR_OOM, "cudaMallocHost outputs: %s", cudaGetErrorString(e));
   LP_TRY(device_alloc(&b.processed, S * (size_t)c.vocab_size, "processed logits"));
   LP_TRY(device_alloc(&b.top_out, 2 * S * LP_MAX_TOP_LOGPROBS, "top logprob outputs"));

@@ -330,7 +330,10 @@ LP_API lp_status lp_nccl_local_sendrecv(lp_nccl_pair *pair, int32_t src_rank, lp
  * + j], j < k; entries j >= k are -1 / NaN. Only k ids and values per row leave the device.
  *
  * Scored rows: score_token_ids[r] >= 0 makes row r not sampled: out_tokens[r] is that token and
- * out_logprobs[r] its logprob (prompt logprobs: the next prompt token); -1 samples as usual.
+ * out_logprobs[r] its logprob (prompt logprobs: the next prompt token); -1 samples as usual. With
+ * out_ranks, out_ranks[r] is the scored token's rank: the number of tokens whose raw logit is >= its
+ * own (itself and ties included, NaN never; vLLM's `(logprobs >= token's logprob).sum()`), and 0 for
+ * a sampled or refused row.
  *
  * Errors: a structural fault of the batch (counts over the finalize limits, a token id, position,
  * slot, block id or sample_index out of range, inconsistent query_start / context_lens / slot
@@ -391,6 +394,7 @@ typedef struct lp_step_batch {
   const int32_t *top_logprobs;     /* [num_rows] k per row */
   int32_t *out_top_token_ids;      /* [num_rows * max_top_logprobs] */
   float *out_top_logprobs;         /* [num_rows * max_top_logprobs] */
+  int32_t *out_ranks;              /* NULL or [num_rows]: a scored row's rank, else 0 */
 } lp_step_batch;
 
 /* Writes "size=S name@offset ..." (every field of lp_step_batch in declaration order) into buf

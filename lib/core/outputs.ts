@@ -22,6 +22,18 @@ export interface RequestMetrics {
 /** One alternative at an output position: token id and its logprob. */
 export type TopLogprob = [tokenId: number, logprob: number];
 
+/**
+ * A prompt token's logprob as vLLM's prompt_logprobs reports it: its log-softmax under the raw
+ * logits of the position before it, its rank (1 + the tokens more likely than it, ties counted as
+ * ahead: vLLM's `(logprobs >= token's).sum()`) and the most likely alternatives there.
+ */
+export interface PromptLogprob {
+  logprob: number;
+  rank: number;
+  /** The requested number of most likely tokens (most likely first). */
+  top: TopLogprob[];
+}
+
 /** The final result of one request. */
 export interface RequestOutput {
   requestId: string;
@@ -33,6 +45,8 @@ export interface RequestOutput {
   logprobs?: number[];
   /** The most likely alternatives per output token (most likely first), when top logprobs were requested. */
   topLogprobs?: TopLogprob[][];
+  /** With prompt logprobs: one entry per prompt token, null for the first (nothing precedes it). */
+  promptLogprobs?: (PromptLogprob | null)[];
   metrics: RequestMetrics;
 }
 
@@ -46,6 +60,8 @@ export interface StreamDelta {
   logprobs?: number[];
   /** Alternatives per new token, when top logprobs were requested. */
   topLogprobs?: TopLogprob[][];
+  /** With prompt logprobs, on the first delta that carries a token: as {@link RequestOutput.promptLogprobs}. */
+  promptLogprobs?: (PromptLogprob | null)[];
   finished: boolean;
   finishReason?: FinishReason;
   /** Present on the last delta. */

@@ -28,6 +28,14 @@ export interface SamplingParams {
   logprobs: boolean;
   /** With logprobs: the most likely alternatives per output token, 0 to {@link MAX_TOP_LOGPROBS}. */
   topLogprobs: number;
+  /**
+   * Also the logprob and rank of every prompt token after the first, with this many most likely
+   * alternatives each (0 to {@link MAX_TOP_LOGPROBS}); absent: none. Such a request reads nothing
+   * from the prefix cache (as vLLM's skip_reading_prefix_cache), so every position is computed.
+   */
+  promptLogprobs?: number;
+  /** Leave special tokens out of the output text (default true, as vLLM). */
+  skipSpecialTokens: boolean;
   /** Drops tokens less likely than minP times the most likely one (0 = off; not for greedy, as in vLLM). */
   minP: number;
   /** Subtracted from the logit of every token the output holds, in [-2, 2] (OpenAI's definition). */
@@ -61,6 +69,7 @@ export const DEFAULT_SAMPLING_PARAMS: Readonly<SamplingParams> = Object.freeze({
   minTokens: 0,
   logprobs: false,
   topLogprobs: 0,
+  skipSpecialTokens: true,
   minP: 0,
   presencePenalty: 0,
   frequencyPenalty: 0,
@@ -141,6 +150,15 @@ export function resolveSamplingParams(p: Partial<SamplingParams> = {}): Sampling
   checkInt32("topLogprobs", r.topLogprobs, 0);
   if (r.topLogprobs > MAX_TOP_LOGPROBS) {
     throw new RangeError(`topLogprobs must be at most ${MAX_TOP_LOGPROBS}, got ${r.topLogprobs}`);
+  }
+  if (r.promptLogprobs !== undefined) {
+    checkInt32("promptLogprobs", r.promptLogprobs, 0);
+    if (r.promptLogprobs > MAX_TOP_LOGPROBS) {
+      throw new RangeError(`promptLogprobs must be at most ${MAX_TOP_LOGPROBS}, got ${r.promptLogprobs}`);
+    }
+  }
+  if (typeof r.skipSpecialTokens !== "boolean") {
+    throw new TypeError(`skipSpecialTokens must be a boolean, got ${String(r.skipSpecialTokens)}`);
   }
   checkFloat32("minP", r.minP, (x) => x >= 0 && x <= 1, "in [0, 1]");
   checkFloat32("presencePenalty", r.presencePenalty, (x) => x >= -2 && x <= 2, "in [-2, 2]");

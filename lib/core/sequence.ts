@@ -5,7 +5,7 @@
  * @module
  */
 import { type BlockHash, blockHash, rootHash } from "./block_hash.ts";
-import type { FinishReason, RequestOutput, TopLogprob } from "./outputs.ts";
+import type { FinishReason, PromptLogprob, RequestOutput, TopLogprob } from "./outputs.ts";
 import type { SamplingParams } from "./sampling_params.ts";
 
 /** Lifecycle of a sequence. Preempted sequences wait again and recompute their K/V. */
@@ -61,6 +61,11 @@ export class Sequence {
   readonly outputLogprobs: number[] = [];
   /** Top alternatives of each output token, when the params ask for them. */
   readonly outputTopLogprobs: TopLogprob[][] = [];
+  /**
+   * With params.promptLogprobs: entry i is prompt token i + 1's, scored at position i. Filled in
+   * position order as prefill chunks compute them; a recompute after preemption adds none.
+   */
+  readonly promptLogprobs: PromptLogprob[] = [];
   /** Chained hashes of every complete block of tokenIds. */
   readonly blockHashes: BlockHash[] = [];
   /** Parent hash of the first block (depends on the cache salt). */
@@ -158,6 +163,7 @@ export class Sequence {
       finishReason: this.finishReason ?? "abort",
       ...(this.params.logprobs ? { logprobs: [...this.outputLogprobs] } : {}),
       ...(this.params.logprobs && this.params.topLogprobs > 0 ? { topLogprobs: [...this.outputTopLogprobs] } : {}),
+      ...(this.params.promptLogprobs !== undefined ? { promptLogprobs: [null, ...this.promptLogprobs] } : {}),
       metrics: {
         arrivalTime: this.arrivalTime,
         ...(this.firstScheduledTime !== undefined ? { firstScheduledTime: this.firstScheduledTime } : {}),

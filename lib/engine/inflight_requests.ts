@@ -92,6 +92,7 @@ export class InflightRequests {
         finished: false,
         ...(it.logprobs ? { logprobs: it.logprobs } : {}),
         ...(it.topLogprobs ? { topLogprobs: it.topLogprobs } : {}),
+        ...(it.promptLogprobs ? { promptLogprobs: it.promptLogprobs } : {}),
       });
     }
   }
@@ -113,6 +114,7 @@ export class InflightRequests {
         finishReason: m.reason,
         ...(m.output.logprobs ? { logprobs: m.output.logprobs } : {}),
         ...(m.output.topLogprobs ? { topLogprobs: m.output.topLogprobs } : {}),
+        ...(m.output.promptLogprobs ? { promptLogprobs: m.output.promptLogprobs } : {}),
         metrics: m.output.metrics,
       }
       : undefined;
@@ -122,6 +124,7 @@ export class InflightRequests {
       text: m.text,
       ...(m.logprobs ? { logprobs: m.logprobs } : {}),
       ...(m.topLogprobs ? { topLogprobs: m.topLogprobs } : {}),
+      ...(m.promptLogprobs ? { promptLogprobs: m.promptLogprobs } : {}),
       finished: true,
       finishReason: m.reason,
       output: output ?? this.#emptyOutput(r, m.reason, rank),

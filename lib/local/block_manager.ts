@@ -117,10 +117,11 @@ export class BlockManager {
 
   /**
    * Ready cached blocks matching the sequence's leading complete blocks. At least the last token is
-   * left to compute, since its logits are needed.
+   * left to compute, since its logits are needed. A sequence asking for prompt logprobs reads no
+   * cached block (vLLM's skip_reading_prefix_cache): its every prompt position must be computed.
    */
   lookupPrefix(seq: Sequence): number[] {
-    if (!this.enablePrefixCaching) return [];
+    if (!this.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return [];
     const max = Math.min(Math.floor((seq.numTokens - 1) / this.blockSize), seq.blockHashes.length);
     const out: number[] = [];
     for (let i = 0; i < max; i++) {

@@ -9,7 +9,7 @@ import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
 import { IterationTokenHistogram } from "../core/iteration_tokens.ts";
-import type { FinishReason, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
+import type { FinishReason, PromptLogprob, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
 import { ModelRunner, type StepModel, type StepResult, topLogprobsOf } from "./model_runner.ts";
@@ -60,6 +60,8 @@ interface Tracked {
   seq: Sequence;
   stop: StopChecker;
   stream: boolean;
+  /** Its prompt logprobs went out with a delta (streams send them once, with the first token). */
+  promptLogprobsSent?: boolean;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -239,6 +241,7 @@ export class LocalEngine {
     const tops: (TopLogprob[] | undefined)[] = [];
     const topOf = (r: number) => (r in tops ? tops[r] : (tops[r] = topLogprobsOf(result, r)));
     this.scheduler.completeStep(out, result.tokens, result.logprobs, stamp, topOf);
+    this.runner.promptRows.record(result.logprobs, topOf);
     const deltas: StreamDelta[] = [];
     let row = 0;
     for (const s of out.scheduled) {
@@ -284,6 +287,7 @@ export class LocalEngine {
           finished: false,
           ...(t.seq.params.logprobs ? { logprobs: [logprob] } : {}),
           ...(top ? { topLogprobs: [top] } : {}),
+          ...this.#promptLogprobsOnce(t),
         });
       }
     }
@@ -341,6 +345,13 @@ export class LocalEngine {
     return [...this.scheduler.running, ...this.scheduler.waiting].map((s) => s.blockTable);
   }
 
+  /** A streamed request's prompt logprobs, for the first delta carrying a token (then nothing). */
+  #promptLogprobsOnce(t: Tracked): { promptLogprobs?: (PromptLogprob | null)[] } {
+    if (t.promptLogprobsSent || t.seq.params.promptLogprobs === undefined) return {};
+    t.promptLogprobsSent = true;
+    return { promptLogprobs: [null, ...t.seq.promptLogprobs] };
+  }
+
   #final(
     t: Tracked,
     tokenIds: number[],
@@ -361,6 +372,8 @@ export class LocalEngine {
       text: t.stream ? text + rest : "",
       ...(t.seq.params.logprobs ? { logprobs } : {}),
       ...(top ? { topLogprobs: [top] } : {}),
+      // A request that does not stream reads them from its output.
+      ...(t.stream && tokenIds.length > 0 ? this.#promptLogprobsOnce(t) : {}),
       finished: true,
       finishReason: reason,
       output,

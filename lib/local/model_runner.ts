@@ -1,7 +1,8 @@
 /**
  * The model runner: turns a scheduled step into lp_step's flat arrays (allocated once at their
  * maximum sizes and refilled in place), makes the one native call, and hands back the sampled
- * tokens. Only sequences whose step reaches their last token get a sample row. The async form
+ * tokens. Only sequences whose step reaches their last token get a sample row; prompt positions of
+ * sequences asking for prompt logprobs get scored rows after those (prompt_logprob_rows.ts). The async form
  * launches the step and lets the caller's event loop turn until the device is done. A row the
  * native step did not sample (token -1: its sampling values are invalid, see lp_step in lmpool.h)
  * comes back with an error naming the value, so its caller fails that one sequence. Rows whose
@@ -13,6 +14,7 @@ import { allocateStepBatch, type KvCache, type StepBatch, StepControlsWriter } f
 import type { TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { SamplingControls, type StopTokens } from "./sampling_controls.ts";
+import { PromptLogprobRows } from "./prompt_logprob_rows.ts";
 import type { SequenceGrammar } from "./sequence_grammar.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
@@ -129,6 +131,8 @@ export class ModelRunner {
   readonly #batch: StepBatch;
   readonly #controls: StepControlsWriter;
   readonly #rowControls: SamplingControls;
+  /** The step's prompt-logprob rows (scored rows after the sampled ones); read them after the step. */
+  readonly promptRows: PromptLogprobRows;
 
   /**
    * `grammarOf`: a constrained sequence's structured-output state (its mask joins the row's
@@ -154,6 +158,7 @@ export class ModelRunner {
     this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
     this.#controls = new StepControlsWriter(maxNumSeqs);
     this.#rowControls = new SamplingControls(grammarOf, stops);
+    this.promptRows = new PromptLogprobRows(maxNumSeqs);
   }
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */
@@ -231,6 +236,8 @@ export class ModelRunner {
         r++;
       }
     }
+    r = this.promptRows.add(b, seqs, r, controls);
+    b.outRanks = this.promptRows.any ? this.promptRows.ranks : null;
     b.queryStart[seqs.length] = t;
     b.numSeqs = seqs.length;
     b.numTokens = t;

@@ -29,6 +29,7 @@ import { CapacityError } from "../core/errors.ts";
 import type { FinishReason, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import type { BlockManager } from "./block_manager.ts";
+import { fitPromptRows, stepRowsOf } from "./prompt_logprob_rows.ts";
 import { chunkPairs, DEFAULT_STEP_TARGET_MS, StepBudget } from "./step_budget.ts";
 
 /** Batching limits of one worker. */
@@ -183,12 +184,17 @@ export class Scheduler {
     const preempted: Sequence[] = [];
     let budget = this.config.maxNumBatchedTokens;
     let numTokens = 0;
+    // The step's rows are at most maxNumSeqs (the native buffers' size): each running sequence may
+    // take one, and those asking for prompt logprobs take one per scored prompt position beyond that.
+    let extraRows = 0;
+    const rowsLeft = () => this.config.maxNumSeqs - this.running.length - extraRows;
     const take = (seq: Sequence, n: number) => {
       const start = seq.numComputedTokens;
       const sample = start + n === seq.numTokens;
       scheduled.push({ seq, start, numNewTokens: n, sample, isDecode: n === 1 && sample && seq.numOutputTokens > 0 });
       budget -= n;
       numTokens += n;
+      extraRows += Math.max(0, stepRowsOf(seq, start, n) - 1);
     };
     const long = this.#longPrefillLimit();
     let longBudget = long.budget;
@@ -206,7 +212,8 @@ export class Scheduler {
       const left = seq.numTokens - seq.numComputedTokens;
       const start = seq.numComputedTokens;
       // A decode (or a prefill's last token) is never cut by cost; #stepCost counted it already.
-      const n = left === 1 ? Math.min(1, budget) : allowance(left, start);
+      let n = left === 1 ? Math.min(1, budget) : allowance(left, start);
+      if (n > 0) n = fitPromptRows(seq, start, n, rowsLeft() + 1);
       if (n === 0) {
         i++;
         continue;
@@ -224,13 +231,14 @@ export class Scheduler {
     }
 
     if (preempted.length === 0) {
-      for (let i = 0; i < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs;) {
+      for (let i = 0; i < this.waiting.length && budget > 0 && rowsLeft() > 0;) {
         const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
         const start = cached.length * this.blocks.blockSize;
         const remaining = seq.numTokens - start;
         if (!this.config.enableChunkedPrefill && remaining > budget) break;
-        const n = allowance(remaining, start);
+        let n = allowance(remaining, start);
+        if (n > 0) n = fitPromptRows(seq, start, n, rowsLeft());
         if (n === 0) {
           i++; // a long prompt while the long share is spent: shorter ones behind it may go
           continue;

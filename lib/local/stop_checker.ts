@@ -4,7 +4,8 @@
  * picks them earlier; ours may, and such a token is then an ordinary output token); maxTokens; the
  * model's context length. Text-level: stop strings over the incrementally detokenized text, with
  * the tail that may still become a stop string held back; one completing within the first
- * minTokens tokens is text, one straddling that boundary stops. Requests
+ * minTokens tokens is text, one straddling that boundary stops. Special tokens are left out of
+ * the text unless the request's skipSpecialTokens is false (as vLLM's detokenizer). Requests
  * that neither stream nor have stop strings skip incremental detokenization and decode their
  * output once at the end (same text, far less work).
  * @module
@@ -57,7 +58,7 @@ export class StopChecker {
     const incremental = opts.tokenizer !== null && (opts.incremental || stops.length > 0);
     this.#detok = incremental
       ? new IncrementalDetokenizer(opts.tokenizer!, {
-        skipSpecialTokens: true,
+        skipSpecialTokens: seq.params.skipSpecialTokens,
         contextIds: seq.promptTokenIds.slice(-CONTEXT_IDS),
       })
       : null;
@@ -103,7 +104,7 @@ export class StopChecker {
   finish(reason: FinishReason): string {
     if (!this.#tokenizer) return "";
     if (!this.#detok) {
-      this.#text = this.#tokenizer.decode(this.#textIds, { skipSpecialTokens: true });
+      this.#text = this.#tokenizer.decode(this.#textIds, { skipSpecialTokens: this.#seq.params.skipSpecialTokens });
       return this.#text;
     }
     if (reason === "stop" && this.#matcher?.stopped) return "";

@@ -211,6 +211,7 @@ export class WorkerHost {
               text: d.text,
               ...(d.logprobs ? { logprobs: d.logprobs } : {}),
               ...(d.topLogprobs ? { topLogprobs: d.topLogprobs } : {}),
+              ...(d.promptLogprobs ? { promptLogprobs: d.promptLogprobs } : {}),
             });}
         }
         if (items.length > 0) this.#o.launcher.send({ type: "token_delta", items });
@@ -257,6 +258,7 @@ export class WorkerHost {
       text: d.text,
       ...(d.logprobs ? { logprobs: d.logprobs } : {}),
       ...(d.topLogprobs ? { topLogprobs: d.topLogprobs } : {}),
+      ...(d.promptLogprobs ? { promptLogprobs: d.promptLogprobs } : {}),
       ...(d.error ? { error: d.error } : {}),
       ...(o
         ? {
@@ -265,6 +267,7 @@ export class WorkerHost {
             text: o.text,
             ...(o.logprobs ? { logprobs: o.logprobs } : {}),
             ...(o.topLogprobs ? { topLogprobs: o.topLogprobs } : {}),
+            ...(o.promptLogprobs ? { promptLogprobs: o.promptLogprobs } : {}),
             metrics: { ...o.metrics, rank: this.#o.rank },
           },
         }

@@ -101,6 +101,8 @@ const SamplingParamsSchema: z.ZodType<SamplingParams> = z.object({
   minTokens: Count,
   logprobs: z.boolean(),
   topLogprobs: Count,
+  promptLogprobs: Count.optional(),
+  skipSpecialTokens: z.boolean(),
   minP: z.number(),
   presencePenalty: z.number(),
   frequencyPenalty: z.number(),
@@ -129,6 +131,11 @@ export const DispatchMessage = z.object({
 /** Top alternatives per token: [token id, logprob] pairs, most likely first. */
 const TopLogprobsSchema = z.array(z.array(z.tuple([Count, AnyNumber])));
 
+/** Prompt logprobs (lib/core/outputs.ts's PromptLogprob per prompt token, null for the first). */
+const PromptLogprobsSchema = z.array(
+  z.object({ logprob: AnyNumber, rank: Count, top: z.array(z.tuple([Count, AnyNumber])) }).nullable(),
+);
+
 /** New tokens (and detokenized text) of one request since its previous delta. */
 export const TokenDeltaItem = z.object({
   requestId: z.string(),
@@ -136,6 +143,7 @@ export const TokenDeltaItem = z.object({
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
   topLogprobs: TopLogprobsSchema.optional(),
+  promptLogprobs: PromptLogprobsSchema.optional(),
 });
 
 /** Worker -> launcher: the token deltas of one engine step (one message for the whole batch). */
@@ -151,6 +159,7 @@ const FinishedOutputSchema = z.object({
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
   topLogprobs: TopLogprobsSchema.optional(),
+  promptLogprobs: PromptLogprobsSchema.optional(),
   metrics: z.object({
     arrivalTime: z.number(),
     firstScheduledTime: z.number().optional(),
@@ -174,6 +183,7 @@ export const FinishMessage = z.object({
   text: z.string(),
   logprobs: z.array(AnyNumber).optional(),
   topLogprobs: TopLogprobsSchema.optional(),
+  promptLogprobs: PromptLogprobsSchema.optional(),
   output: FinishedOutputSchema.optional(),
   /** Set when reason is "error" (or the request was rejected): the typed error's name and message. */
   error: z.object({ name: z.string(), message: z.string() }).optional(),

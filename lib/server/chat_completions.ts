@@ -38,6 +38,8 @@ import type { GrammarSpec } from "../core/grammar_spec.ts";
 import { type ChatCompletionRequest, chatCompletionRequestSchema } from "./schemas.ts";
 import { sseResponse } from "./sse.ts";
 import { badRequest } from "./errors.ts";
+import { orderedJsonResponse } from "./ordered_json.ts";
+import { promptLogprobsJson, promptLogprobsOf } from "./prompt_logprobs.ts";
 
 interface Prepared {
   body: ChatCompletionRequest;
@@ -54,6 +56,8 @@ interface Prepared {
   completionTokens: number;
   /** How replies are parsed (reasoning, tool calls). */
   parsing: ReplyParsing;
+  /** prompt_logprobs' k (never in a stream, which does not show them). */
+  promptK: number | undefined;
 }
 
 /** The usage chunk of a stream that ends now (undefined unless the client asked for usage). */
@@ -96,11 +100,16 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
   if (body.top_logprobs != null && body.logprobs !== true) {
     throw badRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
   }
+  const asked = promptLogprobsOf(body, engine.model.vocabSize);
+  const promptK = body.stream ? undefined : asked;
   const constraint = chatConstraintOf(body, parsing);
-  const params = toSamplingParams(body, maxTokens, body.logprobs === true ? body.top_logprobs ?? 0 : false, {
-    tokenizer: engine.tokenizer,
-    vocabSize: engine.model.vocabSize,
-  }, constraint?.spec ?? null);
+  const params = {
+    ...toSamplingParams(body, maxTokens, body.logprobs === true ? body.top_logprobs ?? 0 : false, {
+      tokenizer: engine.tokenizer,
+      vocabSize: engine.model.vocabSize,
+    }, constraint?.spec ?? null),
+    ...(promptK !== undefined ? { promptLogprobs: promptK } : {}),
+  };
   if (constraint) await checkStructuredOutput(constraint.spec, constraint.field);
   // The engine's ids stay unique even when clients reuse a request id.
   const runs = startRequestChoices(req, ctx, scope, body, { id: newResponseId("chatcmpl"), prompts: [prompt], params });
@@ -114,6 +123,7 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
     ...replyRoleAndEcho(body, addGenerationPrompt),
     completionTokens: 0,
     parsing,
+    promptK,
   };
   if (body.stream) {
     const envelope = chunkEnvelope(ctx, body, { id, object: "chat.completion.chunk", created: prepared.created });
@@ -121,7 +131,8 @@ export async function handleChatCompletions(req: Request, ctx: ServerContext, sc
       usageSoFar: () => usageSoFar(prepared, envelope),
     });
   }
-  return Response.json(await completeAll(ctx, prepared, scope));
+  const response = await completeAll(ctx, prepared, scope);
+  return promptK === undefined ? Response.json(response) : orderedJsonResponse(response);
 }
 
 /**
@@ -206,6 +217,17 @@ async function completeAll(ctx: ServerContext, p: Prepared, scope: RequestScope)
     model: ctx.modelName,
     choices,
     usage: usageOf([p.prompt], completionTokens),
+    // As vLLM: the request's, on the response (every choice continues the same prompt).
+    ...(p.promptK !== undefined
+      ? {
+        prompt_logprobs: promptLogprobsJson(
+          ctx.engine.tokenizer,
+          p.prompt.tokenIds,
+          finished[0]?.promptLogprobs ?? [],
+          p.promptK,
+        ),
+      }
+      : {}),
   };
 }
 

@@ -61,7 +61,8 @@ export async function choiceEnding(
 ): Promise<ChoiceEnding> {
   const last = tokenIds.at(-1);
   if (finish !== "stop" || last === undefined) return NO_ENDING;
-  const tokenText = () => (ctx.includeStopStr ? ctx.tokenizer.decode([last], { skipSpecialTokens: true }) : "");
+  const skipSpecialTokens = ctx.params.skipSpecialTokens;
+  const tokenText = () => (ctx.includeStopStr ? ctx.tokenizer.decode([last], { skipSpecialTokens }) : "");
   if (!ctx.params.ignoreEos && ctx.tokenizer.eosTokenIds.includes(last)) {
     return { stopReason: null, includedText: tokenText() };
   }

@@ -4,7 +4,7 @@
  * @module
  */
 import type { GenerationEngine } from "../core/engine_api.ts";
-import type { FinishReason, RequestMetrics, StreamDelta, TopLogprob } from "../core/outputs.ts";
+import type { FinishReason, PromptLogprob, RequestMetrics, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { SamplingParams } from "../core/sampling_params.ts";
 import { ApiError } from "./errors.ts";
 import type { ServerMetrics } from "./metrics.ts";
@@ -39,6 +39,8 @@ export interface FinishedChoice {
   logprobs: number[];
   /** Alternatives per token, when top logprobs were asked for. */
   topLogprobs: TopLogprob[][];
+  /** When prompt logprobs were asked for (null for the first prompt token). */
+  promptLogprobs?: (PromptLogprob | null)[];
   finishReason: FinishReason;
 }
 
@@ -157,6 +159,8 @@ async function collectChoice(run: ChoiceRun): Promise<FinishedChoice> {
     out.tokenIds.push(...d.tokenIds);
     if (d.logprobs) out.logprobs.push(...d.logprobs);
     if (d.topLogprobs) out.topLogprobs.push(...d.topLogprobs);
+    const prompt = d.promptLogprobs ?? d.output?.promptLogprobs;
+    if (prompt) out.promptLogprobs = prompt;
     if (d.finished) out.finishReason = d.finishReason ?? "stop";
   }
   return out;

@@ -7,11 +7,11 @@
 import type { TextTokenizer } from "../core/engine_api.ts";
 import type { TopLogprob } from "../core/outputs.ts";
 
-/** Completions `logprobs` object. */
+/** Completions `logprobs` object (null entries: the first prompt token of an echo). */
 export interface CompletionLogprobs {
   tokens: string[];
-  token_logprobs: number[];
-  top_logprobs: Array<Record<string, number>>;
+  token_logprobs: (number | null)[];
+  top_logprobs: Array<Record<string, number> | null>;
   text_offset: number[];
 }
 

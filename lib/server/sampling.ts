@@ -26,6 +26,7 @@ export interface SamplingFields extends StructuredOutputFields {
   logit_bias?: Record<string, number> | null;
   allowed_token_ids?: number[] | null;
   bad_words?: string[] | null;
+  skip_special_tokens?: boolean | null;
 }
 
 /** What the token-id fields are checked against and bad_words are tokenized with. */
@@ -126,6 +127,7 @@ export function toSamplingParams(
     stopTokenIds: body.stop_token_ids ?? [],
     ignoreEos: body.ignore_eos ?? false,
     minTokens: body.min_tokens ?? 0,
+    skipSpecialTokens: body.skip_special_tokens ?? true,
   };
   if (constraint) partial.structuredOutput = constraint;
   if (body.temperature != null) partial.temperature = body.temperature;

@@ -97,6 +97,10 @@ const honouredFields = {
   truncate_prompt_tokens: int32In(-1).nullish(),
   truncation_side: z.enum(["left", "right"]).nullish(),
   add_special_tokens: z.boolean().nullish(),
+  skip_special_tokens: z.boolean().nullish(),
+  spaces_between_special_tokens: z.boolean().nullish(),
+  /** Checked against the stream flag and vLLM's limits by the routes (prompt_logprobs.ts). */
+  prompt_logprobs: int32In().nullish(),
   stream: z.boolean().nullish(),
   stream_options: streamOptionsSchema.nullish(),
   user: z.string().nullish(),
@@ -114,9 +118,6 @@ const refusedFields = {
   use_beam_search: refused("use_beam_search", "false", (v) => v === false),
   watermarking: refused("watermarking", "false", (v) => v === false),
   length_penalty: refused("length_penalty", "1", (v) => v === 1),
-  skip_special_tokens: refused("skip_special_tokens", "true", (v) => v === true),
-  spaces_between_special_tokens: refused("spaces_between_special_tokens", "true", (v) => v === true),
-  prompt_logprobs: refused("prompt_logprobs", "null"),
   logprob_token_ids: refused("logprob_token_ids", "null"),
   priority: refused("priority", "0", (v) => v === 0),
   return_token_ids: refused("return_token_ids", "false", (v) => v === false),
@@ -166,6 +167,8 @@ export const completionRequestSchema = z.strictObject({
   ...honouredFields,
   ...refusedFields,
   prompt: promptSchema,
+  /** 0 only with echo (the prompt alone, as vLLM); the route checks that. */
+  max_tokens: int32In(0).nullish(),
   /** The chosen token's logprob and the `logprobs` most likely alternatives per position. */
   logprobs: int32In(0, MAX_TOP_LOGPROBS).nullish(),
   echo: z.boolean().nullish(),

@@ -176,6 +176,30 @@ describe(`sampling controls (${native().backend} backend)`, () => {
     expect(Array.from(b.outTopTokenIds!.subarray(0, 2))).toEqual(order.slice(0, 2));
   });
 
+  test("out_ranks: a scored row's rank counts the logits >= its token's (vLLM's rank); 0 for sampled rows", () => {
+    const targets = [order[0]!, order[1]!, order[77]!, order[V - 1]!];
+    const rows = [
+      ...targets.map((t) => ({ row: {}, controls: { scoreTokenId: t, topLogprobs: 3 } as RowControls })),
+      { row: { temperature: 1, seed: 4n }, controls: null },
+    ];
+    const b = buildStep([{ tokens: prompt, cached: 0, blockTable: [2] }], 16, {
+      rows: rows.map((r) => ({ token: prompt.length - 1, ...r.row })),
+      vocab: V,
+    });
+    writer.begin();
+    for (const r of rows) writer.add(r.controls);
+    writer.attach(b);
+    b.outRanks = new Int32Array(rows.length).fill(-7);
+    model.step(kv, b);
+    const logits = rowLogits(b, 0, V);
+    targets.forEach((t, r) => {
+      const want = logits.reduce((n, v) => n + (v >= logits[t]! ? 1 : 0), 0);
+      expect(b.outRanks![r]).toBe(want);
+    });
+    expect(b.outRanks![0]).toBe(1);
+    expect(b.outRanks![4]).toBe(0);
+  });
+
   const BAD: [string, RowControls][] = [
     ["min_p NaN", { minP: NaN }],
     ["min_p 1.5", { minP: 1.5 }],
