@@ -4,7 +4,9 @@
  * One `LLMEngine` runs a control plane and one worker per GPU (data-parallel replicas), routes each
  * request to the GPU that holds its KV prefix when that pays, and moves KV blocks between NVLink
  * partners when reuse pays for the transfer. `LLM` runs the same per-GPU engine in-process on one
- * device. `serve` starts the OpenAI-compatible HTTP server (`listen` binds its port first). This
+ * device. `serve` starts the OpenAI-compatible HTTP server (`listen` binds its port first).
+ * `LLMEngine`'s `kvEvents` option (from `parseKvEventsConfig`, vLLM's `--kv-events-config`)
+ * publishes KV-cache events in vLLM's wire format over ZeroMQ for llm-d's router. This
  * module only re-exports what users need; the rest sits behind subpath exports: `./native` (the
  * FFI facade), `./model` (model directories, tokenizer, detokenizer), `./routing` (routing config,
  * NVLink topology, block hashes) and `./transfer` (transfer options).
@@ -64,5 +66,7 @@ export type {
   TransferModeSetting,
   TransferOptions,
 } from "./lib/transfer/control/transfer_config.ts";
+export { parseKvEventsConfig } from "./lib/kv_events/kv_events_config.ts";
+export type { KvEventsConfig, KvEventsGranularity } from "./lib/kv_events/kv_events_config.ts";
 export { ensureModel } from "./lib/model/demo_model.ts";
 export type { EnsureModelOptions } from "./lib/model/demo_model.ts";
