@@ -221,6 +221,39 @@ function runSuite(granularity: KvEventsGranularity, python: string): void {
       },
       110_000,
     );
+
+    test(
+      "a control plane that restarts and is rebuilt from the workers' snapshots changes nothing in the streams",
+      async () => {
+        await settled(engine);
+        const before = lastSeqs(engine, specs);
+        engine.processes.killControl();
+        for (
+          const end = Date.now() + 30_000;
+          engine.processes.controlConnected || engine.processes.controlRestarts < 1;
+        ) {
+          if (Date.now() > end) throw new Error("the control plane was not restarted");
+          await Bun.sleep(20);
+        }
+        await engine.processes.waitForControl();
+        expect(await settled(engine)).toEqual([]);
+        await Bun.sleep(100);
+        engine.kvEvents!.flush();
+        expect(lastSeqs(engine, specs)).toEqual(before);
+        // And the streams still follow the rebuilt page table.
+        const ts = new TsConsumer(ctx, specs, expectations);
+        try {
+          await phase(engine, server.url, 5, []);
+          expect(await settled(engine)).toEqual([]);
+          const expected = await pageTableSets(engine, specs, granularity);
+          const r = await ts.report(lastSeqs(engine, specs));
+          for (const s of specs) expect(r[s.name]!.blocks).toEqual(expected[s.name]!);
+        } finally {
+          ts.dispose();
+        }
+      },
+      110_000,
+    );
   });
 }
 
