@@ -240,7 +240,7 @@ export class LLMEngine implements GenerationEngine {
         topology.pairs.length ? `direct pairs ${topology.describe()}` : "no direct pairs"
       }, routing ${routing?.policy ?? "lmpool"})`,
     );
-    const kvService = kvPublishers && new KvEventService(kvPublishers, { blockSize: model.blockSize });
+    const kvService = kvPublishers && new KvEventService(kvPublishers, { blockSize: model.blockSize, log });
     return new LLMEngine(procs, tokenizer, model, o, log, kvService);
   }
 

@@ -35,7 +35,14 @@ export class KvEventPublishers {
     this.#ctx = ctx;
     this.streams = streams;
     this.#timer = setInterval(() => {
-      for (const s of this.streams) s.publisher.serviceReplay();
+      // A failed reply costs that subscriber its replay (it asks again), never the server.
+      for (const s of this.streams) {
+        try {
+          s.publisher.serviceReplay();
+        } catch {
+          // the subscriber retries
+        }
+      }
     }, REPLAY_POLL_MS);
     (this.#timer as { unref?: () => void }).unref?.();
   }

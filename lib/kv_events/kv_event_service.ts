@@ -35,6 +35,8 @@ export interface KvEventServiceOptions {
   spareBlocks?: number;
   /** Gathering time before a batch (default {@link FLUSH_DELAY_MS}). */
   flushDelayMs?: number;
+  /** Where a failed publish is reported (default console.error). */
+  log?: (line: string) => void;
 }
 
 /** Counters of one stream. */
@@ -65,6 +67,8 @@ export class KvEventService {
   #node: EventStream | undefined;
   readonly #byRank = new Map<number, EventStream>();
   readonly #delayMs: number;
+  readonly #log: (line: string) => void;
+  #publishErrors = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #batches = 0;
   #closed = false;
@@ -72,6 +76,7 @@ export class KvEventService {
   constructor(publishers: KvEventPublishers, o: KvEventServiceOptions) {
     this.publishers = publishers;
     this.#delayMs = o.flushDelayMs ?? FLUSH_DELAY_MS;
+    this.#log = o.log ?? ((line) => console.error(line));
     this.#book = new BlockBook(o.spareBlocks ?? DEFAULT_SPARE_BLOCKS);
     this.#chains = new RequestChains(this.#book, o.blockSize);
     this.#mirror = new PageTableMirror({
@@ -170,17 +175,34 @@ export class KvEventService {
     for (const s of this.#streams) {
       const events = s.events.flush(this.#book);
       if (events.length === 0) continue;
-      s.out.publisher.publish(encodeEventBatch(ts, events, s.out.dataParallelRank));
-      sent++;
+      // Events are advisory for routers: a socket that fails costs them this batch (a gap replay
+      // cannot fill), never a request of this server.
+      try {
+        s.out.publisher.publish(encodeEventBatch(ts, events, s.out.dataParallelRank));
+        sent++;
+      } catch (e) {
+        if (this.#publishErrors++ === 0) {
+          this.#log(
+            `[lmpool] KV events: publishing a batch failed (${(e as Error).message}); later failures are counted`,
+          );
+        }
+      }
     }
     this.#batches += sent;
     return sent;
   }
 
   /** Per-stream counters. */
-  stats(): { batches: number; bookEntries: number; requests: number; streams: KvEventStreamStats[] } {
+  stats(): {
+    batches: number;
+    publishErrors: number;
+    bookEntries: number;
+    requests: number;
+    streams: KvEventStreamStats[];
+  } {
     return {
       batches: this.#batches,
+      publishErrors: this.#publishErrors,
       bookEntries: this.#book.size,
       requests: this.#chains.size,
       streams: this.#streams.map((s) => ({

@@ -7,6 +7,10 @@ import { ZmqError } from "../../../ffi/zmq/zmq_errors.ts";
 import { ZmqContext } from "../../../ffi/zmq/zmq_socket.ts";
 import { END_OF_REPLAY_SEQ, seqFrame, ZmqEventPublisher } from "../../../lib/kv_events/zmq_event_publisher.ts";
 import { KvEventSubscriber, type ReceivedBatch } from "../../../lib/kv_events/subscriber/kv_event_subscriber.ts";
+import { KvEventPublishers } from "../../../lib/kv_events/kv_event_publishers.ts";
+import { KvEventService } from "../../../lib/kv_events/kv_event_service.ts";
+import { parseKvEventsConfig } from "../../../lib/kv_events/kv_events_config.ts";
+import { prefixBlockHashes, rootHash } from "../../../lib/core/block_hash.ts";
 import { libzmqMissing, unavailableSuite } from "../../helpers/system_libraries.ts";
 
 /** Polls `f` until it returns a value (or fails after `ms`). */
@@ -120,6 +124,43 @@ else {
         clearInterval(timer);
         p.dispose();
       }
+    });
+
+    test("per-rank publishers take vLLM's offsets; a socket that fails costs a batch, not the server", () => {
+      const publishers = KvEventPublishers.open(
+        parseKvEventsConfig({
+          enable_kv_cache_events: true,
+          endpoint: "inproc://kv-rank",
+          replay_endpoint: "inproc://kv-rank-replay",
+          granularity: "rank",
+        }),
+        2,
+      );
+      expect(publishers.describe().map((d) => [d.stream, d.endpoint, d.replayEndpoint])).toEqual([
+        [0, "inproc://kv-rank", "inproc://kv-rank-replay"],
+        [1, "inproc://kv-rank_dp1", "inproc://kv-rank-replay_dp1"],
+      ]);
+      const lines: string[] = [];
+      const service = new KvEventService(publishers, { blockSize: 4, log: (l) => lines.push(l) });
+      const tokens = [1, 2, 3, 4, 5, 6, 7, 8];
+      const hashes = prefixBlockHashes(tokens, 4);
+      service.requestStarted("r", tokens, undefined, hashes);
+      publishers.streams[1]!.publisher.dispose(); // rank 1's socket is gone
+      for (const rank of [0, 1]) {
+        service.onPageTableChange({
+          type: "page_table_change",
+          rank,
+          epoch: 1,
+          full: false,
+          hashes,
+          parents: [rootHash(), hashes[0]!],
+          removed: [],
+        });
+      }
+      expect(service.flush()).toBe(1);
+      expect(service.stats()).toMatchObject({ batches: 1, publishErrors: 1 });
+      expect(lines.length).toBe(1);
+      service.close();
     });
   });
 }
