@@ -17,6 +17,12 @@ import { runSchedule } from "./driver/schedule.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { type ExtrasOutcome, formatExtrasReport } from "./report/extras_report.ts";
+import {
+  formatMaskTimes,
+  type MaskTimeSummary,
+  maskTimeSummary,
+  scrapeMaskHistograms,
+} from "./report/mask_time_report.ts";
 import { formatServingResult } from "./report/serving_report.ts";
 import { toJson } from "./report/write_artifacts.ts";
 import { buildWorkload, WORKLOAD_NAMES } from "./workloads/registry.ts";
@@ -34,7 +40,9 @@ const HELP = `usage: bun bench serving [options]
   --api-key KEY           bearer token
   --extras KIND           ${EXTRA_KINDS.join(" | ")}: a share of the requests also ask for top logprobs (5), a short
                           JSON object of enums and small integers, or an array of 100-120 enum words (max_tokens 800);
-                          the report splits TPOT and TTFT by group and checks every structured output
+                          the report splits TPOT and TTFT by group and checks every structured output; with
+                          structured outputs it adds the server's per-step mask time (mean, p99) and the share
+                          of it the forward pass hid, from /metrics before and after the run
   --extras-share X        the share of requests with the extra (default 0.25), drawn from --seed
   --out DIR               also write serving.json there
   --quick                 in-process tiny-model server on the CPU backend, 8 short requests (of a generated workload)`;
@@ -169,17 +177,25 @@ export async function runServing(argv: string[], log: (line: string) => void = c
       }`,
     );
     const target = { baseUrl, model, temperature, ...(a["api-key"] ? { apiKey: a["api-key"] } : {}) };
+    // Structured outputs: the server's mask histograms before and after, for the run's share alone.
+    const structured = extra !== undefined && extra.kind !== "logprobs";
+    const masksBefore = structured ? await scrapeMaskHistograms(baseUrl) : null;
     const run = await runSchedule(
       workload,
       { arrival, maxInFlight: maxConcurrency ?? Infinity, phaseBarrier: false },
       (r, now, due) => sendCompletion(target, r, now, due, extraFor(r.id)),
     );
+    const masksAfter = masksBefore ? await scrapeMaskHistograms(baseUrl) : null;
+    const masks: MaskTimeSummary | null = masksBefore && masksAfter ? maskTimeSummary(masksBefore, masksAfter) : null;
     const metrics = aggregateRun({ ...run, statsBefore: null, statsAfter: null });
     let text = formatServingResult(metrics, {
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(rate !== Infinity ? { requestRate: rate } : {}),
     });
-    if (outcome) text += `\n${formatExtrasReport(metrics, outcome, PLAIN_PHASE)}\n`;
+    if (outcome) {
+      const masksLine = structured ? formatMaskTimes(masks) : undefined;
+      text += `\n${formatExtrasReport(metrics, outcome, PLAIN_PHASE, masksLine)}\n`;
+    }
     log(text);
     if (metrics.failed > 0) log(`first errors: ${metrics.errors.slice(0, 3).join(" | ")}`);
     if (a.out) {
@@ -197,7 +213,14 @@ export async function runServing(argv: string[], log: (line: string) => void = c
           workload: { name: workload.name, params: workload.params, requests: workload.requests.length },
           metrics,
           ...(outcome
-            ? { extras: { ...outcome, share: Number(a["extras-share"] ?? 0.25), requests: withExtra.size } }
+            ? {
+              extras: {
+                ...outcome,
+                share: Number(a["extras-share"] ?? 0.25),
+                requests: withExtra.size,
+                ...(masks ? { masks } : {}),
+              },
+            }
             : {}),
           records: run.records,
         }),

@@ -178,6 +178,19 @@ export class NativeModel extends NativeHandle {
     return out[0]!;
   }
 
+  /**
+   * Of the last step launched with `deferSampling`, ms the device stood idle between the forward
+   * pass's end and {@link stepLaunchSampling}'s enqueue (lp_model_last_sampling_wait_ms in lmpool.h).
+   */
+  lastSamplingWaitMs(): number {
+    const out = new Float64Array(1);
+    this.native.check(
+      this.native.symbols.lp_model_last_sampling_wait_ms(this.handle, out),
+      "lp_model_last_sampling_wait_ms",
+    );
+    return out[0]!;
+  }
+
   weightBytes(): number {
     const out = new BigInt64Array(1);
     this.native.check(this.native.symbols.lp_model_weight_bytes(this.handle, out), "lp_model_weight_bytes");
@@ -205,6 +218,18 @@ export class NativeModel extends NativeHandle {
    */
   stepLaunch(kv: KvCache, b: StepBatch): void {
     this.#call("lp_step_launch", kv, b);
+  }
+
+  /**
+   * The sampling of a step launched with `b.deferSampling = 1` (which ran the forward pass only):
+   * `b` is the launched batch with its sampling controls now filled in. {@link stepCollect} ends it.
+   */
+  stepLaunchSampling(b: StepBatch): void {
+    const batch = this.#batch.pack(b);
+    this.native.check(
+      this.native.symbols.lp_step_launch_sampling(this.handle, batch),
+      `lp_step_launch_sampling(num_rows=${b.numRows})`,
+    );
   }
 
   /** Whether stepLaunch returns before the step is computed (CUDA), leaving the caller's thread free. */

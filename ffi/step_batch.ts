@@ -1,7 +1,7 @@
 /**
  * One forward step's batch: the flat arrays the model runner fills ({@link StepBatch}) and their
- * packing into the C struct lp_step_batch (csrc/include/lmpool.h) that lp_step and lp_step_launch
- * take. The field table below is the one statement of that struct on the TypeScript side; a
+ * packing into the C struct lp_step_batch (csrc/include/lmpool.h) that lp_step, lp_step_launch and
+ * lp_step_launch_sampling take. The field table below is the one statement of that struct on the TypeScript side; a
  * native test holds it against lp_step_batch_layout(), the compiler's own offsets.
  * @module
  */
@@ -29,6 +29,11 @@ export interface StepBatch {
   outLogits?: Float32Array | null; // [numRows * vocab], tests only
   /** Stride of outTopTokenIds / outTopLogprobs; 0 when no row asks for top logprobs. */
   maxTopLogprobs?: number;
+  /**
+   * 1: lp_step_launch runs the forward pass only, and lp_step_launch_sampling samples (with the
+   * controls filled in meanwhile); absent or 0: one launch does both.
+   */
+  deferSampling?: number;
   /** Sampling controls (lp_step in lmpool.h); an absent array turns its control off for every row. */
   minP?: Float32Array | null; // [numRows] 0: off
   presencePenalty?: Float32Array | null; // [numRows]
@@ -88,7 +93,7 @@ export function allocateStepBatch(capacity: StepBatchCapacity): StepBatch {
   };
 }
 
-type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows" | "maxTopLogprobs";
+type CountKey = "numSeqs" | "numTokens" | "maxBlocksPerSeq" | "numRows" | "maxTopLogprobs" | "deferSampling";
 type ArrayKey = Exclude<keyof StepBatch, CountKey>;
 
 /** A count field: an int32 in C. */
@@ -122,6 +127,7 @@ const COUNT_FIELDS: readonly CountField[] = [
   { c: "max_blocks_per_seq", key: "maxBlocksPerSeq" },
   { c: "num_rows", key: "numRows" },
   { c: "max_top_logprobs", key: "maxTopLogprobs" },
+  { c: "defer_sampling", key: "deferSampling" },
 ];
 
 /** lp_step_batch's pointers, in declaration order (after the counts). */

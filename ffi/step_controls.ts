@@ -77,6 +77,8 @@ export class StepControlsWriter {
   readonly #banned = new List(ints(64), ints);
   readonly #outTopIds: Int32Array;
   readonly #outTopLogprobs: Float32Array;
+  /** The controls given to each row of the step, for {@link repack}. */
+  readonly #given: (RowControls | null)[] = [];
   #rows = 0;
   #any = { minP: false, penalties: false, bias: false, allowed: false, banned: false, score: false };
   #maxTop = 0;
@@ -109,6 +111,7 @@ export class StepControlsWriter {
   add(c: RowControls | null): void {
     const r = this.#rows++;
     if (r >= this.maxRows) throw new RangeError(`StepControlsWriter: row ${r} beyond maxRows ${this.maxRows}`);
+    this.#given[r] = c;
     const any = this.#any;
     this.#minP[r] = c?.minP ?? 0;
     this.#presence[r] = c?.presencePenalty ?? 0;
@@ -143,6 +146,17 @@ export class StepControlsWriter {
     this.#biasStart[r + 1] = this.#biasIds.length;
     this.#allowedStart[r + 1] = this.#allowed.length;
     this.#bannedStart[r + 1] = this.#banned.length;
+  }
+
+  /**
+   * Packs the rows added since {@link begin} again, reading their controls anew: for controls
+   * completed in place after their row was added (a structured-output mask computed while the
+   * device runs the step's forward pass). Then {@link attach} as usual.
+   */
+  repack(): void {
+    const n = this.#rows;
+    this.begin();
+    for (let r = 0; r < n; r++) this.add(this.#given[r] ?? null);
   }
 
   /** Sets `b`'s control arrays for the rows added: those no row uses are null. */

@@ -18,7 +18,7 @@ export interface NativeSignature {
 }
 
 /** LP_ABI_VERSION of the lmpool.h this table states; the loader refuses a library of another. */
-export const ABI_VERSION = 3;
+export const ABI_VERSION = 4;
 
 /** Every function lmpool.h exports (test/native/exported_abi.test.ts holds the two together). */
 export const SYMBOLS = {
@@ -35,6 +35,7 @@ export const SYMBOLS = {
   lp_model_finalize: { args: ["u64", "i32", "i32"], returns: "i32" },
   lp_model_weight_bytes: { args: ["u64", "buf"], returns: "i32" },
   lp_model_last_step_ms: { args: ["u64", "buf"], returns: "i32" },
+  lp_model_last_sampling_wait_ms: { args: ["u64", "buf"], returns: "i32" },
   lp_model_destroy: { args: ["u64"], returns: "i32" },
   lp_kv_create: { args: ["u64", "i32", "i32", "buf"], returns: "i32" },
   lp_kv_block_bytes: { args: ["u64", "buf"], returns: "i32" },
@@ -75,6 +76,7 @@ export const SYMBOLS = {
   lp_step: { args: ["u64", "u64", "buf"], returns: "i32" },
   lp_step_launch: { args: ["u64", "u64", "buf"], returns: "i32" },
   lp_step_collect: { args: ["u64", "i32", "buf"], returns: "i32" },
+  lp_step_launch_sampling: { args: ["u64", "buf"], returns: "i32" },
   lp_bench_copy_bandwidth: { args: ["i64", "i32", "buf"], returns: "i32" },
   lp_bench_gemm_bf16: { args: ["i32", "i32", "i32", "i32", "buf"], returns: "i32" },
 } as const satisfies Record<string, NativeSignature>;

@@ -1,7 +1,8 @@
 /**
  * The serving benchmark's report of a run with request extras: per group (the requests without the
  * extra, and those with it) the request count, mean and p99 TPOT and mean TTFT, then how the
- * extra's outputs ended and whether they were what was asked for.
+ * extra's outputs ended and whether they were what was asked for, and for structured outputs the
+ * server's per-step mask time (mask_time_report.ts).
  * @module
  */
 import type { RunMetrics } from "../driver/aggregate.ts";
@@ -20,8 +21,13 @@ export interface ExtrasOutcome {
   firstProblem?: string;
 }
 
-/** The group table and the outcome line, as markdown. */
-export function formatExtrasReport(metrics: RunMetrics, outcome: ExtrasOutcome, plainPhase: string): string {
+/** The group table and the outcome line, as markdown; `masksLine` (structured outputs) ends it. */
+export function formatExtrasReport(
+  metrics: RunMetrics,
+  outcome: ExtrasOutcome,
+  plainPhase: string,
+  masksLine?: string,
+): string {
   const rows = [plainPhase, outcome.kind].map((phase) => {
     const p = metrics.phases[phase];
     if (!p) return `| ${phase} | 0 | - | - | - |`;
@@ -37,5 +43,6 @@ export function formatExtrasReport(metrics: RunMetrics, outcome: ExtrasOutcome, 
     "",
     `${outcome.kind}: ${outcome.finished} finished, ${outcome.lengthFinishes} by the length limit, ` +
     (outcome.checked ? `${outcome.invalid} outputs not what was asked for${problem}` : "outputs not checked"),
+    ...(masksLine ? [masksLine] : []),
   ].join("\n");
 }

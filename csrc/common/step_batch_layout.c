@@ -14,7 +14,7 @@ static const struct {
   size_t offset;
 } fields[] = {
     LP_FIELD(num_seqs),     LP_FIELD(num_tokens),   LP_FIELD(max_blocks_per_seq), LP_FIELD(num_rows),
-    LP_FIELD(max_top_logprobs),
+    LP_FIELD(max_top_logprobs), LP_FIELD(defer_sampling),
     LP_FIELD(token_ids),    LP_FIELD(positions),    LP_FIELD(slot_mapping),       LP_FIELD(query_start),
     LP_FIELD(context_lens), LP_FIELD(block_tables), LP_FIELD(sample_index),       LP_FIELD(temperature),
     LP_FIELD(top_k),        LP_FIELD(top_p),        LP_FIELD(seed),               LP_FIELD(out_tokens),
@@ -26,7 +26,7 @@ static const struct {
     LP_FIELD(out_top_token_ids), LP_FIELD(out_top_logprobs), LP_FIELD(out_ranks),
 };
 
-/* The table above lists 5 counts (padded to 8-byte alignment) and 33 pointers; a field added to
+/* The table above lists 6 counts (8-byte aligned as they are) and 33 pointers; a field added to
  * the struct must be added there (and to ffi/step_batch.ts) too. */
 _Static_assert(sizeof(lp_step_batch) == 6 * sizeof(int32_t) + 33 * sizeof(void *),
                "lp_step_batch changed: update the fields table and ffi/step_batch.ts");

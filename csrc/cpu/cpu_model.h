@@ -71,6 +71,12 @@ struct lp_model {
   int finalized;
   double last_step_ms; /* compute time of the last lp_step that ran tokens */
   int step_pending;    /* a launched step not yet collected (the CPU computes it at launch) */
+  /* A step launched with defer_sampling whose lp_step_launch_sampling has not come: its counts,
+   * its forward pass's compute time and end (cpu_clock_ms), for the sampling call. */
+  int sampling_awaited;
+  int32_t deferred_seqs, deferred_tokens, deferred_rows;
+  double forward_ms, forward_end_ms;
+  double last_sampling_wait_ms; /* lp_model_last_sampling_wait_ms */
   cpu_workspace ws;
 };
 
@@ -120,8 +126,10 @@ void cpu_rope_apply(const lp_model *m, float *qkv, int64_t tokens);
 void cpu_kv_write(const lp_kv *kv, int32_t layer, const float *qkv, int64_t ld_qkv,
                   int64_t k_offset, int64_t v_offset, const int32_t *slot_mapping, int64_t tokens);
 void cpu_attention(const lp_model *m, const lp_kv *kv, int32_t layer, const lp_step_batch *s);
-/* Checks a step batch against the model's limits and the cache (step_check.c). */
+/* Checks a step batch against the model's limits and the cache (step_check.c): the forward
+ * pass's part (sample_index included), then the sampling's (its values, controls and outputs). */
 lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch *s);
+lp_status cpu_step_validate_sampling(const lp_model *m, const lp_step_batch *s);
 /* Fills bounds[0, B) with lower and bounds[B, 2B) with upper bounds of g per bucket. */
 void cpu_gumbel_bounds(float *bounds);
 /* One row's sampling inputs: the step's per-row values and its controls (sampling_controls.h). */

@@ -77,8 +77,8 @@ static void sample_rows(const lp_model *m, const lp_step_batch *s) {
   }
 }
 
-/* Everything after validation: the layers, the LM head at the sampled rows, sampling. */
-static void step_compute(lp_model *m, lp_kv *kv, const lp_step_batch *s) {
+/* After validation: the layers and the LM head at the sampled rows (logits in ws.logits). */
+static void step_forward(lp_model *m, lp_kv *kv, const lp_step_batch *s) {
   const int64_t H = m->cfg.hidden_size, V = m->cfg.vocab_size;
   const int32_t num_rows = s->num_rows;
   embed_tokens(m, s);
@@ -91,7 +91,13 @@ static void step_compute(lp_model *m, lp_kv *kv, const lp_step_batch *s) {
                     m->cfg.rms_norm_eps);
   const float *head = m->cfg.tie_word_embeddings ? m->embed : m->lm_head;
   cpu_linear(m->ws.row_x, H, num_rows, H, head, V, m->ws.logits, V, 0);
-  if (s->out_logits) memcpy(s->out_logits, m->ws.logits, (size_t)num_rows * (size_t)V * sizeof(float));
+}
+
+/* The sampling of the rows whose logits step_forward left. */
+static void step_sample(lp_model *m, const lp_step_batch *s) {
+  if (s->num_rows == 0) return;
+  if (s->out_logits)
+    memcpy(s->out_logits, m->ws.logits, (size_t)s->num_rows * (size_t)m->cfg.vocab_size * sizeof(float));
   sample_rows(m, s);
 }
 
@@ -101,12 +107,48 @@ lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch *batch) {
   LP_REQUIRE(batch, "batch is NULL");
   if (m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_launch while the last launched step is not collected");
   LP_TRY(cpu_step_validate(m, kv, batch));
-  if (batch->num_tokens > 0) {
-    const double t0 = cpu_clock_ms();
-    step_compute(m, kv, batch);
+  const int deferred = batch->defer_sampling;
+  if (!deferred) LP_TRY(cpu_step_validate_sampling(m, batch));
+  const double t0 = cpu_clock_ms();
+  if (batch->num_tokens > 0) step_forward(m, kv, batch);
+  if (deferred) {
+    m->forward_end_ms = cpu_clock_ms();
+    m->forward_ms = m->forward_end_ms - t0;
+    m->deferred_seqs = batch->num_seqs, m->deferred_tokens = batch->num_tokens, m->deferred_rows = batch->num_rows;
+  } else if (batch->num_tokens > 0) {
+    step_sample(m, batch);
     m->last_step_ms = cpu_clock_ms() - t0;
   }
+  m->sampling_awaited = deferred;
   m->step_pending = 1;
+  return LP_OK;
+}
+
+lp_status lp_step_launch_sampling(lp_model *m, const lp_step_batch *batch) {
+  LP_TRY(cpu_model_check(m));
+  LP_REQUIRE(batch, "batch is NULL");
+  if (!m->step_pending || !m->sampling_awaited)
+    return LP_FAIL(LP_ERR_STATE, "lp_step_launch_sampling without a step launched with defer_sampling");
+  const double t0 = cpu_clock_ms();
+  LP_REQUIRE(batch->num_seqs == m->deferred_seqs && batch->num_tokens == m->deferred_tokens &&
+                 batch->num_rows == m->deferred_rows,
+             "lp_step_launch_sampling: counts (num_seqs %d, num_tokens %d, num_rows %d) differ from the launch's "
+             "(%d, %d, %d)",
+             batch->num_seqs, batch->num_tokens, batch->num_rows, m->deferred_seqs, m->deferred_tokens,
+             m->deferred_rows);
+  /* Sampling reads positions[sample_index[r]] (the generator's key): the forward's arrays again. */
+  LP_REQUIRE(batch->num_rows == 0 || (batch->sample_index && batch->positions), "null sampling array");
+  for (int32_t r = 0; r < batch->num_rows; r++)
+    LP_REQUIRE(batch->sample_index[r] >= 0 && batch->sample_index[r] < batch->num_tokens,
+               "row %d: sample_index %d out of range [0, num_tokens=%d)", r, batch->sample_index[r],
+               batch->num_tokens);
+  LP_TRY(cpu_step_validate_sampling(m, batch));
+  m->last_sampling_wait_ms = t0 - m->forward_end_ms;
+  if (batch->num_tokens > 0) {
+    step_sample(m, batch);
+    m->last_step_ms = m->forward_ms + (cpu_clock_ms() - t0);
+  }
+  m->sampling_awaited = 0;
   return LP_OK;
 }
 
@@ -115,6 +157,8 @@ lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_done) {
   LP_REQUIRE(out_done, "out_done is NULL");
   (void)wait; /* the step ran in lp_step_launch */
   if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
+  if (m->sampling_awaited)
+    return LP_FAIL(LP_ERR_STATE, "lp_step_collect before lp_step_launch_sampling of a step launched with defer_sampling");
   m->step_pending = 0;
   *out_done = 1;
   return LP_OK;
@@ -124,5 +168,12 @@ lp_status lp_model_last_step_ms(lp_model *m, double *out_ms) {
   LP_TRY(cpu_model_check(m));
   LP_REQUIRE(out_ms, "out_ms is NULL");
   *out_ms = m->last_step_ms;
+  return LP_OK;
+}
+
+lp_status lp_model_last_sampling_wait_ms(lp_model *m, double *out_ms) {
+  LP_TRY(cpu_model_check(m));
+  LP_REQUIRE(out_ms, "out_ms is NULL");
+  *out_ms = m->last_sampling_wait_ms;
   return LP_OK;
 }

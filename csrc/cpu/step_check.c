@@ -89,7 +89,17 @@ lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_ba
     LP_TRY(check_tokens(m, kv, s));
     LP_TRY(check_sequences(m, kv, s));
   }
+  LP_REQUIRE(s->defer_sampling == 0 || s->defer_sampling == 1, "defer_sampling=%d must be 0 or 1",
+             s->defer_sampling);
   if (num_rows > 0) {
+    LP_REQUIRE(s->sample_index, "null sampling array (sample_index=NULL)");
+    LP_TRY(check_rows(s));
+  }
+  return LP_OK;
+}
+
+lp_status cpu_step_validate_sampling(const lp_model *m, const lp_step_batch *s) {
+  if (s->num_rows > 0)
     LP_REQUIRE(s->sample_index && s->temperature && s->top_k && s->top_p && s->seed && s->out_tokens &&
                    s->out_logprobs,
                "null sampling array (sample_index=%p temperature=%p top_k=%p top_p=%p seed=%p "
@@ -97,8 +107,5 @@ lp_status cpu_step_validate(const lp_model *m, const lp_kv *kv, const lp_step_ba
                (const void *)s->sample_index, (const void *)s->temperature, (const void *)s->top_k,
                (const void *)s->top_p, (const void *)s->seed, (const void *)s->out_tokens,
                (const void *)s->out_logprobs);
-    LP_TRY(check_rows(s));
-  }
-  LP_TRY(lp_check_control_arrays(s, m->cfg.vocab_size));
-  return LP_OK;
+  return lp_check_control_arrays(s, m->cfg.vocab_size);
 }

@@ -62,7 +62,7 @@ GemvArgs gemv_args(const bf16 *w, int n_out, int k, int tokens, const void *x, c
 
 }  // namespace
 
-lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
+lp_status forward_logits_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
   const lp_model_config &cfg = m->cfg;
   StepBuffers &b = m->buf;
   const int T = c.tokens, h = cfg.hidden_size, inter = cfg.intermediate_size, L = cfg.num_layers;
@@ -128,6 +128,15 @@ lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const Ste
     LP_TRY(launch_rmsnorm_rows(b.residual, dm.sample_index, R, h, m->final_norm, eps, b.rows_norm, st));
     LP_TRY(gemm_bf16(m->cublas, V, gemm_rows(R, m->max_seqs), h, m->lm_head, b.rows_norm, b.logits, true, 0.f));
   }
+  return LP_OK;
+}
+
+lp_status sampling_enqueue(lp_model *m, const StepCounts &c, const StepMeta &dm) {
+  if (c.rows == 0) return LP_OK;
+  StepBuffers &b = m->buf;
+  const int V = m->cfg.vocab_size, R = c.rows;
+  const bool head_gemv = gemv_fits(R, m->cfg.hidden_size);  // as forward_logits_enqueue chose
+  cudaStream_t st = m->stream;
   SamplingBuffers out;
   out.out_tokens = b.sample_out;
   out.out_logprobs = reinterpret_cast<float *>(b.sample_out + R);
@@ -140,6 +149,39 @@ lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const Ste
                          b.sample_counters, head_gemv ? b.head_stats : nullptr, b.head_stats_parts, st);
 }
 
+lp_status forward_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
+  LP_TRY(forward_logits_enqueue(m, kv, c, dm));
+  return sampling_enqueue(m, c, dm);
+}
+
+lp_status step_outputs_enqueue(lp_model *m, const lp_step_batch &in, const StepCounts &c) {
+  const int num_rows = in.num_rows;
+  m->pending_top_stride = 0;
+  if (num_rows > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)3 * c.rows * 4, cudaMemcpyDeviceToHost,
+                               m->stream));
+    if (in.out_logits)
+      CUDA_CHECK(cudaMemcpyAsync(in.out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
+                                 cudaMemcpyDeviceToHost, m->stream));
+    // Only the k ids and logprobs of each row leave the device, never its logits.
+    const size_t top = (size_t)num_rows * in.max_top_logprobs, cap = (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS;
+    if (top > 0) {
+      CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host, m->buf.top_out, top * 4, cudaMemcpyDeviceToHost, m->stream));
+      CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host + cap, m->buf.top_out + cap, top * 4, cudaMemcpyDeviceToHost,
+                                 m->stream));
+      m->pending_top_stride = in.max_top_logprobs;
+    }
+  }
+  m->pending_rows = num_rows;
+  m->pending_crows = c.rows;
+  m->pending_tokens = in.out_tokens;
+  m->pending_logprobs = in.out_logprobs;
+  m->pending_ranks = in.out_ranks;
+  m->pending_top_ids = in.out_top_token_ids;
+  m->pending_top_logprobs = in.out_top_logprobs;
+  return LP_OK;
+}
+
 extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch *batch) {
   LP_REQUIRE(m && kv && batch, "null model, kv or batch");
   if (!m->finalized) return LP_FAIL(LP_ERR_STATE, "lp_step before lp_model_finalize");
@@ -149,11 +191,13 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
              "KV cache shape (layers %d, kv_heads %d, head_dim %d) does not match the model (%d, %d, %d)",
              kv->num_layers, kv->kv_heads, kv->head_dim, m->cfg.num_layers, m->cfg.num_kv_heads, m->cfg.head_dim);
   const lp_step_batch &in = *batch;
-  const int num_seqs = in.num_seqs, num_tokens = in.num_tokens, num_rows = in.num_rows;
+  const int num_seqs = in.num_seqs, num_tokens = in.num_tokens;
+  // A deferred step's sampling values, controls and outputs come with lp_step_launch_sampling.
+  const bool deferred = in.defer_sampling != 0;
   StepCounts c;
   bool pure_decode = false;
   LP_TRY(step_validate(m, kv, in, &c, &pure_decode));
-  LP_REQUIRE(num_rows == 0 || (in.out_tokens && in.out_logprobs), "null output array");
+  if (!deferred) LP_TRY(step_validate_sampling(m, in));
   CUDA_CHECK(cudaSetDevice(m->device));
   m->pending_rows = 0;
   m->pending_skipped = 0;
@@ -161,48 +205,45 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
   m->pending_top_stride = 0;
   if (num_tokens > 0) {  // an empty step has nothing to run (no rows can sample from it)
     // A graph reads its list buffer through the pointer it was captured with, and that buffer
-    // moves when it grows: steps with control lists run eagerly.
-    const bool graphable = pure_decode && controls_list_ints(in) == 0;
+    // moves when it grows: steps with control lists run eagerly. A deferred step's graph ends at
+    // the logits, so its lists (uploaded with the sampling) never stop it.
+    const bool graphable = pure_decode && (deferred || controls_list_ints(in) == 0);
     const int graph_batch = graphable ? decode_graph_batch(m->graphs, num_seqs) : 0;
     if (graph_batch > 0) c = StepCounts{graph_batch, graph_batch, graph_batch, graph_batch, 0, c.bt_stride};
-    const size_t bytes = step_pack(m, kv, in, c, &m->pending_skipped);
+    const size_t bytes = step_pack(m, kv, in, c);
     size_t list_ints = 0;
-    LP_TRY(controls_pack(m, in, c, &list_ints));
+    if (!deferred) {
+      step_pack_rows(m, in, c, &m->pending_skipped);
+      LP_TRY(controls_pack(m, in, c, &list_ints));
+    }
     CUDA_CHECK(cudaMemcpyAsync(m->buf.meta, m->buf.meta_host, bytes, cudaMemcpyHostToDevice, m->stream));
     if (list_ints > 0)
       CUDA_CHECK(cudaMemcpyAsync(m->buf.lists, m->buf.lists_host, list_ints * 4, cudaMemcpyHostToDevice, m->stream));
+    // lp_step_launch_sampling rewrites the staging buffer once this copy has read it.
+    if (deferred) CUDA_CHECK(cudaEventRecord(m->meta_uploaded, m->stream));
     const StepMeta dm = step_meta_view(m->buf.meta, step_layout(c));
     CUDA_CHECK(cudaEventRecord(m->step_begin, m->stream));
     if (graph_batch > 0) {
-      LP_TRY(decode_graph_run(m, kv, c, dm));
+      LP_TRY(decode_graph_run(m, kv, c, dm, deferred));
+    } else if (deferred) {
+      LP_TRY(forward_logits_enqueue(m, kv, c, dm));
     } else {
       LP_TRY(forward_enqueue(m, kv, c, dm));
     }
-    CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
-    if (num_rows > 0) {
-      CUDA_CHECK(cudaMemcpyAsync(m->buf.out_host, m->buf.sample_out, (size_t)3 * c.rows * 4, cudaMemcpyDeviceToHost,
-                                 m->stream));
-      if (in.out_logits)
-        CUDA_CHECK(cudaMemcpyAsync(in.out_logits, m->buf.logits, (size_t)num_rows * m->cfg.vocab_size * 4,
-                                   cudaMemcpyDeviceToHost, m->stream));
-      // Only the k ids and logprobs of each row leave the device, never its logits.
-      const size_t top = (size_t)num_rows * in.max_top_logprobs, cap = (size_t)m->max_seqs * LP_MAX_TOP_LOGPROBS;
-      if (top > 0) {
-        CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host, m->buf.top_out, top * 4, cudaMemcpyDeviceToHost, m->stream));
-        CUDA_CHECK(cudaMemcpyAsync(m->buf.top_host + cap, m->buf.top_out + cap, top * 4, cudaMemcpyDeviceToHost,
-                                   m->stream));
-        m->pending_top_stride = in.max_top_logprobs;
-      }
+    if (!deferred) {
+      CUDA_CHECK(cudaEventRecord(m->step_end, m->stream));
+      LP_TRY(step_outputs_enqueue(m, in, c));
+    } else {
+      CUDA_CHECK(cudaEventRecord(m->forward_end, m->stream));
     }
-    m->pending_rows = num_rows;
-    m->pending_crows = c.rows;
   }
-  CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
-  m->pending_tokens = in.out_tokens;
-  m->pending_logprobs = in.out_logprobs;
-  m->pending_ranks = in.out_ranks;
-  m->pending_top_ids = in.out_top_token_ids;
-  m->pending_top_logprobs = in.out_top_logprobs;
+  m->pending_counts = c;
+  m->pending_seqs = num_seqs;
+  m->pending_tokens_n = num_tokens;
+  m->pending_rows_n = in.num_rows;
+  m->pending_deferred = deferred;
+  m->sampling_awaited = deferred;
+  if (!deferred) CUDA_CHECK(cudaEventRecord(m->step_done, m->stream));
   m->step_pending = true;
   return LP_OK;
 }
@@ -210,6 +251,8 @@ extern "C" lp_status lp_step_launch(lp_model *m, lp_kv *kv, const lp_step_batch 
 extern "C" lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_done) {
   LP_REQUIRE(m && out_done, "null model or out_done");
   if (!m->step_pending) return LP_FAIL(LP_ERR_STATE, "lp_step_collect without a launched step");
+  if (m->sampling_awaited)
+    return LP_FAIL(LP_ERR_STATE, "lp_step_collect before lp_step_launch_sampling of a step launched with defer_sampling");
   CUDA_CHECK(cudaSetDevice(m->device));
   if (wait) {
     // A failed step stays pending: its error is reported, and the model is not used again.
@@ -227,7 +270,17 @@ extern "C" lp_status lp_step_collect(lp_model *m, int32_t wait, int32_t *out_don
   *out_done = 1;
   if (!m->pending_ran) return LP_OK;  // an empty step
   float device_ms = 0.f;
-  CUDA_CHECK(cudaEventElapsedTime(&device_ms, m->step_begin, m->step_end));
+  if (m->pending_deferred) {
+    // Device time is the forward pass and the sampling; the wait between them is reported apart.
+    float forward_ms = 0.f, wait_ms = 0.f, sampling_ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&forward_ms, m->step_begin, m->forward_end));
+    CUDA_CHECK(cudaEventElapsedTime(&wait_ms, m->forward_end, m->sampling_begin));
+    CUDA_CHECK(cudaEventElapsedTime(&sampling_ms, m->sampling_begin, m->step_end));
+    device_ms = forward_ms + sampling_ms;
+    m->last_sampling_wait_ms = wait_ms;
+  } else {
+    CUDA_CHECK(cudaEventElapsedTime(&device_ms, m->step_begin, m->step_end));
+  }
   m->last_step_ms = device_ms;
   const int rows = m->pending_rows;
   if (rows == 0) return LP_OK;

@@ -14,12 +14,13 @@ const int kNumSizes = sizeof kSizes / sizeof kSizes[0];
 
 }  // namespace
 
+// Index [0] holds the graphs of whole steps, [1] those that end at the logits (deferred sampling).
 struct DecodeGraphs {
   int count;               // usable sizes (within the model's limits)
   bool enabled;
-  cudaGraphExec_t exec[kNumSizes];
-  uint64_t kv_id[kNumSizes];     // the cache a graph was captured for (id and storage: a view of
-  const void *kv_data[kNumSizes];  // another cache may share the id)
+  cudaGraphExec_t exec[2][kNumSizes];
+  uint64_t kv_id[2][kNumSizes];     // the cache a graph was captured for (id and storage: a view of
+  const void *kv_data[2][kNumSizes];  // another cache may share the id)
 };
 
 lp_status decode_graphs_create(const lp_model *m, DecodeGraphs **out) {
@@ -35,8 +36,9 @@ lp_status decode_graphs_create(const lp_model *m, DecodeGraphs **out) {
 
 void decode_graphs_destroy(DecodeGraphs *g) {
   if (!g) return;
-  for (int i = 0; i < kNumSizes; i++)
-    if (g->exec[i]) cudaGraphExecDestroy(g->exec[i]);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < kNumSizes; i++)
+      if (g->exec[k][i]) cudaGraphExecDestroy(g->exec[k][i]);
   free(g);
 }
 
@@ -49,9 +51,10 @@ int decode_graph_batch(const DecodeGraphs *g, int batch) {
 
 namespace {
 
-lp_status capture(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm, cudaGraphExec_t *exec) {
+lp_status capture(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm, bool logits_only,
+                  cudaGraphExec_t *exec) {
   CUDA_CHECK(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal));
-  const lp_status st = forward_enqueue(m, kv, c, dm);
+  const lp_status st = logits_only ? forward_logits_enqueue(m, kv, c, dm) : forward_enqueue(m, kv, c, dm);
   cudaGraph_t graph = nullptr;
   const cudaError_t e = cudaStreamEndCapture(m->stream, &graph);  // always ends the capture
   if (st != LP_OK) {
@@ -68,20 +71,21 @@ lp_status capture(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &d
 
 }  // namespace
 
-lp_status decode_graph_run(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm) {
+lp_status decode_graph_run(lp_model *m, lp_kv *kv, const StepCounts &c, const StepMeta &dm, bool logits_only) {
   DecodeGraphs *g = m->graphs;
+  const int k = logits_only ? 1 : 0;
   int i = 0;
   while (i < g->count && kSizes[i] != c.seqs) i++;
   LP_REQUIRE(i < g->count, "no decode graph size %d", c.seqs);
-  if (g->exec[i] && (g->kv_id[i] != kv->id || g->kv_data[i] != kv->data)) {
-    CUDA_CHECK(cudaGraphExecDestroy(g->exec[i]));
-    g->exec[i] = nullptr;
+  if (g->exec[k][i] && (g->kv_id[k][i] != kv->id || g->kv_data[k][i] != kv->data)) {
+    CUDA_CHECK(cudaGraphExecDestroy(g->exec[k][i]));
+    g->exec[k][i] = nullptr;
   }
-  if (!g->exec[i]) {
-    LP_TRY(capture(m, kv, c, dm, &g->exec[i]));
-    g->kv_id[i] = kv->id;
-    g->kv_data[i] = kv->data;
+  if (!g->exec[k][i]) {
+    LP_TRY(capture(m, kv, c, dm, logits_only, &g->exec[k][i]));
+    g->kv_id[k][i] = kv->id;
+    g->kv_data[k][i] = kv->data;
   }
-  CUDA_CHECK(cudaGraphLaunch(g->exec[i], m->stream));
+  CUDA_CHECK(cudaGraphLaunch(g->exec[k][i], m->stream));
   return LP_OK;
 }

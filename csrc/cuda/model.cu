@@ -124,6 +124,9 @@ void model_free(lp_model *m) {
   if (m->step_begin) cudaEventDestroy(m->step_begin);
   if (m->step_end) cudaEventDestroy(m->step_end);
   if (m->step_done) cudaEventDestroy(m->step_done);
+  if (m->meta_uploaded) cudaEventDestroy(m->meta_uploaded);
+  if (m->forward_end) cudaEventDestroy(m->forward_end);
+  if (m->sampling_begin) cudaEventDestroy(m->sampling_begin);
   cudaFree(m->weights_base);
   free(m->layers);
   free(m->present);
@@ -241,6 +244,9 @@ extern "C" lp_status lp_model_finalize(lp_model *m, int32_t max_num_tokens, int3
     CUDA_CHECK(cudaEventCreate(&m->step_begin));
     CUDA_CHECK(cudaEventCreate(&m->step_end));
     CUDA_CHECK(cudaEventCreateWithFlags(&m->step_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->meta_uploaded, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreate(&m->forward_end));
+    CUDA_CHECK(cudaEventCreate(&m->sampling_begin));
     LP_TRY(gemv_configure());
     LP_TRY(attention_prefill_configure());
     LP_TRY(attention_decode_configure());

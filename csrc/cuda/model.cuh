@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda_check.h"
+#include "step_meta.cuh"
 
 typedef __nv_bfloat16 bf16;
 
@@ -90,6 +91,14 @@ struct lp_model {
   int pending_top_stride;  // the step's max_top_logprobs (0: no top outputs)
   int32_t *pending_top_ids;
   float *pending_top_logprobs;
+  // A step launched with defer_sampling (lmpool.h lp_step_launch_sampling): its counts, whether its
+  // sampling is still to be launched, and the events that time the device's wait for it.
+  StepCounts pending_counts;
+  int pending_seqs, pending_tokens_n, pending_rows_n;
+  bool sampling_awaited, pending_deferred;
+  cudaEvent_t meta_uploaded;                // after the forward's metadata copy (DisableTiming)
+  cudaEvent_t forward_end, sampling_begin;  // the forward's last kernel; the sampling's enqueue
+  double last_sampling_wait_ms;
 };
 
 struct lp_kv {

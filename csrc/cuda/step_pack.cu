@@ -21,10 +21,10 @@ lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch 
   LP_REQUIRE(T == 0 || (in.token_ids && in.positions && in.slot_mapping && in.query_start && in.context_lens &&
                         in.block_tables),
              "null batch array");
-  LP_REQUIRE(R == 0 || (in.sample_index && in.temperature && in.top_k && in.top_p && in.seed),
-             "null sampling array");
+  LP_REQUIRE(R == 0 || in.sample_index, "null sampling array");
+  LP_REQUIRE(in.defer_sampling == 0 || in.defer_sampling == 1, "defer_sampling=%d must be 0 or 1",
+             in.defer_sampling);
   const int vocab = m->cfg.vocab_size, bs = kv->block_size;
-  LP_TRY(lp_check_control_arrays(&in, vocab));
   const int64_t slots = (int64_t)kv->num_blocks * bs;
   int stride = 0, tiles = 0, decode = 0;
   if (T > 0) {
@@ -83,6 +83,14 @@ lp_status step_validate(const lp_model *m, const lp_kv *kv, const lp_step_batch 
   return LP_OK;
 }
 
+lp_status step_validate_sampling(const lp_model *m, const lp_step_batch &in) {
+  const int R = in.num_rows;
+  LP_REQUIRE(R == 0 || (in.sample_index && in.temperature && in.top_k && in.top_p && in.seed),
+             "null sampling array");
+  LP_REQUIRE(R == 0 || (in.out_tokens && in.out_logprobs), "null output array");
+  return lp_check_control_arrays(&in, m->cfg.vocab_size);
+}
+
 namespace {
 
 // Query tiles of the multi-token sequences, those with the most keys first (shorter tail).
@@ -101,7 +109,7 @@ void fill_tiles(const lp_step_batch &in, int32_t *out) {
 
 }  // namespace
 
-size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, const StepCounts &c, int *out_skipped) {
+size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, const StepCounts &c) {
   const StepLayout l = step_layout(c);
   uint8_t *h = m->buf.meta_host;
   const int S = in.num_seqs, T = in.num_tokens, R = in.num_rows;
@@ -111,13 +119,47 @@ size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, co
   auto put = [&](size_t off, const void *src, size_t n, size_t elem) {
     if (n) memcpy(h + off, src, n * elem);
   };
-  put(l.seed, in.seed, R, 8);
   put(l.tokens, in.token_ids, T, 4);
   put(l.positions, in.positions, T, 4);
   put(l.slots, in.slot_mapping, T, 4);
   put(l.query_start, in.query_start, S + 1, 4);
   put(l.context_lens, in.context_lens, S, 4);
   put(l.sample_index, in.sample_index, R, 4);
+  // Padding of a graph batch: inert sequences with one token each, sampled greedily.
+  for (int i = T; i < c.tokens; i++) {
+    ((int32_t *)(h + l.tokens))[i] = 0;
+    ((int32_t *)(h + l.positions))[i] = 0;
+    ((int32_t *)(h + l.slots))[i] = -1;
+  }
+  for (int s = S; s < c.seqs; s++) {
+    ((int32_t *)(h + l.query_start))[s + 1] = T + (s - S) + 1;
+    ((int32_t *)(h + l.context_lens))[s] = 0;
+  }
+  for (int r = R; r < c.rows; r++) ((int32_t *)(h + l.sample_index))[r] = r;
+  int32_t *decode = (int32_t *)(h + l.decode_seqs);
+  int nd = 0;
+  for (int s = 0; s < c.seqs && nd < c.decode_seqs; s++)
+    if (s >= S || in.query_start[s + 1] - in.query_start[s] == 1) decode[nd++] = s;
+  if (c.prefill_tiles) fill_tiles(in, (int32_t *)(h + l.prefill_tiles));
+  int32_t *bt = (int32_t *)(h + l.block_tables);
+  if (c.bt_stride) {
+    memset(bt, 0, (size_t)c.seqs * c.bt_stride * 4);
+    for (int s = 0; s < S; s++) {
+      const int nb = (in.context_lens[s] + kv->block_size - 1) / kv->block_size;
+      memcpy(bt + (size_t)s * c.bt_stride, in.block_tables + (size_t)s * in.max_blocks_per_seq, (size_t)nb * 4);
+    }
+  }
+  return l.total;
+}
+
+void step_pack_rows(const lp_model *m, const lp_step_batch &in, const StepCounts &c, int *out_skipped) {
+  const StepLayout l = step_layout(c);
+  uint8_t *h = m->buf.meta_host;
+  const int R = in.num_rows;
+  auto put = [&](size_t off, const void *src, size_t n, size_t elem) {
+    if (n) memcpy(h + off, src, n * elem);
+  };
+  put(l.seed, in.seed, R, 8);
   put(l.top_k, in.top_k, R, 4);
   put(l.temperature, in.temperature, R, 4);
   put(l.top_p, in.top_p, R, 4);
@@ -138,35 +180,10 @@ size_t step_pack(const lp_model *m, const lp_kv *kv, const lp_step_batch &in, co
     ((float *)(h + l.top_p))[r] = 1.f;
   }
   *out_skipped = skipped;
-  // Padding of a graph batch: inert sequences with one token each, sampled greedily.
-  for (int i = T; i < c.tokens; i++) {
-    ((int32_t *)(h + l.tokens))[i] = 0;
-    ((int32_t *)(h + l.positions))[i] = 0;
-    ((int32_t *)(h + l.slots))[i] = -1;
-  }
-  for (int s = S; s < c.seqs; s++) {
-    ((int32_t *)(h + l.query_start))[s + 1] = T + (s - S) + 1;
-    ((int32_t *)(h + l.context_lens))[s] = 0;
-  }
-  for (int r = R; r < c.rows; r++) {
+  for (int r = R; r < c.rows; r++) {  // a graph batch's padding rows: greedy
     ((uint64_t *)(h + l.seed))[r] = 0;
-    ((int32_t *)(h + l.sample_index))[r] = r;
     ((int32_t *)(h + l.top_k))[r] = 0;
     ((float *)(h + l.temperature))[r] = 0.f;
     ((float *)(h + l.top_p))[r] = 1.f;
   }
-  int32_t *decode = (int32_t *)(h + l.decode_seqs);
-  int nd = 0;
-  for (int s = 0; s < c.seqs && nd < c.decode_seqs; s++)
-    if (s >= S || in.query_start[s + 1] - in.query_start[s] == 1) decode[nd++] = s;
-  if (c.prefill_tiles) fill_tiles(in, (int32_t *)(h + l.prefill_tiles));
-  int32_t *bt = (int32_t *)(h + l.block_tables);
-  if (c.bt_stride) {
-    memset(bt, 0, (size_t)c.seqs * c.bt_stride * 4);
-    for (int s = 0; s < S; s++) {
-      const int nb = (in.context_lens[s] + kv->block_size - 1) / kv->block_size;
-      memcpy(bt + (size_t)s * c.bt_stride, in.block_tables + (size_t)s * in.max_blocks_per_seq, (size_t)nb * 4);
-    }
-  }
-  return l.total;
 }

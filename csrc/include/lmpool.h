@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define LP_ABI_VERSION 3
+#define LP_ABI_VERSION 4
 
 /* Marks a function of the ABI: exported, while the builds hide every other symbol. */
 #if defined(__GNUC__)
@@ -150,6 +150,14 @@ LP_API lp_status lp_model_weight_bytes(lp_model *model, int64_t *out_bytes);
  * time; 0 before the first such step. Set against the caller's wall time, it separates host
  * overhead from device work. */
 LP_API lp_status lp_model_last_step_ms(lp_model *model, double *out_ms);
+/* Of the last collected step launched with defer_sampling (see lp_step_launch_sampling), how long
+ * the device stood idle between the end of the forward pass and the enqueue of the sampling, in
+ * ms: on CUDA the device time between an event after the forward's last kernel and one recorded
+ * when lp_step_launch_sampling has packed the controls (about 0 while the forward still ran then);
+ * on the CPU, where the forward ends inside lp_step_launch, the host time from that end to
+ * lp_step_launch_sampling's call. 0 before such a step. The caller's host work between the two
+ * calls that this does not cover is what the forward pass hid. */
+LP_API lp_status lp_model_last_sampling_wait_ms(lp_model *model, double *out_ms);
 LP_API lp_status lp_model_destroy(lp_model *model);
 
 /* ---------------------------------------------------------------------------------------------
@@ -361,6 +369,7 @@ typedef struct lp_step_batch {
   int32_t max_blocks_per_seq;
   int32_t num_rows;
   int32_t max_top_logprobs;    /* stride of the out_top_* arrays; 0: no row asks for top logprobs */
+  int32_t defer_sampling;      /* 1: lp_step_launch runs the forward pass only (lp_step_launch_sampling) */
   const int32_t *token_ids;    /* [num_tokens] */
   const int32_t *positions;    /* [num_tokens] */
   const int32_t *slot_mapping; /* [num_tokens] */
@@ -414,6 +423,21 @@ LP_API lp_status lp_step(lp_model *model, lp_kv *kv, const lp_step_batch *batch)
  * lp_step_collect(wait = 1). */
 LP_API lp_status lp_step_launch(lp_model *model, lp_kv *kv, const lp_step_batch *batch);
 LP_API lp_status lp_step_collect(lp_model *model, int32_t wait, int32_t *out_done);
+
+/* The sampling of a step launched with defer_sampling = 1, so the caller can compute controls
+ * (structured-output masks) on the host while the device runs the forward pass. Such a launch
+ * checks and enqueues the layers and the LM head at the sample_index rows, and reads none of the
+ * batch's sampling values (temperature, top_k, top_p, seed), controls or outputs; it never
+ * replays a graph that samples. lp_step_launch_sampling then takes the same batch with those
+ * filled in (the counts and the forward's arrays unchanged; a count that differs from the launch
+ * is LP_ERR_INVALID), checks them as lp_step does, uploads them and enqueues the sampling after
+ * the forward pass; the outputs follow lp_step_launch's rules and lp_step_collect ends the step as
+ * usual. Tokens, logprobs and errors equal those of the one-shot step on the same batch. Calls out
+ * of order are LP_ERR_STATE: lp_step_launch_sampling without a deferred launch or twice, and
+ * lp_step_collect (or lp_step) before it. A failed lp_step_launch_sampling leaves the step waiting
+ * for a valid one. The CPU backend computes the forward pass in lp_step_launch and the sampling
+ * here. lp_step refuses a batch with defer_sampling set (LP_ERR_INVALID). */
+LP_API lp_status lp_step_launch_sampling(lp_model *model, const lp_step_batch *batch);
 
 /* ---------------------------------------------------------------------------------------------
  * Benchmark ceilings: what bench/ reports measured step times against

@@ -146,7 +146,7 @@ export class LLM implements GenerationEngine {
   stats(): EngineStats {
     const stats = this.engine.rankStats();
     return {
-      ranks: [{ ...stats, ...this.engine.iterationTokens.counters() }],
+      ranks: [{ ...stats, ...this.engine.iterationTokens.counters(), ...this.engine.maskTimes.counters() }],
       routing: {},
       transfers: { count: 0, blocks: 0, bytes: 0 },
       health: { ranks: [{ rank: stats.rank, up: !this.#disposed, restarts: 0 }] },

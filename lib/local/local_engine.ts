@@ -9,6 +9,7 @@ import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
 import { IterationTokenHistogram } from "../core/iteration_tokens.ts";
+import { MaskTimeHistogram } from "../core/mask_time.ts";
 import type { FinishReason, PromptLogprob, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { BlockManager } from "./block_manager.ts";
@@ -85,6 +86,8 @@ export class LocalEngine {
   readonly timings = new StepTimings();
   /** Tokens per step, as vLLM's iteration_tokens_total counts them. */
   readonly iterationTokens = new IterationTokenHistogram();
+  /** Per step with constrained rows: its structured-output masks' time and the part the forward pass hid. */
+  readonly maskTimes = new MaskTimeHistogram();
   /** Structured outputs: the grammar engine and the matchers of constrained sequences. */
   readonly grammars: DeviceGrammars;
   numFinished = 0;
@@ -295,6 +298,7 @@ export class LocalEngine {
     const totalMs = performance.now() - t0;
     this.timings.record(kind, out.numTokens, result.nativeMs, totalMs);
     this.iterationTokens.observe(out.numTokens);
+    if (result.masks) this.maskTimes.observe(result.masks);
     // Only steps with prefill teach the step budget: it caps prefill tokens, and the many short
     // decode-only steps would outweigh (and soon forget) the few long chunks its fit is for.
     if (kind !== "decode") this.scheduler.stepBudget?.observe(stepShape(out), totalMs);

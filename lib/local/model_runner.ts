@@ -13,19 +13,26 @@
 import { allocateStepBatch, type KvCache, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
 import type { TopLogprob } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
-import { SamplingControls, type StopTokens } from "./sampling_controls.ts";
+import type { StepMaskTime } from "../core/mask_time.ts";
+import { type ConstrainedRow, SamplingControls, type StopTokens } from "./sampling_controls.ts";
 import { PromptLogprobRows } from "./prompt_logprob_rows.ts";
 import type { SequenceGrammar } from "./sequence_grammar.ts";
 import type { SchedulerOutput } from "./scheduler.ts";
 
 /**
  * What the runner needs from a model: one forward step over a batch, and optionally the step in
- * two halves (NativeModel has all three; without the halves the async form runs `step`).
+ * two halves (NativeModel has all of them; without the halves the async form runs `step`), whose
+ * launch may leave the sampling to a later call (then a step's structured-output masks are
+ * computed while the device runs its forward pass).
  */
 export interface StepModel {
   step(kv: KvCache, batch: StepBatch): void;
   stepLaunch?(kv: KvCache, batch: StepBatch): void;
   stepCollect?(wait: boolean): boolean;
+  /** The sampling of a step launched with `batch.deferSampling = 1`, its controls now complete. */
+  stepLaunchSampling?(batch: StepBatch): void;
+  /** Of the last such step, ms the device stood idle between its forward pass and the sampling's launch. */
+  lastSamplingWaitMs?(): number;
   /** stepLaunch returns before the step is computed (else it computes it, as on the CPU). */
   readonly launchesAsync?: boolean;
 }
@@ -53,8 +60,10 @@ export interface StepResult {
   topStride: number;
   /** Why each unsampled row was not sampled (the value at fault); empty in a normal step. */
   rowErrors: ReadonlyMap<number, RangeError>;
-  /** Wall time of the native call, ms. */
+  /** Wall time of the native call, ms (from the launch to the collect: a deferred step's masks included). */
   nativeMs: number;
+  /** The step's structured-output masks, when it had constrained rows (lib/core/mask_time.ts). */
+  masks?: StepMaskTime;
 }
 
 const NO_ROW_ERRORS: ReadonlyMap<number, RangeError> = new Map();
@@ -107,10 +116,11 @@ function rowErrorsOf(b: StepBatch): ReadonlyMap<number, RangeError> {
 }
 
 /** The sampled rows of a step that ran from `t0` until now. */
-function resultOf(b: StepBatch, t0: number): StepResult {
+function resultOf(b: StepBatch, t0: number, masks?: StepMaskTime): StepResult {
   const nativeMs = performance.now() - t0;
   const topStride = b.maxTopLogprobs ?? 0;
   return {
+    ...(masks ? { masks } : {}),
     numRows: b.numRows,
     tokens: b.outTokens,
     logprobs: b.outLogprobs,
@@ -131,6 +141,8 @@ export class ModelRunner {
   readonly #batch: StepBatch;
   readonly #controls: StepControlsWriter;
   readonly #rowControls: SamplingControls;
+  /** The step's constrained rows, their masks not yet joined (see {@link fill}). */
+  readonly #constrained: ConstrainedRow[] = [];
   /** The step's prompt-logprob rows (scored rows after the sampled ones); read them after the step. */
   readonly promptRows: PromptLogprobRows;
 
@@ -163,10 +175,19 @@ export class ModelRunner {
 
   /** Runs one scheduled step; the result's arrays are reused by the next call. */
   execute(out: SchedulerOutput): StepResult {
-    const b = this.fill(out);
+    const m = this.#model;
+    const b = this.fill(out, true);
+    if (b.deferSampling !== 1) {
+      const masks = this.#masksBeforeLaunch(b);
+      const t0 = performance.now();
+      m.step(this.#kv, b);
+      return resultOf(b, t0, masks);
+    }
     const t0 = performance.now();
-    this.#model.step(this.#kv, b);
-    return resultOf(b, t0);
+    m.stepLaunch!(this.#kv, b);
+    const maskMs = this.#masksDuringForward(b);
+    m.stepCollect!(true);
+    return resultOf(b, t0, this.#maskTime(maskMs));
   }
 
   /** Whether {@link executeAsync} leaves the event loop turning while the device computes. */
@@ -182,15 +203,58 @@ export class ModelRunner {
   async executeAsync(out: SchedulerOutput, turn: () => Promise<void>): Promise<StepResult> {
     const m = this.#model;
     if (!m.stepLaunch || !m.stepCollect) return this.execute(out);
-    const b = this.fill(out);
+    const b = this.fill(out, true);
+    const masks = b.deferSampling === 1 ? undefined : this.#masksBeforeLaunch(b);
     const t0 = performance.now();
     m.stepLaunch(this.#kv, b);
+    // No turn of the event loop before the sampling's launch: the device would wait for it.
+    const maskMs = b.deferSampling === 1 ? this.#masksDuringForward(b) : undefined;
     while (!m.stepCollect(false)) await turn();
-    return resultOf(b, t0);
+    return resultOf(b, t0, maskMs === undefined ? masks : this.#maskTime(maskMs));
   }
 
-  /** Fills the flat arrays for `out` (exposed for tests). */
-  fill(out: SchedulerOutput): StepBatch {
+  /** Whether the model launches a step's forward pass and its sampling apart. */
+  get #defers(): boolean {
+    const m = this.#model;
+    return m.stepLaunch !== undefined && m.stepCollect !== undefined && m.stepLaunchSampling !== undefined;
+  }
+
+  /** Joins the constrained rows' masks to their controls and repacks them; returns the ms the masks took. */
+  #joinMasks(b: StepBatch): number {
+    const t = performance.now();
+    for (const { seq, controls } of this.#constrained) this.#rowControls.joinMask(seq, controls);
+    const maskMs = performance.now() - t;
+    this.#controls.repack();
+    this.#controls.attach(b);
+    return maskMs;
+  }
+
+  /** A step the model cannot split: its masks go on the step's path before the launch, none hidden. */
+  #masksBeforeLaunch(b: StepBatch): StepMaskTime | undefined {
+    if (this.#constrained.length === 0) return undefined;
+    const maskMs = this.#joinMasks(b);
+    return { rows: this.#constrained.length, maskMs, hiddenMs: 0 };
+  }
+
+  /** While the device runs the launched forward pass: the masks, then the sampling's launch. */
+  #masksDuringForward(b: StepBatch): number {
+    const maskMs = this.#joinMasks(b);
+    this.#model.stepLaunchSampling!(b);
+    return maskMs;
+  }
+
+  /** A deferred step's mask time once collected: hidden is what the device did not wait for. */
+  #maskTime(maskMs: number): StepMaskTime {
+    const waitMs = this.#model.lastSamplingWaitMs?.() ?? maskMs;
+    return { rows: this.#constrained.length, maskMs, hiddenMs: Math.max(0, maskMs - waitMs) };
+  }
+
+  /**
+   * Fills the flat arrays for `out` (exposed for tests). With `deferMasks`, the structured-output
+   * masks are left out of the controls (the rows wait in #constrained for #joinMasks) and, on a
+   * model that splits steps, the batch is marked for a deferred sampling when any row has one.
+   */
+  fill(out: SchedulerOutput, deferMasks = false): StepBatch {
     const b = this.#batch;
     const bs = this.#blockSize;
     const seqs = out.scheduled;
@@ -210,6 +274,8 @@ export class ModelRunner {
     let r = 0;
     const controls = this.#controls;
     controls.begin();
+    const constrained = this.#constrained;
+    constrained.length = 0;
     for (let i = 0; i < seqs.length; i++) {
       const { seq, start, numNewTokens, sample } = seqs[i]!;
       const table = seq.blockTable;
@@ -232,7 +298,7 @@ export class ModelRunner {
         b.topK[r] = sp.topK > 0 ? sp.topK : 0;
         b.topP[r] = sp.topP;
         b.seed[r] = seq.seed;
-        controls.add(this.#rowControls.of(seq));
+        controls.add(this.#rowControls.of(seq, deferMasks ? constrained : undefined));
         r++;
       }
     }
@@ -243,6 +309,7 @@ export class ModelRunner {
     b.numTokens = t;
     b.numRows = r;
     b.maxBlocksPerSeq = stride;
+    b.deferSampling = constrained.length > 0 && this.#defers ? 1 : 0;
     controls.attach(b);
     return b;
   }

@@ -8,7 +8,8 @@
  * - Banned tokens: vLLM's bad_words rule (the last token of a bad word whose other tokens end the
  *   output), evaluated on the host where the output tokens are.
  * - A structured output's mask (sequence_grammar.ts): its allowed list, intersected with
- *   allowed_token_ids, or its banned list, joined to the bad words'.
+ *   allowed_token_ids, or its banned list, joined to the bad words'. The model runner may ask for
+ *   a row without it and join it later, while the device runs the step's forward pass.
  * - min_tokens, as vLLM does it: until the output has that many tokens, EOS (unless ignore_eos) and
  *   the request's stop token ids are banned, so none is sampled early.
  * @module
@@ -71,9 +72,16 @@ export function bannedByBadWords(badWords: readonly (readonly number[])[], outpu
 }
 
 /** `allowed` less what `mask` excludes. */
-function constrain(allowed: readonly number[], mask: TokenMask): number[] {
+function intersect(allowed: readonly number[], mask: TokenMask): number[] {
   const set = new Set(mask.allowed ?? mask.banned);
   return allowed.filter((t) => set.has(t) === (mask.allowed !== undefined));
+}
+
+/** A constrained row whose mask is still to join its controls (see {@link SamplingControls.of}). */
+export interface ConstrainedRow {
+  seq: Sequence;
+  /** The row's controls without the mask; {@link SamplingControls.joinMask} completes them in place. */
+  controls: RowControls;
 }
 
 /** The model's EOS ids, banned while a request's min_tokens is not reached, and its vocabulary size. */
@@ -116,8 +124,12 @@ export class SamplingControls {
       p.allowedTokenIds !== undefined || p.badWordsTokenIds.length > 0 || p.structuredOutput !== undefined;
   }
 
-  /** The controls of `seq`'s row this step, or null when it has none. */
-  of(seq: Sequence): RowControls | null {
+  /**
+   * The controls of `seq`'s row this step, or null when it has none. With `deferred`, a
+   * constrained sequence's mask is left out and the row is pushed there instead, for
+   * {@link joinMask} to complete while the device runs the forward pass.
+   */
+  of(seq: Sequence, deferred?: ConstrainedRow[]): RowControls | null {
     const p = seq.params;
     const early = this.#minTokensBan(seq);
     if (!SamplingControls.needed(p) && early.length === 0) return null;
@@ -143,9 +155,18 @@ export class SamplingControls {
       c.bannedTokenIds = bannedByBadWords(p.badWordsTokenIds, output);
     }
     if (early.length > 0) c.bannedTokenIds = c.bannedTokenIds ? [...Array.from(c.bannedTokenIds), ...early] : early;
+    if (!p.structuredOutput) return c;
+    if (deferred) deferred.push({ seq, controls: c });
+    else this.joinMask(seq, c);
+    return c;
+  }
+
+  /** Joins `seq`'s structured-output mask (none once its grammar is done) to `c`, its row's controls from {@link of}. */
+  joinMask(seq: Sequence, c: RowControls): void {
+    const p = seq.params;
     let mask: TokenMask | null | undefined = null;
     try {
-      mask = p.structuredOutput ? this.#grammarOf(seq)?.mask(seq) : null;
+      mask = this.#grammarOf(seq)?.mask(seq);
     } catch {
       // The engine fails a sequence whose token the grammar rejects before its next step; should
       // one get here, an id outside the vocabulary makes the native step refuse this row alone.
@@ -153,7 +174,7 @@ export class SamplingControls {
     }
     if (mask) {
       if (p.allowedTokenIds !== undefined) {
-        c.allowedTokenIds = constrain(p.allowedTokenIds, mask);
+        c.allowedTokenIds = intersect(p.allowedTokenIds, mask);
         // Nothing both allow: an out-of-vocabulary id makes the native step refuse the row.
         if (c.allowedTokenIds.length === 0) c.allowedTokenIds = [INT32_MAX];
       } else if (mask.allowed) c.allowedTokenIds = mask.allowed;
@@ -161,6 +182,5 @@ export class SamplingControls {
         c.bannedTokenIds = c.bannedTokenIds ? [...Array.from(c.bannedTokenIds), ...mask.banned!] : mask.banned;
       }
     }
-    return c;
   }
 }

@@ -449,6 +449,7 @@ export class WorkerHost {
       ...stats,
       // Built only for a push, not for the per-step check of whether to push.
       ...this.#engine.iterationTokens.counters(),
+      ...this.#engine.maskTimes.counters(),
       ...this.#o.dataPath?.counters(),
       rank: this.#o.rank,
       leakedBlocks: this.#audit.leakedBlocks,

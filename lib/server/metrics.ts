@@ -7,6 +7,7 @@
 import type { EngineStats, RankHealth, RankStats } from "../core/engine_api.ts";
 import { LabeledHistogram, renderCounter, renderGauge, type Sample } from "./prometheus.ts";
 import { ITERATION_TOKEN_BUCKETS, iterationTokensOf } from "../core/iteration_tokens.ts";
+import { MASK_TIME_BUCKETS, type MaskTimeKind, maskTimesOf } from "../core/mask_time.ts";
 import { type StreamTiming, VllmRequestMetrics } from "./vllm_request_metrics.ts";
 import { nodeSeries } from "./node_metrics.ts";
 
@@ -72,6 +73,15 @@ export class ServerMetrics {
       "Histogram of number of tokens per engine_step.",
       ITERATION_TOKEN_BUCKETS,
     );
+    // Per step with structured outputs (lib/core/mask_time.ts): the masks' host time and the part
+    // the forward pass did not hide.
+    const masks: [MaskTimeKind, LabeledHistogram][] = [
+      ["mask_seconds", "Host time computing a step's structured-output masks (steps with constrained requests)."],
+      ["mask_exposed_seconds", "Part of a step's structured-output mask time the forward pass did not hide."],
+    ].map(([kind, help]) => [
+      kind as MaskTimeKind,
+      new LabeledHistogram(`lmpool_structured_output_${kind}`, help!, MASK_TIME_BUCKETS),
+    ]);
     const preemptions: Sample[] = [];
     for (const rank of ranks) {
       const labels = this.requests.labels(rank);
@@ -79,10 +89,15 @@ export class ServerMetrics {
       iteration.ensure(labels);
       const steps = r && iterationTokensOf(r);
       if (steps) iteration.add(labels, steps.bucketCounts, steps.sum);
+      for (const [kind, h] of masks) {
+        h.ensure(labels);
+        const times = r && maskTimesOf(r, kind);
+        if (times) h.add(labels, times.bucketCounts, times.sum);
+      }
       preemptions.push({ labels, value: r?.numPreemptions ?? 0 });
     }
     return renderCounter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", preemptions) +
-      iteration.render();
+      iteration.render() + masks.map(([, h]) => h.render()).join("");
   }
 
   /** The whole exposition: engine gauges and counters from `stats`, then the recorded series. */

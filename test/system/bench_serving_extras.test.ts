@@ -2,7 +2,7 @@
 // the tiny model, a share of the requests carrying top logprobs or a structured output (sent with
 // ignore_eos, as the random-256 workload sends its requests). The report splits TPOT and TTFT by
 // group, every structured output is checked against its zod schema, and the grammar ends each one
-// before the length limit.
+// before the length limit; with structured outputs the report has the server's per-step mask time.
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,6 +29,12 @@ for (const kind of EXTRA_KINDS) {
     expect(Object.keys(saved.metrics.phases).sort()).toEqual([kind, "plain"].sort());
     expect(saved.metrics.phases[kind].requests).toBe(extras.requests);
     expect(text).toContain(`| ${kind} | ${extras.requests} |`);
+    // Structured outputs: the server's per-step mask times over the run (from /metrics).
+    if (kind !== "logprobs") {
+      expect(extras.masks.steps).toBeGreaterThan(0);
+      expect(extras.masks.meanMs).toBeGreaterThan(0);
+      expect(text).toMatch(/structured-output masks: \d+ steps with constrained requests, mask time per step mean/);
+    } else expect(extras.masks).toBeUndefined();
   });
 }
 
