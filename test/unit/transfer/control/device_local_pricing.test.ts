@@ -87,6 +87,7 @@ describe("the cost gate on a device-local pair", () => {
       blockBytes: () => QWEN3_06B_BLOCK / 16, // a 16-token block of the Qwen3-0.6B shape
       inbound: () => false,
       movingOut: () => false,
+      inboundBlocks: () => 0,
     };
   }
   const reason = (v: ReturnType<typeof planPrefixCopy>) => (v.ok ? "ok" : v.reason);
