@@ -5,8 +5,7 @@
 // vLLM's shapes, and bad values are 400s naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
+import { postJson, type ServerProcess, startTinyServer, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-test";
 const PROMPT = "Once upon a time in a small village";
@@ -42,18 +41,7 @@ async function tokenize(text: string): Promise<number[]> {
 let greedy: number[];
 
 beforeAll(async () => {
-  server = await startServerProcess([
-    "--model",
-    await tinyModelDir(),
-    "--port",
-    "0",
-    "--backend",
-    "cpu",
-    "--served-model-name",
-    MODEL,
-    "--max-model-len",
-    "256",
-  ]);
+  server = await startTinyServer(["--served-model-name", MODEL, "--max-model-len", "256"]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
   greedy = (await completionIds({ temperature: 0 })).ids;
 });

@@ -4,8 +4,7 @@
 // continuous usage, refused and unknown fields, X-Request-Id and GET /v1/models/{id}.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
+import { type ServerProcess, startTinyServer, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-test";
 const PROMPT = "Once upon a time in a small village";
@@ -51,18 +50,7 @@ let ref: number[];
 let k: number;
 
 beforeAll(async () => {
-  server = await startServerProcess([
-    "--model",
-    await tinyModelDir(),
-    "--port",
-    "0",
-    "--backend",
-    "cpu",
-    "--served-model-name",
-    MODEL,
-    "--max-model-len",
-    "256",
-  ]);
+  server = await startTinyServer(["--served-model-name", MODEL, "--max-model-len", "256"]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
   ref = (await greedyIds({ ignore_eos: true })).ids;
   k = ref.findIndex((t, i) => i >= 2 && i < 7 && !ref.slice(0, i).includes(t));

@@ -1,5 +1,6 @@
 // Starts examples/serve.ts as a real subprocess and finds its URL from the start-up line.
 import { fileURLToPath } from "node:url";
+import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -38,6 +39,11 @@ export async function startServerProcess(args: string[], timeoutMs = 60_000): Pr
   }
   proc.kill("SIGKILL");
   throw new Error(`server did not start within ${timeoutMs} ms:\n${out}`);
+}
+
+/** The tiny test model served on the CPU backend on a free port, with `args` after those. */
+export async function startTinyServer(args: string[] = [], timeoutMs?: number): Promise<ServerProcess> {
+  return startServerProcess(["--model", await tinyModelDir(), "--port", "0", "--backend", "cpu", ...args], timeoutMs);
 }
 
 /** Kills the server (when started and still running) and waits for it to exit: a suite's afterAll. */

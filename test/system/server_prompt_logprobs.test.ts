@@ -7,8 +7,7 @@
 // skip_special_tokens false.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
+import { postJson, type ServerProcess, startTinyServer, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-test";
 const PROMPT = "Once upon a time in a small village";
@@ -33,18 +32,7 @@ async function sse(res: Response): Promise<Json[]> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess([
-    "--model",
-    await tinyModelDir(),
-    "--port",
-    "0",
-    "--backend",
-    "cpu",
-    "--served-model-name",
-    MODEL,
-    "--max-model-len",
-    "256",
-  ]);
+  server = await startTinyServer(["--served-model-name", MODEL, "--max-model-len", "256"]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
   promptIds = ((await (await post("/tokenize", { model: MODEL, prompt: PROMPT })).json()) as Json).tokens;
   special = ((await (await post("/tokenize", { model: MODEL, prompt: "<|im_start|>" })).json()) as Json).tokens[0];

@@ -3,8 +3,7 @@
 // completions (streamed and not), and the 400s that name the field: a schema xgrammar cannot
 // compile, two constraint kinds at once, an unknown key, structural_tag.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
+import { postJson, type ServerProcess, startTinyServer, stopServerProcess } from "./server_process.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -15,7 +14,7 @@ setDefaultTimeout(30_000);
 const post = (path: string, body: unknown) => postJson(server, path, body);
 
 beforeAll(async () => {
-  server = await startServerProcess(["--model", await tinyModelDir(), "--port", "0", "--backend", "cpu"]);
+  server = await startTinyServer();
 });
 
 afterAll(() => stopServerProcess(server));

@@ -7,8 +7,7 @@
 // The parsers' behaviour on given text is tested in test/unit/server (reply_parsing, chat_tools).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
-import { metricValue, postJson, type ServerProcess, startServerProcess, stopServerProcess } from "./server_process.ts";
+import { metricValue, postJson, type ServerProcess, startTinyServer, stopServerProcess } from "./server_process.ts";
 
 const MODEL = "tiny-tools";
 
@@ -22,13 +21,7 @@ type Json = any;
 const post = (path: string, body: unknown) => postJson(server, path, body);
 
 beforeAll(async () => {
-  server = await startServerProcess([
-    "--model",
-    await tinyModelDir(),
-    "--port",
-    "0",
-    "--backend",
-    "cpu",
+  server = await startTinyServer([
     "--gpus",
     "2",
     "--served-model-name",

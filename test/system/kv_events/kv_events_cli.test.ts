@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { fileURLToPath } from "node:url";
 import { tinyModelDir } from "../../helpers/tiny_model_dir.ts";
 import { libzmqMissing, pythonWithZmq, unavailableSuite } from "../../helpers/system_libraries.ts";
-import { type ServerProcess, startServerProcess, stopServerProcess } from "../server_process.ts";
+import { type ServerProcess, startTinyServer, stopServerProcess } from "../server_process.ts";
 import { PythonConsumer } from "./consumers.ts";
 import { freePortRun } from "./free_ports.ts";
 
@@ -53,13 +53,7 @@ else {
 
     test("the strict Python consumer reads its events; /metrics leads with the node", async () => {
       const port = await freePortRun(2);
-      server = await startServerProcess([
-        "--model",
-        await tinyModelDir(),
-        "--port",
-        "0",
-        "--backend",
-        "cpu",
+      server = await startTinyServer([
         "--gpus",
         "2",
         "--served-model-name",
