@@ -156,7 +156,8 @@ test(
       model,
       ...opts,
       transfers: "force",
-      transferTuning: { offloadIntoColderCache: true },
+      // Rank 1 has 4 free blocks: with no room kept for its own prompts, only colder cache makes room.
+      transferTuning: { offloadIntoColderCache: true, targetReserveShare: 0 },
     });
     const got = await run(engine, zOlder);
     // Rank 1 has 4 free blocks: a's 20 fit by reclaiming z's blocks, all older than a's chain.
@@ -171,7 +172,7 @@ test(
       model,
       ...opts,
       transfers: "force",
-      transferTuning: { offloadIntoColderCache: true },
+      transferTuning: { offloadIntoColderCache: true, targetReserveShare: 0 },
     });
     const kept = await run(newer, zNewer);
     expect(kept[5]!.metrics.numCachedTokens).toBeLessThan(320);

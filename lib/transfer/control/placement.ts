@@ -223,7 +223,7 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
   const out: PlacementCandidate[] = [];
   for (const b of batches.values()) {
     if (b.blocks.length === 0 || b.blocks.length < config.minBatchBlocks) continue;
-    const reserve = Math.ceil(config.targetReserveTokens / env.blockSize(b.dst));
+    const reserve = Math.ceil(config.targetReserveShare * (blocks.table(b.dst)?.capacity.numBlocks ?? 0));
     if (env.netFree(b.dst) < b.blocks.length + reserve) continue;
     const est = env.cost.estimate(b.src, b.dst, b.blocks.length, env.blockBytes(b.src));
     // No request waits for a background copy: busy ranks' phase waits only delay its publish (the

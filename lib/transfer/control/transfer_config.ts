@@ -154,6 +154,9 @@ export function resolveTransferConfig(input: TransferConfigInput | Partial<Trans
       throw new RangeError(`transfers.${k} must be an integer >= 1, got ${c[k]}`);
     }
   }
+  if (c.targetReserveShare > 1) {
+    throw new RangeError(`transfers.targetReserveShare must be in [0, 1], got ${c.targetReserveShare}`);
+  }
   if (c.ewmaAlpha <= 0 || c.ewmaAlpha > 1) {
     throw new RangeError(`transfers.ewmaAlpha must be in (0, 1], got ${c.ewmaAlpha}`);
   }

@@ -56,10 +56,10 @@ export function netFreeBlocks(ctx: RoutingContext, rank: number): number {
 /**
  * Free blocks of a rank a chain moved there unasked can stay in: net of route reservations, of the
  * blocks running plans bring there, and of the room it keeps for its own next prompts
- * (targetReserveTokens).
+ * (targetReserveShare of its blocks).
  */
 function roomFor(env: PlannerEnv, rank: number): number {
-  const reserve = Math.ceil(env.config.targetReserveTokens / env.ctx.capacity(rank).blockSize);
+  const reserve = Math.ceil(env.config.targetReserveShare * env.ctx.capacity(rank).numBlocks);
   return netFreeBlocks(env.ctx, rank) - env.inboundBlocks(rank) - reserve;
 }
 

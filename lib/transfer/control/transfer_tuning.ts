@@ -38,12 +38,12 @@ export interface TransferTuning {
   /** No second placement of one chain to one rank within this time. Default 10000 ms. */
   cooldownMs: number;
   /**
-   * Free room, in tokens, a rank keeps beyond a chain it takes unasked (a background copy or an
-   * offload move). Such a chain arrives with no access, so it is the first block reclaimed there:
-   * room the rank's next long prompt takes would evict it before anyone reused it, and its transfer
-   * would be wasted. Default 16384 (one long prompt: 64 blocks of 256 tokens).
+   * Share of a rank's KV blocks it keeps free beyond a chain it takes unasked (a background copy or
+   * an offload move). Such a chain arrives with no access, so it is the first block reclaimed there:
+   * room the rank's own next prompts take would evict it before anyone reused it, and its transfer
+   * would be wasted. Default 0.125.
    */
-  targetReserveTokens: number;
+  targetReserveShare: number;
   /** How long routing prefers a placement's destination for its prefix. Default 30000 ms. */
   leaseMs: number;
   /**
@@ -103,7 +103,7 @@ export const DEFAULT_TRANSFER_TUNING: Readonly<TransferTuning> = Object.freeze({
   minLoadSkewTokens: 256,
   minLoadSkewRatio: 1.5,
   cooldownMs: 10_000,
-  targetReserveTokens: 16_384,
+  targetReserveShare: 0.125,
   leaseMs: 30_000,
   leaseRouteBonusTokens: 0,
   offloadIntoColderCache: false,

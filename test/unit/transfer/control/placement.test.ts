@@ -85,7 +85,7 @@ function world(
       free: o.dstFree,
     }),
   );
-  const config = resolveTransferConfig({ mode: "auto", targetReserveTokens: 0, ...o.config });
+  const config = resolveTransferConfig({ mode: "auto", targetReserveShare: 0, ...o.config });
   const busy = new Set<string>();
   const cooling = new Set<string>();
   const env: PlacementEnv = {
@@ -130,8 +130,8 @@ describe("background candidates", () => {
     w.cooling.clear();
     w.busy.add("0-1");
     expect(planPlacements(w.env, hot(HOT))).toEqual([]);
-    // The target keeps room for its own next prompt: 128 tokens are 8 blocks of 16, 8 + 8 > 15.
-    const reserve = { config: { targetReserveTokens: 128 } };
+    // The target keeps room for its own next prompts: 0.8% of its 1000 blocks is 8, 8 + 8 > 15.
+    const reserve = { config: { targetReserveShare: 0.008 } };
     expect(planPlacements(world({ dstFree: 15, ...reserve }).env, hot(HOT))).toEqual([]);
     expect(planPlacements(world({ dstFree: 16, ...reserve }).env, hot(HOT))).toHaveLength(1);
     expect(planPlacements(world({ dstFree: 8 }).env, hot(HOT))).toHaveLength(1); // no reserve

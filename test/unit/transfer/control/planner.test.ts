@@ -36,9 +36,9 @@ function env(
     inboundBlocks?: Map<number, number>;
   } = {},
 ): PlannerEnv {
-  // Ranks of these tests hold tens of blocks: no room kept for their own next prompts, unless a test asks.
+  // No room kept for the ranks' own next prompts, unless a test asks.
   const config = resolveTransferConfig({
-    targetReserveTokens: 0,
+    targetReserveShare: 0,
     ...(o.config === "force" ? { mode: "force" as const } : o.config),
   });
   return {
@@ -230,9 +230,9 @@ describe("offload", () => {
       1,
     );
     expect(arriving).toMatchObject({ ok: false, reason: "target_capacity" });
-    // ...and so does the room it keeps for its own next prompts: 48 tokens are 3 blocks of 16.
+    // ...and so does the room it keeps for its own next prompts: 2% of its 200 blocks is 4.
     const keeping = planOffload(
-      env(setUp(5).s, query(promptTokens(1, 800)), { config: { mode: "force", targetReserveTokens: 48 } }),
+      env(setUp(5).s, query(promptTokens(1, 800)), { config: { mode: "force", targetReserveShare: 0.02 } }),
       1,
     );
     expect(keeping).toMatchObject({ ok: false, reason: "target_capacity" });

@@ -25,7 +25,7 @@ async function setUp(config: Partial<TransferConfig>, faults?: (rank: number) =>
   clusters.push(c);
   const service = new TransferService({
     scheduler,
-    config: resolveTransferConfig({ mode: "force", targetReserveTokens: 0, ...config }),
+    config: resolveTransferConfig({ mode: "force", targetReserveShare: 0, ...config }),
     idPrefix: "s",
     log: () => {},
     link: async (rank, m) => c.workers[rank]!.executor.handle(m as TransferPhaseMessage),
