@@ -141,6 +141,7 @@ export class ModelRunner {
   readonly #batch: StepBatch;
   readonly #controls: StepControlsWriter;
   readonly #rowControls: SamplingControls;
+  readonly #grammarOf: (seq: Sequence) => SequenceGrammar | undefined;
   /** The step's constrained rows, their masks not yet joined (see {@link fill}). */
   readonly #constrained: ConstrainedRow[] = [];
   /** The step's prompt-logprob rows (scored rows after the sampled ones); read them after the step. */
@@ -170,6 +171,7 @@ export class ModelRunner {
     this.#batch = allocateStepBatch({ tokens: maxNumTokens, seqs: maxNumSeqs, maxBlocksPerSeq });
     this.#controls = new StepControlsWriter(maxNumSeqs);
     this.#rowControls = new SamplingControls(grammarOf, stops);
+    this.#grammarOf = grammarOf ?? (() => undefined);
     this.promptRows = new PromptLogprobRows(maxNumSeqs);
   }
 
@@ -207,8 +209,9 @@ export class ModelRunner {
     const masks = b.deferSampling === 1 ? undefined : this.#masksBeforeLaunch(b);
     const t0 = performance.now();
     m.stepLaunch(this.#kv, b);
-    // No turn of the event loop before the sampling's launch: the device would wait for it.
-    const maskMs = b.deferSampling === 1 ? this.#masksDuringForward(b) : undefined;
+    // No turn of the event loop before the sampling's launch (the device would wait for it): the
+    // masks are prepared through promises that settle at once, not through the event loop.
+    const maskMs = b.deferSampling === 1 ? await this.#preparedMasksDuringForward(b) : undefined;
     while (!m.stepCollect(false)) await turn();
     return resultOf(b, t0, maskMs === undefined ? masks : this.#maskTime(maskMs));
   }
@@ -241,6 +244,14 @@ export class ModelRunner {
     const maskMs = this.#joinMasks(b);
     this.#model.stepLaunchSampling!(b);
     return maskMs;
+  }
+
+  /** As {@link #masksDuringForward}, the masks computed the fast, asynchronous way first. */
+  async #preparedMasksDuringForward(b: StepBatch): Promise<number> {
+    const t = performance.now();
+    for (const { seq } of this.#constrained) await this.#grammarOf(seq)?.prepareMask(seq);
+    const prepareMs = performance.now() - t;
+    return prepareMs + this.#masksDuringForward(b);
   }
 
   /** A deferred step's mask time once collected: hidden is what the device did not wait for. */

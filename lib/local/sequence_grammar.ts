@@ -47,11 +47,16 @@ export class SequenceGrammar {
     return "continue";
   }
 
-  /** After a sampled token: feeds it, and says whether the output must end here. */
+  /**
+   * After a sampled token: feeds it, and says whether the output must end here. The next token's
+   * mask is left for the next step, which computes it while the device runs its forward pass; only
+   * a vocabulary without a stop token needs it now, to end a grammar that can only end.
+   */
   advance(seq: Sequence): GrammarVerdict {
     const v = this.#sync(seq);
     if (v !== "continue") return v;
     if (this.#matcher.terminated) return "end";
+    if (this.#matcher.canStop) return "continue";
     const m = this.#matcher.mask();
     return m.allowed !== undefined && m.allowed.length === 0 ? "end" : "continue";
   }
@@ -61,6 +66,14 @@ export class SequenceGrammar {
     const v = this.#sync(seq);
     if (typeof v === "object") throw new GrammarError(`token ${v.rejected} does not match the grammar`);
     return this.#matcher.terminated ? null : this.#matcher.mask();
+  }
+
+  /**
+   * Computes the constraint {@link mask} will return, ahead and faster (GrammarMatcher.prepareMask);
+   * a rejected output token is left for `mask` to report.
+   */
+  async prepareMask(seq: Sequence): Promise<void> {
+    if (this.#sync(seq) === "continue") await this.#matcher.prepareMask();
   }
 
   dispose(): void {

@@ -33,11 +33,17 @@ export class GrammarMatcher {
   readonly #vocabSize: number;
   #mask: TokenMask | null = null;
   #disposed = false;
+  /**
+   * The vocabulary has a stop token, so a grammar that can only end still allows one: its mask is
+   * never empty (see {@link mask}).
+   */
+  readonly canStop: boolean;
 
-  constructor(matcher: XMatcher, entry: CacheEntry, vocabSize: number) {
+  constructor(matcher: XMatcher, entry: CacheEntry, vocabSize: number, canStop: boolean) {
     this.#matcher = matcher;
     this.#entry = entry;
     this.#vocabSize = vocabSize;
+    this.canStop = canStop;
     this.#bits = new Int32Array(matcher.words);
     entry.users++;
   }
@@ -70,6 +76,17 @@ export class GrammarMatcher {
     return this.#mask;
   }
 
+  /**
+   * Computes {@link mask} ahead, the fast way (see XMatcher.fillBitmaskFast), so that the next
+   * `mask()` finds it.
+   */
+  async prepareMask(): Promise<void> {
+    this.#check();
+    if (this.#mask || this.#matcher.terminated) return;
+    await this.#matcher.fillBitmaskFast(this.#bits);
+    this.#mask = tokenMaskOf(this.#bits, this.#vocabSize);
+  }
+
   /** Frees the matcher. Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
@@ -87,15 +104,18 @@ export class GrammarMatcher {
 /** Compiles specs for one vocabulary and makes matchers. */
 export class GrammarEngine {
   readonly vocabSize: number;
+  /** The vocabulary has a stop token. */
+  readonly canStop: boolean;
   readonly #compiler: XCompiler;
   readonly #cacheSize: number;
   /** Insertion order is recency: a hit moves its entry to the end. */
   readonly #cache = new Map<string, CacheEntry>();
   #disposed = false;
 
-  private constructor(compiler: XCompiler, vocabSize: number, cacheSize: number) {
+  private constructor(compiler: XCompiler, vocabSize: number, canStop: boolean, cacheSize: number) {
     this.#compiler = compiler;
     this.vocabSize = vocabSize;
+    this.canStop = canStop;
     this.#cacheSize = cacheSize;
   }
 
@@ -104,7 +124,7 @@ export class GrammarEngine {
     const cacheSize = options.cacheSize ?? DEFAULT_GRAMMAR_CACHE_SIZE;
     if (!Number.isInteger(cacheSize) || cacheSize < 1) throw new RangeError(`cacheSize must be >= 1, got ${cacheSize}`);
     const x = await loadXGrammar();
-    return new GrammarEngine(await x.compiler(vocab), vocab.vocabSize, cacheSize);
+    return new GrammarEngine(await x.compiler(vocab), vocab.vocabSize, vocab.stopTokenIds.length > 0, cacheSize);
   }
 
   /** Compiled grammars held by the cache. */
@@ -120,7 +140,7 @@ export class GrammarEngine {
   matcher(spec: GrammarSpec): GrammarMatcher {
     if (this.#disposed) throw new Error("GrammarEngine used after dispose()");
     const entry = this.#entry(spec);
-    return new GrammarMatcher(this.#compiler.matcher(entry.compiled), entry, this.vocabSize);
+    return new GrammarMatcher(this.#compiler.matcher(entry.compiled), entry, this.vocabSize, this.canStop);
   }
 
   #entry(spec: GrammarSpec): CacheEntry {

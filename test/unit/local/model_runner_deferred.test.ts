@@ -47,6 +47,10 @@ function grammars(log: string[]) {
   return (seq: Sequence) =>
     seq.params.structuredOutput
       ? ({
+        prepareMask: () => {
+          log.push("prepare");
+          return Promise.resolve();
+        },
         mask: () => {
           log.push("mask");
           return seq.promptTokenIds[0] === 10 ? { allowed: Int32Array.of(5, 7) } : { banned: Int32Array.of(1, 2) };
@@ -100,7 +104,9 @@ test("constrained rows: launched without masks, masks after the launch, the samp
     const { model, seen } = splittingModel(log, 0);
     const runner = new ModelRunner(model, kv, limits, grammars(log));
     const r = async ? await runner.executeAsync(stepOf(), async () => {}) : runner.execute(stepOf());
-    expect(log).toEqual(["launch", "mask", "mask", "sampling", "collect"]);
+    // The asynchronous step prepares each mask the fast way first; the synchronous one computes it in place.
+    const prepared = async ? ["prepare", "prepare"] : [];
+    expect(log).toEqual(["launch", ...prepared, "mask", "mask", "sampling", "collect"]);
     expect(seen[0]).toEqual({ allowed: [[], [], []], banned: [[], [], [8]], deferred: 1 });
     expect({ ...seen[1]!, deferred: 0 }).toEqual(whole!);
     expect([...r.tokens.subarray(0, 3)]).toEqual([100, 101, 102]);

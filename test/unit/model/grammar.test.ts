@@ -129,6 +129,22 @@ test("the mask is the shorter list; a complete output allows only EOS", () => {
   free.dispose();
 });
 
+test("prepareMask computes the mask mask() returns, the same as computed in place, at every token", async () => {
+  const spec: GrammarSpec = {
+    kind: "json_schema",
+    text: '{"type": "object", "properties": {"a": {"type": "integer"}}}',
+  };
+  const fast = engine.matcher(spec);
+  const slow = engine.matcher(spec);
+  for (const t of tok.encode('{"a": 12}', { addSpecialTokens: false })) {
+    await fast.prepareMask();
+    expect(fast.mask()).toEqual(slow.mask());
+    expect(fast.accept(t) && slow.accept(t)).toBe(true);
+  }
+  fast.dispose();
+  slow.dispose();
+});
+
 test("tokenMaskOf picks the shorter list and ignores bits past the vocabulary", () => {
   const bits = new Int32Array(2);
   bits[0] = 0b1010;
