@@ -15,6 +15,7 @@
  * counters, as iteration_tokens.ts does; the server renders them as Prometheus histograms.
  * @module
  */
+import { FlatHistogram, type FlatHistogramCounts, flatHistogramOf } from "./flat_histogram.ts";
 
 /** One step's masks (ms). */
 export interface StepMaskTime {
@@ -38,59 +39,30 @@ export const MASK_TIME_KINDS = ["mask_seconds", "mask_exposed_seconds"] as const
 export type MaskTimeKind = typeof MASK_TIME_KINDS[number];
 
 /** Per-bucket counts (not cumulative; the last is +Inf) and the sum, in seconds. */
-export interface MaskTimeCounts {
-  bucketCounts: number[];
-  sum: number;
-}
+export type MaskTimeCounts = FlatHistogramCounts;
 
 /** The flat stats counters of {@link MaskTimeHistogram.counters}. */
 export type MaskTimeCounters = { [key: `mask_${string}`]: number };
 
-class Histogram {
-  readonly counts = new Array<number>(MASK_TIME_BUCKETS.length + 1).fill(0);
-  sum = 0;
-  observe(seconds: number): void {
-    let i = 0;
-    while (i < MASK_TIME_BUCKETS.length && seconds > MASK_TIME_BUCKETS[i]!) i++;
-    this.counts[i]!++;
-    this.sum += seconds;
-  }
-}
-
 /** Cumulative mask times of one worker's steps with constrained rows. */
 export class MaskTimeHistogram {
-  readonly #of: Record<MaskTimeKind, Histogram> = {
-    mask_seconds: new Histogram(),
-    mask_exposed_seconds: new Histogram(),
-  };
+  readonly #mask = new FlatHistogram("mask_seconds", MASK_TIME_BUCKETS);
+  readonly #exposed = new FlatHistogram("mask_exposed_seconds", MASK_TIME_BUCKETS);
 
   /** Counts one step's masks. */
   observe(t: StepMaskTime): void {
     const hidden = Math.min(Math.max(t.hiddenMs, 0), t.maskMs);
-    this.#of.mask_seconds.observe(t.maskMs / 1e3);
-    this.#of.mask_exposed_seconds.observe((t.maskMs - hidden) / 1e3);
+    this.#mask.observe(t.maskMs / 1e3);
+    this.#exposed.observe((t.maskMs - hidden) / 1e3);
   }
 
   /** The counts as flat numeric counters: `<kind>_bucket_<i>` and `<kind>_sum`. */
   counters(): MaskTimeCounters {
-    const out: MaskTimeCounters = {};
-    for (const kind of MASK_TIME_KINDS) {
-      const h = this.#of[kind];
-      out[`${kind}_sum`] = h.sum;
-      h.counts.forEach((n, i) => (out[`${kind}_bucket_${i}`] = n));
-    }
-    return out;
+    return this.#exposed.counters(this.#mask.counters()) as MaskTimeCounters;
   }
 }
 
 /** One histogram carried by a rank's stats counters, or undefined when it reports none. */
 export function maskTimesOf(counters: object, kind: MaskTimeKind): MaskTimeCounts | undefined {
-  const c = counters as Record<string, unknown>;
-  const sum = c[`${kind}_sum`];
-  if (typeof sum !== "number") return undefined;
-  const bucketCounts = Array.from({ length: MASK_TIME_BUCKETS.length + 1 }, (_, i) => {
-    const n = c[`${kind}_bucket_${i}`];
-    return typeof n === "number" ? n : 0;
-  });
-  return { bucketCounts, sum };
+  return flatHistogramOf(counters, kind, MASK_TIME_BUCKETS);
 }
