@@ -49,11 +49,6 @@ export class EventStream {
     return this.#dirty.size;
   }
 
-  /** True when the announced set is `hash`'s to hold. */
-  announced(hash: BlockHash): boolean {
-    return this.#announced.has(hash);
-  }
-
   /** `hash` may have changed. */
   touch(hash: BlockHash): void {
     this.#dirty.add(hash);

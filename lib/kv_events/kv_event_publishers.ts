@@ -27,13 +27,15 @@ export class KvEventPublishers {
   readonly config: KvEventsConfig;
   readonly streams: readonly StreamPublisher[];
   readonly #ctx: ZmqContext;
-  readonly #timer: ReturnType<typeof setInterval>;
+  /** Polls the replay sockets, when the streams have them. */
+  readonly #timer: ReturnType<typeof setInterval> | undefined;
   #disposed = false;
 
   private constructor(config: KvEventsConfig, ctx: ZmqContext, streams: StreamPublisher[]) {
     this.config = config;
     this.#ctx = ctx;
     this.streams = streams;
+    if (config.replayEndpoint === null) return;
     this.#timer = setInterval(() => {
       // A failed reply costs that subscriber its replay (it asks again), never the server.
       for (const s of this.streams) {
@@ -96,11 +98,6 @@ export class KvEventPublishers {
       endpoint: s.publisher.boundEndpoint,
       replayEndpoint: s.publisher.boundReplayEndpoint,
     }));
-  }
-
-  /** Answers pending replay requests now (the timer does it every few ms). */
-  serviceReplay(): void {
-    for (const s of this.streams) s.publisher.serviceReplay();
   }
 
   /** Stops the timer and closes every socket and the context. Idempotent. */

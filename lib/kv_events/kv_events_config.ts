@@ -103,8 +103,8 @@ export function parseKvEventsConfig(input: string | Record<string, unknown>): Kv
     publisher,
     endpoint,
     replayEndpoint: replay,
-    bufferSteps: positiveInteger(o, "buffer_steps", KV_EVENTS_DEFAULTS.bufferSteps),
-    hwm: nonNegativeInteger(o, "hwm", KV_EVENTS_DEFAULTS.hwm),
+    bufferSteps: positiveInteger(o, "buffer_steps", KV_EVENTS_DEFAULTS.bufferSteps, MAX_ARRAY_LENGTH),
+    hwm: nonNegativeInteger(o, "hwm", KV_EVENTS_DEFAULTS.hwm, MAX_INT32),
     maxQueueSize: positiveInteger(o, "max_queue_size", KV_EVENTS_DEFAULTS.maxQueueSize),
     topic: optional(o, "topic", "string") ?? KV_EVENTS_DEFAULTS.topic,
     granularity,
@@ -123,19 +123,30 @@ function optional<T extends "string" | "boolean" | "number">(
   return v as never;
 }
 
-function positiveInteger(o: Record<string, unknown>, key: string, fallback: number): number {
+/** libzmq's socket options are C ints; the replay buffer is an array. */
+const MAX_INT32 = 2 ** 31 - 1;
+const MAX_ARRAY_LENGTH = 2 ** 32 - 1;
+
+function positiveInteger(
+  o: Record<string, unknown>,
+  key: string,
+  fallback: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const v = optional(o, key, "number") ?? fallback;
   if (!Number.isSafeInteger(v) || v < 1) {
     throw new RangeError(`--kv-events-config ${key} must be an integer >= 1, got ${v}`);
   }
+  if (v > max) throw new RangeError(`--kv-events-config ${key} must be at most ${max}, got ${v}`);
   return v;
 }
 
-function nonNegativeInteger(o: Record<string, unknown>, key: string, fallback: number): number {
+function nonNegativeInteger(o: Record<string, unknown>, key: string, fallback: number, max: number): number {
   const v = optional(o, key, "number") ?? fallback;
   if (!Number.isSafeInteger(v) || v < 0) {
     throw new RangeError(`--kv-events-config ${key} must be an integer >= 0, got ${v}`);
   }
+  if (v > max) throw new RangeError(`--kv-events-config ${key} must be at most ${max}, got ${v}`);
   return v;
 }
 

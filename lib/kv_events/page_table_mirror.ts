@@ -34,11 +34,6 @@ export class PageTableMirror {
     this.#listener = listener;
   }
 
-  /** Ranks with a set, ascending. */
-  ranks(): number[] {
-    return [...this.#ranks.keys()].sort((a, b) => a - b);
-  }
-
   /** True when rank `rank` holds `hash`. */
   holds(rank: number, hash: BlockHash): boolean {
     return this.#ranks.get(rank)?.blocks.has(hash) ?? false;

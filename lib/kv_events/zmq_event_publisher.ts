@@ -43,7 +43,6 @@ export function seqFrame(seq: bigint): Uint8Array {
 
 /** A PUB socket, its replay ROUTER and buffer. Dispose to close the sockets. */
 export class ZmqEventPublisher {
-  readonly endpoints: StreamEndpoints;
   /** Where the PUB socket is (the resolved address when it binds). */
   readonly boundEndpoint: string;
   /** Where the ROUTER socket listens, or null. */
@@ -53,13 +52,10 @@ export class ZmqEventPublisher {
   readonly #topic: Uint8Array;
   readonly #buffer: ReplayBuffer;
   #nextSeq = 0n;
-  #replayRequests = 0;
-  #badReplayRequests = 0;
   #disposed = false;
 
   /** Opens the sockets; throws ZmqError (a taken port, a bad endpoint) after closing what it opened. */
   constructor(ctx: ZmqContext, e: StreamEndpoints) {
-    this.endpoints = e;
     this.#topic = new TextEncoder().encode(e.topic);
     this.#buffer = new ReplayBuffer(e.bufferSteps);
     this.#pub = ctx.socket("PUB");
@@ -89,11 +85,6 @@ export class ZmqEventPublisher {
     return this.#nextSeq - 1n;
   }
 
-  /** Replay requests answered, and malformed ones ignored. */
-  get replayCounters(): { answered: number; malformed: number } {
-    return { answered: this.#replayRequests, malformed: this.#badReplayRequests };
-  }
-
   /** Publishes one batch payload; returns its sequence number. */
   publish(payload: Uint8Array): bigint {
     if (this.#disposed) throw new Error("ZmqEventPublisher was used after dispose()");
@@ -108,11 +99,7 @@ export class ZmqEventPublisher {
     if (this.#disposed || !this.#router) return;
     for (let m = this.#router.receive(); m !== null; m = this.#router.receive()) {
       // (identity, "", start_seq) as vLLM's ROUTER expects it; anything else is ignored, as there.
-      if (m.length !== 3 || m[1]!.length !== 0 || m[2]!.length !== 8) {
-        this.#badReplayRequests++;
-        continue;
-      }
-      this.#replayRequests++;
+      if (m.length !== 3 || m[1]!.length !== 0 || m[2]!.length !== 8) continue;
       const identity = m[0]!;
       const start = new DataView(m[2]!.buffer, m[2]!.byteOffset, 8).getBigUint64(0);
       const empty = new Uint8Array(0);

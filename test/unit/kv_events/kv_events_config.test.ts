@@ -74,3 +74,8 @@ test("the replay buffer keeps the last batches only", () => {
   expect([...b.from(9n)]).toEqual([]);
   expect(() => b.push(7n, new Uint8Array())).toThrow(/does not follow 4/);
 });
+
+test("values past what libzmq and the replay buffer take are refused by name", () => {
+  expect(() => parseKvEventsConfig('{"hwm": 3000000000}')).toThrow(/hwm must be at most 2147483647, got 3000000000/);
+  expect(() => parseKvEventsConfig('{"buffer_steps": 5000000000}')).toThrow(/buffer_steps must be at most 4294967295/);
+});
