@@ -30,6 +30,8 @@ export function promptRowSpan(seq: Sequence, start: number, n: number): { from: 
 
 /** Rows tokens [start, start + n) of `seq` take: its scored prompt positions, and one if the chunk samples. */
 export function stepRowsOf(seq: Sequence, start: number, n: number): number {
+  // Every sequence of every step asks: the common case returns before making a span.
+  if (seq.params.promptLogprobs === undefined) return start + n === seq.numTokens ? 1 : 0;
   const { from, to } = promptRowSpan(seq, start, n);
   return Math.max(0, to - from) + (start + n === seq.numTokens ? 1 : 0);
 }
@@ -40,7 +42,7 @@ export function stepRowsOf(seq: Sequence, start: number, n: number): number {
  * token and the positions past the rows, so it always progresses by at least one token.
  */
 export function fitPromptRows(seq: Sequence, start: number, n: number, rows: number): number {
-  if (stepRowsOf(seq, start, n) <= rows) return n;
+  if (seq.params.promptLogprobs === undefined || stepRowsOf(seq, start, n) <= rows) return n;
   return Math.max(start, seq.promptLogprobs.length) + rows - start;
 }
 
@@ -50,7 +52,6 @@ export class PromptLogprobRows {
   readonly ranks: Int32Array;
   /** The sequence and position of each scored row, from row #first on. */
   readonly #seqs: Sequence[] = [];
-  readonly #positions: number[] = [];
   #first = 0;
 
   constructor(readonly maxRows: number) {
@@ -64,7 +65,6 @@ export class PromptLogprobRows {
    */
   add(b: StepBatch, scheduled: readonly ScheduledTokens[], r: number, controls: StepControlsWriter): number {
     this.#seqs.length = 0;
-    this.#positions.length = 0;
     this.#first = r;
     for (let i = 0; i < scheduled.length; i++) {
       const { seq, start, numNewTokens } = scheduled[i]!;
@@ -83,7 +83,6 @@ export class PromptLogprobRows {
         b.seed[r] = 0n;
         controls.add({ scoreTokenId: seq.tokenIds[p + 1]!, topLogprobs: k });
         this.#seqs.push(seq);
-        this.#positions.push(p);
       }
     }
     return r;
@@ -101,10 +100,9 @@ export class PromptLogprobRows {
   record(logprobs: Float32Array, topOf: (row: number) => TopLogprob[] | undefined): void {
     for (let j = 0; j < this.#seqs.length; j++) {
       const seq = this.#seqs[j]!, r = this.#first + j;
-      if (this.#positions[j] !== seq.promptLogprobs.length) continue; // never: positions come in order
+      // Rows of a sequence come in position order from its first unscored one (promptRowSpan).
       seq.promptLogprobs.push({ logprob: logprobs[r]!, rank: this.ranks[r]!, top: topOf(r) ?? [] });
     }
     this.#seqs.length = 0;
-    this.#positions.length = 0;
   }
 }

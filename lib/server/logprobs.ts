@@ -42,7 +42,7 @@ function alternatives(chosen: number, logprob: number, top: readonly TopLogprob[
 }
 
 /** vLLM's stand-in for -inf, which JSON cannot carry. */
-const clampLogprob = (lp: number) => Math.max(lp, -9999);
+export const clampLogprob = (lp: number) => Math.max(lp, -9999);
 
 /**
  * Legacy completions logprobs (`logprobs: k`): the chosen token's logprob per position and, as vLLM

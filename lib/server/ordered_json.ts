@@ -11,21 +11,15 @@ export class OrderedObject {
   constructor(readonly entries: ReadonlyArray<readonly [string, unknown]>) {}
 }
 
-/** Whether `v` holds an {@link OrderedObject} anywhere. */
-function holdsOrdered(v: unknown): boolean {
-  if (v instanceof OrderedObject) return true;
-  if (Array.isArray(v)) return v.some(holdsOrdered);
-  if (v !== null && typeof v === "object") return Object.values(v).some(holdsOrdered);
-  return false;
-}
-
 /** JSON text of `v` as JSON.stringify writes it, except that OrderedObjects keep their key order. */
-export function orderedJson(v: unknown): string {
-  if (!holdsOrdered(v)) return JSON.stringify(v) ?? "null";
+function orderedJson(v: unknown): string {
   if (v instanceof OrderedObject) {
     return `{${v.entries.map(([k, x]) => `${JSON.stringify(k)}:${orderedJson(x)}`).join(",")}}`;
   }
   if (Array.isArray(v)) return `[${v.map((x) => (x === undefined ? "null" : orderedJson(x))).join(",")}]`;
+  if (v === null || typeof v !== "object" || typeof (v as { toJSON?: unknown }).toJSON === "function") {
+    return JSON.stringify(v) ?? "null";
+  }
   const fields = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
   return `{${fields.map(([k, x]) => `${JSON.stringify(k)}:${orderedJson(x)}`).join(",")}}`;
 }

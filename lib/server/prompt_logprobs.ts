@@ -12,11 +12,11 @@ import type { TextTokenizer } from "../core/engine_api.ts";
 import type { PromptLogprob } from "../core/outputs.ts";
 import { MAX_TOP_LOGPROBS } from "../core/sampling_params.ts";
 import { badRequest } from "./errors.ts";
-import type { CompletionLogprobs } from "./logprobs.ts";
+import { clampLogprob, type CompletionLogprobs } from "./logprobs.ts";
 import { OrderedObject } from "./ordered_json.ts";
 
 /** One position of vLLM's prompt_logprobs, as serialized: token id -> its Logprob. */
-export interface LogprobJson {
+interface LogprobJson {
   logprob: number;
   rank: number;
   decoded_token: string;
@@ -48,14 +48,11 @@ export function promptLogprobsOf(
 
 const REPLACEMENT = "\uFFFD";
 
-/** vLLM's stand-in for -inf, which JSON cannot carry (clamp_prompt_logprobs). */
-const clamp = (lp: number) => Math.max(lp, -9999);
-
 /**
  * Texts of one position's tokens as vLLM's logprobs processor makes them: each decoded alone, and
  * one that ends in an incomplete character decoded with the entry before it in the list, else "".
  */
-export function decodedTokens(tokenizer: Pick<TextTokenizer, "decode">, ids: readonly number[]): string[] {
+function decodedTokens(tokenizer: Pick<TextTokenizer, "decode">, ids: readonly number[]): string[] {
   return ids.map((id, i) => {
     const text = tokenizer.decode([id]);
     if (!text.endsWith(REPLACEMENT)) return text;
@@ -69,7 +66,7 @@ export function decodedTokens(tokenizer: Pick<TextTokenizer, "decode">, ids: rea
  * likely; a token among both keeps its first place and takes the later values (its top rank), as
  * a dict updated in that order does. Texts are decoded over the list before that merge.
  */
-export function positionEntries(
+function positionEntries(
   tokenizer: Pick<TextTokenizer, "decode">,
   tokenId: number,
   entry: PromptLogprob,
@@ -103,7 +100,7 @@ export function promptLogprobsJson(
     return new OrderedObject(
       positionEntries(tokenizer, tokenId, entry, k).map(([id, lp, rank, text]): [string, LogprobJson] => [
         String(id),
-        { logprob: clamp(lp), rank, decoded_token: text },
+        { logprob: clampLogprob(lp), rank, decoded_token: text },
       ]),
     );
   });
@@ -137,9 +134,9 @@ export function echoedPromptLogprobs(
       const list = positionEntries(tokenizer, tokenId, entry, k.prompt);
       const own = list.find(([id]) => id === tokenId)!;
       token = name(tokenId, own[3]);
-      out.token_logprobs.push(clamp(own[1]));
+      out.token_logprobs.push(clampLogprob(own[1]));
       out.top_logprobs.push(
-        Object.fromEntries(list.slice(0, k.output + 1).map(([id, lp, , text]) => [name(id, text), clamp(lp)])),
+        Object.fromEntries(list.slice(0, k.output + 1).map(([id, lp, , text]) => [name(id, text), clampLogprob(lp)])),
       );
     }
     out.tokens.push(token);
