@@ -1,11 +1,14 @@
 /**
  * What a GPU's prefill costs, as the control plane prices routes: the engine model `bun bench
  * calibrate` fits (bench/calibration/engine_profile.ts), reduced to the terms routing needs, plus
- * each rank's measured speed against it. A prefill of n tokens after c cached ones costs
- * n * prefillTokenMs + chunkPairs(c, n) * prefillPairMs. Workers report cumulative timings of their
- * pure prefill steps with those steps' work; the ratio of measured to modelled time, per rank,
- * scales the model (so a GPU slower or faster than its calibration, or one time-sliced between two
- * ranks, is priced as it runs).
+ * each rank's measured speed against it. A prefill of n > 0 tokens after c cached ones costs
+ * prefillSeqMs + n * prefillTokenMs + chunkPairs(c, n) * prefillPairMs (the profile's prefillSeqMs,
+ * tokenMs and pairMs). Workers report cumulative timings of their pure prefill steps with those
+ * steps' tokens and pairs; the ratio of measured to modelled time, per rank, scales the model (so a
+ * GPU slower or faster than its calibration, or one time-sliced between two ranks, is priced as it
+ * runs). The reports carry no count of the sequences or steps, so the ratio is taken against the
+ * token and pair terms alone and also carries the per-step and per-sequence time of those steps;
+ * it is a common scale of every term, which the choice between ranks of one speed does not see.
  * @module
  */
 import { chunkPairs } from "../core/attention_pairs.ts";
@@ -16,6 +19,11 @@ export interface DeviceCostModel {
   prefillTokenMs: number;
   /** Per causal attention (query, key) pair of a prefill. */
   prefillPairMs: number;
+  /**
+   * Per sequence a step prefills (its chunk's own launches, sampling and bookkeeping): next to a
+   * prefix hit's few tokens it is most of the hit's prefill.
+   */
+  prefillSeqMs: number;
 }
 
 /**
@@ -26,12 +34,13 @@ export interface DeviceCostModel {
 export const DEFAULT_DEVICE_COST: Readonly<DeviceCostModel> = Object.freeze({
   prefillTokenMs: 0.0015,
   prefillPairMs: 1.28e-6,
+  prefillSeqMs: 0.54,
 });
 
 /** Modelled prefill time of `tokens` tokens after `cached` ones, ms (unscaled). */
 export function prefillMs(m: DeviceCostModel, tokens: number, cached: number): number {
   if (tokens <= 0) return 0;
-  return tokens * m.prefillTokenMs + chunkPairs(cached, tokens) * m.prefillPairMs;
+  return m.prefillSeqMs + tokens * m.prefillTokenMs + chunkPairs(cached, tokens) * m.prefillPairMs;
 }
 
 /** The cumulative prefill-step timings a worker reports (stats counters). */

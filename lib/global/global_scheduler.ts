@@ -8,6 +8,7 @@
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
 import { type Clock, realClock } from "../core/clock.ts";
 import { CapacityError } from "../core/errors.ts";
+import { AdmittedPrefills } from "./admitted_prefills.ts";
 import { type ApplyResult, GlobalBlockManager } from "./global_block_manager.ts";
 import { DeviceSpeeds } from "./device_cost.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
@@ -58,6 +59,8 @@ export class GlobalScheduler {
   readonly config: RoutingConfig;
   readonly blocks = new GlobalBlockManager();
   readonly reservations = new RouteReservations();
+  /** Prefills the ranks admitted and have not finished (routing waits behind them). */
+  readonly prefills = new AdmittedPrefills();
   readonly policy: RoutingPolicy;
   readonly topology: NvlinkTopology | undefined;
   /** Each rank's measured step speed, from its workers' stats (the lmpool policy prices routes with it). */
@@ -96,7 +99,15 @@ export class GlobalScheduler {
       this.#count("reservations_expired", this.reservations.expire(now, this.config.reservationTtlMs));
     }
     if (this.blocks.healthyRanks().length === 0) throw new NoHealthyRankError(query.requestId);
-    const ctx = new RoutingContext(query, this.blocks, this.reservations, this.topology, this.config, this.speeds);
+    const ctx = new RoutingContext(
+      query,
+      this.blocks,
+      this.reservations,
+      this.topology,
+      this.config,
+      this.speeds,
+      this.prefills,
+    );
     const picked = this.policy.choose(ctx);
     const choice = this.routeAdvisor?.advise(ctx, picked) ?? picked;
     const cost = projectRouteCost(ctx, choice.rank);
@@ -117,6 +128,7 @@ export class GlobalScheduler {
       cost.newBlocks,
       query.promptTokens - ctx.cachedTokens(choice.rank),
       now,
+      query.blockHashes.at(-1),
     );
     const c = this.#perRoute;
     c.routes++;
@@ -157,6 +169,7 @@ export class GlobalScheduler {
 
   /** The request ended (or was never dispatched): drop its reservation. Idempotent. */
   release(requestId: string): boolean {
+    this.prefills.end(requestId);
     return this.reservations.release(requestId);
   }
 
@@ -170,6 +183,7 @@ export class GlobalScheduler {
     this.policy.forgetRank?.(rank);
     this.speeds.forget(rank);
     this.#count("ranks_dropped", 1);
+    this.prefills.dropRank(rank);
     return this.reservations.dropRank(rank);
   }
 
@@ -192,9 +206,15 @@ export class GlobalScheduler {
     }
     if (reflected.queued) this.reservations.markQueued(rank, reflected.queued);
     if (reflected.allocated) {
+      for (const id of reflected.allocated) {
+        const r = this.reservations.get(id);
+        if (r?.rank === rank && r.lastHash !== undefined) this.prefills.admit(id, rank, r.tokens, r.lastHash);
+      }
       this.reservations.markQueued(rank, reflected.allocated);
       this.reservations.markAllocated(rank, reflected.allocated);
     }
+    const table = this.blocks.table(rank);
+    if (table) this.prefills.settle(rank, (h) => table.entries.has(h));
   }
 
   #count(key: string, n: number): void {

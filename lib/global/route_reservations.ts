@@ -5,6 +5,7 @@
  * (pending work) and allocated (blocks), when the request ends, when the rank dies, or after a TTL.
  * @module
  */
+import type { BlockHash } from "../core/block_hash.ts";
 
 /** One routed request's hold on a rank. */
 export interface RouteReservation {
@@ -17,6 +18,8 @@ export interface RouteReservation {
   /** True once the worker's load counts the request (tokens no longer pending). */
   queued: boolean;
   createdAt: number;
+  /** The prompt's last complete block (admitted_prefills.ts follows its prefill by it); none: shorter than a block. */
+  lastHash: BlockHash | undefined;
 }
 
 interface RankTotals {
@@ -42,12 +45,20 @@ export class RouteReservations {
   }
 
   /** Reserves for a routed request (replacing an earlier reservation of the same id). */
-  reserve(requestId: string, rank: number, blocks: number, tokens: number, now: number): void {
+  reserve(requestId: string, rank: number, blocks: number, tokens: number, now: number, lastHash?: BlockHash): void {
     if (!(blocks >= 0) || !(tokens >= 0)) {
       throw new RangeError(`reservation of ${requestId} needs blocks, tokens >= 0, got ${blocks}, ${tokens}`);
     }
     this.release(requestId);
-    const r: RouteReservation = { requestId, rank, blocks, tokens, queued: false, createdAt: now };
+    const r: RouteReservation = {
+      requestId,
+      rank,
+      blocks,
+      tokens,
+      queued: false,
+      createdAt: now,
+      lastHash,
+    };
     this.#byRequest.set(requestId, r);
     this.#adjust(rank, blocks, tokens, 1);
   }

@@ -4,14 +4,19 @@
  *
  *   cost(r) = s_p(r) x [wait + prefill x (1 + others) + reclaim]
  *
- * - wait: r's queued prefill (its waiting and routed-but-unreported prompt tokens), which runs
- *   before this request's first token;
+ * - wait: the prefill ahead of this request on r: its queue (waiting and routed-but-unreported
+ *   prompt tokens) and the prefills r admitted but has not finished (admitted_prefills.ts: its
+ *   load counts them as running, yet they hold the device), each priced as an average one of them;
  * - prefill: this request's own prefill on r, only the tokens r does not hold, with the attention
- *   over its cached prefix (device_cost.ts); `others` is every request running or queued on r, each
- *   of which waits that long once more (a prefill chunk shares their steps);
+ *   over its cached prefix and the per-sequence cost of a prefill chunk (device_cost.ts); `others`
+ *   is every request running or queued on r, each of which waits that long once more (a prefill
+ *   chunk shares their steps);
  * - reclaim: the prefill of the cached tokens its new blocks would evict, at reclaimTokenWeight
  *   (half may be asked for again);
  * - s_p: r's measured prefill speed against the model (DeviceSpeeds).
+ * The per-sequence term is what makes a queue of prefix hits cost what it does: each hit computes a
+ * few tokens, yet each adds a chunk (launches, sampling) to the step it shares, so hits queued on
+ * one rank are not free, and simultaneous arrivals spread instead of sharing a step.
  * The request's decode is left out: continuous batching takes one more sequence into the next step
  * at a marginal cost, and pricing each rank's whole decode step made routing chase batch sizes at
  * the expense of first tokens.
@@ -64,11 +69,12 @@ export function projectRouteTime(
   const q = ctx.query;
   // The rank's load, routed-but-unreported work included.
   const l = ctx.load(rank);
-  const queuedTokens = l.waitingTokens + ctx.reservations.pendingTokens(rank);
   const queued = l.numWaiting + ctx.reservations.pendingRequests(rank);
-  // Queued prompts are priced as GEMM tokens plus the attention of an average queued prompt.
-  const avgQueued = queued > 0 ? queuedTokens / queued : 0;
-  const waitMs = pr * queued * prefillMs(m, avgQueued, 0);
+  // Ahead of it: the queue, and the prefills the rank admitted but has not finished (running by
+  // its load, yet holding the device), each priced as an average one of them.
+  const ahead = queued + ctx.prefills.requests(rank);
+  const aheadTokens = l.waitingTokens + ctx.reservations.pendingTokens(rank) + ctx.prefills.tokens(rank);
+  const waitMs = ahead > 0 ? pr * ahead * prefillMs(m, aheadTokens / ahead, 0) : 0;
   const cached = ctx.cachedTokens(rank);
   const own = pr * prefillMs(m, q.promptTokens - cached, cached);
   const others = l.numRunning + queued;

@@ -5,6 +5,7 @@
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
+import { AdmittedPrefills } from "./admitted_prefills.ts";
 import { DeviceSpeeds } from "./device_cost.ts";
 import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
 import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
@@ -31,6 +32,7 @@ export interface RouteChoice {
 }
 
 const UNMEASURED = new DeviceSpeeds();
+const NONE_ADMITTED = new AdmittedPrefills();
 
 /** Read-only routing state for one query. */
 export class RoutingContext {
@@ -47,6 +49,8 @@ export class RoutingContext {
     readonly config: RoutingWeights & { readonly policy: string },
     /** Each rank's measured step speed against the device cost model (default: as modelled). */
     readonly speeds: DeviceSpeeds = UNMEASURED,
+    /** Prefills the ranks admitted and have not finished (default: none known). */
+    readonly prefills: AdmittedPrefills = NONE_ADMITTED,
   ) {}
 
   /** Ranks with a live page-table slice, ascending. */

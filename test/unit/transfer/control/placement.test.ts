@@ -230,7 +230,7 @@ describe("placement leases", () => {
 });
 
 describe("leases on a partial copy", () => {
-  const LONG = hashesOf(promptTokens(7, 40 * 16)); // 40 blocks; a placement copies the first 8
+  const LONG = hashesOf(promptTokens(7, 80 * 16)); // 80 blocks; a placement copies the first 8
   function route(o: { ownerQueue: number; leaseQueue: number; skew?: boolean }) {
     const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
     const load = (tokens: number) => ({ ...IDLE, numWaiting: tokens > 0 ? 1 : 0, waitingTokens: tokens });
@@ -243,7 +243,7 @@ describe("leases on a partial copy", () => {
     });
     s.routeAdvisor = leases;
     leases.grant(LONG[7]!, 8, 1, 1000);
-    const tokens = [...promptTokens(7, 40 * 16), 5, 6, 7];
+    const tokens = [...promptTokens(7, 80 * 16), 5, 6, 7];
     return s.route({
       requestId: `q${Math.random()}`,
       blockHashes: hashesOf(tokens),
@@ -253,7 +253,7 @@ describe("leases on a partial copy", () => {
   }
 
   test("while the owner is as much busier as placement required, its lease sends the request to the partial copy", () => {
-    // Owner: 300 queued tokens + 3 to prefill; copy: 32 blocks (512 tokens) still to prefill there.
+    // Owner: 300 queued tokens + 3 to prefill; copy: 72 blocks (1152 tokens) still to prefill there.
     expect(route({ ownerQueue: 300, leaseQueue: 0, skew: false }).rank).toBe(0); // cost alone keeps the owner
     expect(route({ ownerQueue: 300, leaseQueue: 0 })).toMatchObject({ rank: 1, reason: "lease" });
     expect(route({ ownerQueue: 300, leaseQueue: 200 }).rank).toBe(0); // queue gap 100 < 256 tokens: no skew left
