@@ -69,24 +69,37 @@ lp_status forward_logits_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, co
   const int Tg = gemm_rows(T, m->max_tokens);  // the GEMMs' rows (padding rows are scratch)
   const float eps = cfg.rms_norm_eps;
   cudaStream_t st = m->stream;
-  // Small batches: fused GEMVs (norm in the prologue, residual add / SiLU*mul in the epilogue).
-  const bool gemv = gemv_fits(T, h) && gemv_fits(T, m->q_dim) && gemv_fits(T, inter);
+  // How the layers' products run: GEMVs that also normalize their inputs (a token or two, see
+  // LP_GEMV_MAX_TOKENS), GEMVs on inputs rmsnorm_rows normalized (up to LP_GEMV_MAX_BATCH
+  // tokens), or cuBLAS GEMMs. The GEMVs add the residual and apply SiLU*mul in their epilogues.
+  enum class Linear { kFusedGemv, kGemv, kGemm };
+  auto gemvs_fit = [&](GemvInput in) {
+    return gemv_fits(T, h, in) && gemv_fits(T, m->q_dim, GEMV_IN_BF16) && gemv_fits(T, inter, GEMV_IN_BF16);
+  };
+  const Linear lin = gemvs_fit(GEMV_IN_NORM) ? Linear::kFusedGemv
+                     : gemvs_fit(GEMV_IN_BF16) ? Linear::kGemv
+                                               : Linear::kGemm;
+  const bool fused = lin == Linear::kFusedGemv, gemm = lin == Linear::kGemm;
   const bool fuse_prologue = prologue_fused(m, c);
-  // GEMVs: the first layer's QKV GEMV embeds the tokens and computes the rope table itself (two
-  // launches fewer: 1 x H200, batch 1, about 3 us a step).
-  if (!gemv) {
+  // Fused GEMVs: the first layer's QKV GEMV embeds the tokens and computes the rope table itself
+  // (two launches fewer: 1 x H200, batch 1, about 3 us a step).
+  if (!fused) {
     LP_TRY(launch_embed(m->embed, dm.tokens, T, h, b.residual, m->layers[0].input_norm, eps, b.xnorm, st));
     LP_TRY(launch_rope_table(dm.positions, b.rope_inv_freq, T, cfg.head_dim / 2, b.rope_cos_sin, st));
   }
   for (int l = 0; l < L; l++) {
     const LayerWeights &w = m->layers[l];
-    if (gemv) {
+    if (fused) {
       GemvArgs g = gemv_args(w.qkv, m->qkv_dim, h, T, b.residual, w.input_norm, eps, b.qkv, m->qkv_dim);
       if (l == 0) {
         g.x = m->embed, g.row_map = dm.tokens;
         g.first = {b.residual, dm.positions, b.rope_inv_freq, b.rope_cos_sin, cfg.head_dim / 2};
       }
       LP_TRY(launch_gemv(l == 0 ? GEMV_IN_EMBED : GEMV_IN_NORM, GEMV_OUT_BF16, g, m->num_sms, st));
+    } else if (!gemm) {
+      LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_BF16,
+                         gemv_args(w.qkv, m->qkv_dim, h, T, b.xnorm, nullptr, eps, b.qkv, m->qkv_dim), m->num_sms,
+                         st));
     } else {
       LP_TRY(gemm_bf16(m->cublas, m->qkv_dim, Tg, h, w.qkv, b.xnorm, b.qkv, false, 0.f));
     }
@@ -97,28 +110,40 @@ lp_status forward_logits_enqueue(lp_model *m, lp_kv *kv, const StepCounts &c, co
     r.k_cache = kv_layer_base(kv, l, 0), r.v_cache = kv_layer_base(kv, l, 1);
     if (!fuse_prologue) LP_TRY(launch_qk_norm_rope_kv(r, st));
     LP_TRY(attention(m, kv, l, c, dm, fuse_prologue ? &r : nullptr));
-    if (gemv) {
+    if (gemm) {
+      LP_TRY(gemm_bf16(m->cublas, h, Tg, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
+    } else {
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
                          gemv_args(w.o, h, m->q_dim, T, b.attn, nullptr, eps, b.residual, h), m->num_sms, st));
+    }
+    if (fused) {
       LP_TRY(launch_gemv(GEMV_IN_NORM, GEMV_OUT_SILU_MUL,
                          gemv_args(w.gate_up, inter, h, T, b.residual, w.post_norm, eps, b.act, inter), m->num_sms,
                          st));
+    } else {
+      LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));
+      if (gemm) {
+        LP_TRY(gemm_bf16(m->cublas, 2 * inter, Tg, h, w.gate_up, b.xnorm, b.gate_up, false, 0.f));
+        LP_TRY(launch_silu_mul(b.gate_up, T, inter, b.act, st));
+      } else {
+        LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_SILU_MUL,
+                           gemv_args(w.gate_up, inter, h, T, b.xnorm, nullptr, eps, b.act, inter), m->num_sms, st));
+      }
+    }
+    if (gemm) {
+      LP_TRY(gemm_bf16(m->cublas, h, Tg, inter, w.down, b.act, b.residual, true, 1.f));
+    } else {
       LP_TRY(launch_gemv(GEMV_IN_BF16, GEMV_OUT_ADD_F32,
                          gemv_args(w.down, h, inter, T, b.act, nullptr, eps, b.residual, h), m->num_sms, st));
-    } else {
-      LP_TRY(gemm_bf16(m->cublas, h, Tg, m->q_dim, w.o, b.attn, b.residual, true, 1.f));
-      LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, w.post_norm, eps, b.xnorm, st));
-      LP_TRY(gemm_bf16(m->cublas, 2 * inter, Tg, h, w.gate_up, b.xnorm, b.gate_up, false, 0.f));
-      LP_TRY(launch_silu_mul(b.gate_up, T, inter, b.act, st));
-      LP_TRY(gemm_bf16(m->cublas, h, Tg, inter, w.down, b.act, b.residual, true, 1.f));
-      if (l + 1 < L) LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, m->layers[l + 1].input_norm, eps, b.xnorm, st));
     }
+    if (!fused && l + 1 < L)
+      LP_TRY(launch_rmsnorm_rows(b.residual, nullptr, T, h, m->layers[l + 1].input_norm, eps, b.xnorm, st));
   }
   if (c.rows == 0) return LP_OK;
   const int V = cfg.vocab_size, R = c.rows;
   // The GEMV also leaves each row's max, argmax and sum of exp per CTA, which the sampler merges
   // instead of reading the logits again.
-  const bool head_gemv = gemv_fits(R, h);
+  const bool head_gemv = gemv_head_fits(R, h);
   if (head_gemv) {
     GemvArgs g = gemv_args(m->lm_head, V, h, R, b.residual, m->final_norm, eps, b.logits, V);
     g.row_map = dm.sample_index;
@@ -135,7 +160,7 @@ lp_status sampling_enqueue(lp_model *m, const StepCounts &c, const StepMeta &dm)
   if (c.rows == 0) return LP_OK;
   StepBuffers &b = m->buf;
   const int V = m->cfg.vocab_size, R = c.rows;
-  const bool head_gemv = gemv_fits(R, m->cfg.hidden_size);  // as forward_logits_enqueue chose
+  const bool head_gemv = gemv_head_fits(R, m->cfg.hidden_size);  // as forward_logits_enqueue chose
   cudaStream_t st = m->stream;
   SamplingBuffers out;
   out.out_tokens = b.sample_out;

@@ -1,16 +1,16 @@
-// Fused matrix-vector products for decode batches of up to LP_GEMV_MAX_TOKENS tokens. At this size
+// Fused matrix-vector products for decode batches of up to LP_GEMV_MAX_BATCH tokens. At this size
 // a linear layer only streams its weight once, so each kernel does its neighbours' work too and
-// saves launches: the RMSNorm of the input rows (prologue), and the residual add or SiLU*mul
-// (epilogue).
+// saves launches: the residual add or SiLU*mul (epilogue), and for up to LP_GEMV_MAX_TOKENS tokens
+// the RMSNorm of the input rows (prologue; more tokens read rows rmsnorm_rows normalized).
 //
 // The products run on tensor cores (bf16 m16n8k16, fp32 accumulators): a CTA owns a tile of R
-// weight rows (the MMA's M side), its warps split k, and the tokens are the N side. What follows
-// the input's arrival is then a few dozen instructions per warp instead of hundreds of FMAs and
-// conversions, which at batch 1 is the kernel's critical path (its weights were loaded before).
-// Inside each 32-column chunk the column order is permuted, the same way for weights and inputs,
-// so the dot products are unchanged: lane (g, t) loads columns [8t, 8t + 8) of rows g and g + 8
-// with one 16-byte load each, which is its A fragment for the chunk's two k16 steps, and the same
-// eight columns of token g's input are its B fragment.
+// weight rows (the MMA's M side), its warps split k, and the tokens are the N side, eight per MMA.
+// What follows the input's arrival is then a few dozen instructions per warp instead of hundreds
+// of FMAs and conversions, which at batch 1 is the kernel's critical path (its weights were
+// loaded before). Inside each 32-column chunk the column order is permuted, the same way for
+// weights and inputs, so the dot products are unchanged: lane (g, t) loads columns [8t, 8t + 8)
+// of rows g and g + 8 with one 16-byte load each, which is its A fragment for the chunk's two k16
+// steps, and the same eight columns of token g of each group of eight are its B fragments.
 #include "device_util.cuh"
 #include "launch.cuh"
 #include "mma_util.cuh"
@@ -64,9 +64,11 @@ __device__ __forceinline__ void load_window(const GemvArgs &a, int ra, int rb, i
 // it loads, one barrier shares the sums (`ss_part`), and each warp normalizes what it holds. The
 // slice's norm weights `nw` (a lane's first two 4-column groups) were read before the wait.
 // GEMV_IN_EMBED: the rows are bf16 embedding rows, and CTA 0 also stores them to the residual.
+// The loads wait in registers between the passes, which holds a token or two (see
+// LP_GEMV_MAX_TOKENS): with more, one round trip per token would run one after another.
 template <int NT, int IN>
 __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, int slice, const uint2 (&nw)[2],
-                                                   bf16 *xs, float (*ss_part)[2]) {
+                                                   bf16 *xs, float (*ss_part)[NT]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   // Column of this lane's q-th 4-column group (-1 outside the slice or the row).
   auto group_col = [&](int q) {
@@ -74,36 +76,39 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
     return off < slice && c < a.k ? c : -1;
   };
   const int groups = slice / 128;  // per lane: 2 per window
-  const float4 *rows[NT] = {};      // fp32 input rows
-  const uint2 *embed_rows[NT] = {};  // GEMV_IN_EMBED: bf16 input rows
   // Columns [c, c + 4) of token tok's input row, as fp32.
   auto load4 = [&](int tok, int c) {
-    if constexpr (IN != GEMV_IN_EMBED) return rows[tok][c / 4];
-    return bf16x4_to_f32(embed_rows[tok][c / 4]);
+    const size_t row = (size_t)(a.row_map ? a.row_map[tok] : tok) * a.k;
+    if constexpr (IN == GEMV_IN_EMBED)
+      return bf16x4_to_f32(reinterpret_cast<const uint2 *>(static_cast<const bf16 *>(a.x) + row)[c / 4]);
+    return reinterpret_cast<const float4 *>(static_cast<const float *>(a.x) + row)[c / 4];
   };
   auto keep_embedded = [&](int tok, int c, const float4 &x) {
     if (IN == GEMV_IN_EMBED && blockIdx.x == 0)
       reinterpret_cast<float4 *>(a.first.residual + (size_t)tok * a.k)[c / 4] = x;
   };
+  static_assert(NT <= LP_GEMV_MAX_TOKENS, "more tokens take GEMV_IN_BF16 inputs");
   float4 v[NT][2];
 #pragma unroll
   for (int tok = 0; tok < NT; tok++) {
-    const size_t row = (size_t)(a.row_map ? a.row_map[tok < a.tokens ? tok : 0] : tok) * a.k;
-    if constexpr (IN == GEMV_IN_EMBED)
-      embed_rows[tok] = reinterpret_cast<const uint2 *>(static_cast<const bf16 *>(a.x) + row);
-    else
-      rows[tok] = reinterpret_cast<const float4 *>(static_cast<const float *>(a.x) + row);
-    float ss = 0.f;
+    if (tok >= a.tokens) break;  // uniform across the CTA
+    float4 first[2];
 #pragma unroll
     for (int q = 0; q < 2; q++) {
       const int c = group_col(q);
-      v[tok][q] = tok < a.tokens && c >= 0 ? load4(tok, c) : make_float4(0.f, 0.f, 0.f, 0.f);
-      if (tok < a.tokens && c >= 0) keep_embedded(tok, c, v[tok][q]);
-      ss += v[tok][q].x * v[tok][q].x + v[tok][q].y * v[tok][q].y + v[tok][q].z * v[tok][q].z + v[tok][q].w * v[tok][q].w;
+      first[q] = c >= 0 ? load4(tok, c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      const float4 x = first[q];
+      v[tok][q] = x;
+      if (group_col(q) >= 0) keep_embedded(tok, group_col(q), x);
+      ss += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
     }
     for (int q = 2; q < groups; q++) {  // wide rows (several windows) only
       const int c = group_col(q);
-      if (tok >= a.tokens || c < 0) continue;
+      if (c < 0) continue;
       const float4 x = load4(tok, c);
       keep_embedded(tok, c, x);
       ss += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
@@ -123,7 +128,7 @@ __device__ __forceinline__ void stage_normed_slice(const GemvArgs &a, int s0, in
     for (int q = 0; q < groups; q++) {
       const int c = group_col(q);
       if (c < 0) continue;
-      const float4 x = q == 0 ? v[tok][0] : q == 1 ? v[tok][1] : load4(tok, c);
+      const float4 x = q < 2 ? v[tok][q] : load4(tok, c);
       const float4 wf = bf16x4_to_f32(q == 0 ? nw[0] : q == 1 ? nw[1] : *reinterpret_cast<const uint2 *>(a.norm_w + c));
       uint2 out;
       out.x = pack_bf16x2(x.x * inv * wf.x, x.y * inv * wf.y);
@@ -165,9 +170,10 @@ struct RunningMax {
 
 template <int NT, int R, int IN, int OUT>
 __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
+  constexpr int NB = (NT + 7) / 8;                    // MMAs per k16 step: 8 tokens each
   extern __shared__ uint4 smem_x[];                  // normalized inputs: [warp][token][slice] bf16
   __shared__ float partial[2][kMaxWarps][R][NT];     // per-warp sums, double-buffered over tiles
-  __shared__ float ss_part[kMaxWarps][2];            // normalized inputs: per-warp sums of squares
+  __shared__ float ss_part[kMaxWarps][NT];           // normalized inputs: per-warp sums of squares
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int slice = slice_cols(a.windows), s0 = warp * slice, col = s0 + 8 * t;
@@ -198,15 +204,15 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
     }
   pdl_wait();
 
-  // Epilogue thread j < R * NT owns tile row j / NT, token j % NT; for the residual add it reads
-  // the value it adds to now, alongside the input.
-  const int my_row = (int)threadIdx.x / NT, my_tok = (int)threadIdx.x % NT;
+  // Epilogue slot j < R * NT is tile row j / NT, token j % NT; thread i takes slots i, i +
+  // blockDim.x, ... For the residual add it reads the value its first slot adds to now,
+  // alongside the input.
   float y_first = 0.f;
-  if (OUT == GEMV_OUT_ADD_F32 && (int)threadIdx.x < R * NT && my_tok < a.tokens && tile < tiles) {
-    const int row = tile_row<R, OUT>(tile, my_row, a.n_out);
-    if (row >= 0) y_first = static_cast<const float *>(a.y)[(size_t)my_tok * a.ldy + row];
+  if (OUT == GEMV_OUT_ADD_F32 && (int)threadIdx.x < R * NT && (int)threadIdx.x % NT < a.tokens && tile < tiles) {
+    const int row = tile_row<R, OUT>(tile, (int)threadIdx.x / NT, a.n_out);
+    if (row >= 0) y_first = static_cast<const float *>(a.y)[(size_t)(threadIdx.x % NT) * a.ldy + row];
   }
-  if (IN != GEMV_IN_BF16) stage_normed_slice<NT, IN>(a, s0, slice, nw, xs, ss_part);
+  if constexpr (IN != GEMV_IN_BF16) stage_normed_slice<NT, IN>(a, s0, slice, nw, xs, ss_part);
   if (IN == GEMV_IN_EMBED && blockIdx.x == gridDim.x - 1)
     for (int i = threadIdx.x; i < a.tokens * a.first.half; i += blockDim.x)
       a.first.cos_sin[i] = rope_table_entry(a.first.positions, a.first.inv_freq, a.first.half, i);
@@ -216,62 +222,74 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
       ra = tile_row<R, OUT>(tile, g, a.n_out);
       rb = R == 16 ? tile_row<R, OUT>(tile, g + 8, a.n_out) : -1;
     }
-    float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};  // even / odd k16 steps
+    float acc0[NB][4] = {}, acc1[NB][4] = {};  // per 8 tokens: even / odd k16 steps
     for (int win = 0; win < a.windows; win++) {
       const int wcol = col + win * kWindowChunks * 32;
       if (it > 0 || win > 0) load_window<R>(a, ra, rb, wcol, wa, wb);
 #pragma unroll
       for (int c = 0; c < kWindowChunks; c++) {
         const int kk = wcol + 32 * c;
-        uint4 b = make_uint4(0, 0, 0, 0);
-        if (g < a.tokens && kk < a.k)
-          b = IN != GEMV_IN_BF16 ? *reinterpret_cast<const uint4 *>(xs + (size_t)g * slice + (kk - s0))
-                                 : *reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)g * a.k + kk);
         const uint32_t lo[4] = {wa[c].x, R == 16 ? wb[c].x : 0u, wa[c].y, R == 16 ? wb[c].y : 0u};
         const uint32_t hi[4] = {wa[c].z, R == 16 ? wb[c].z : 0u, wa[c].w, R == 16 ? wb[c].w : 0u};
-        mma_bf16_16816(acc0, lo, b.x, b.y);
-        mma_bf16_16816(acc1, hi, b.z, b.w);
-      }
-    }
-    // Accumulator (row g, token 2t + j) is acc[j], (row g + 8, token 2t + j) is acc[2 + j]: the
-    // tokens < NT <= 2 live in the lanes with t == 0.
-    float (*part)[R][NT] = partial[it & 1];
-    if (t == 0) {
 #pragma unroll
-      for (int j = 0; j < NT; j++) {
-        part[warp][g][j] = acc0[j] + acc1[j];
-        if (R == 16) part[warp][g + 8][j] = acc0[2 + j] + acc1[2 + j];
+        for (int nb = 0; nb < NB; nb++) {
+          const int tok = 8 * nb + g;
+          uint4 b = make_uint4(0, 0, 0, 0);
+          if (tok < a.tokens && kk < a.k)
+            b = IN != GEMV_IN_BF16
+                    ? *reinterpret_cast<const uint4 *>(xs + (size_t)tok * slice + (kk - s0))
+                    : *reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(a.x) + (size_t)tok * a.k + kk);
+          mma_bf16_16816(acc0[nb], lo, b.x, b.y);
+          mma_bf16_16816(acc1[nb], hi, b.z, b.w);
+        }
       }
     }
+    // Accumulator (row g, token 8 nb + 2t + j) is acc[nb][j], (row g + 8, same token)
+    // acc[nb][2 + j].
+    float (*part)[R][NT] = partial[it & 1];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+      for (int j = 0; j < 2; j++) {
+        const int tok = 8 * nb + 2 * t + j;
+        if (tok >= NT) continue;
+        part[warp][g][tok] = acc0[nb][j] + acc1[nb][j];
+        if (R == 16) part[warp][g + 8][tok] = acc0[nb][2 + j] + acc1[nb][2 + j];
+      }
     __syncthreads();
     // Fixed-order sum over the warps; then the epilogue.
-    auto row_sum = [&](int i) {
+    auto row_sum = [&](int i, int tok) {
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < kMaxWarps; w++)
-        if (w < warps) s += part[w][i][my_tok];
+        if (w < warps) s += part[w][i][tok];
       return s;
     };
     if (OUT == GEMV_OUT_SILU_MUL) {
-      if ((int)threadIdx.x < R / 2 * NT && my_tok < a.tokens) {
-        const int out = tile * (R / 2) + my_row;
-        if (out < a.n_out) {
-          const float gt = round_bf16(row_sum(my_row)), up = round_bf16(row_sum(my_row + R / 2));
-          static_cast<bf16 *>(a.y)[(size_t)my_tok * a.ldy + out] = __float2bfloat16(gt / (1.f + __expf(-gt)) * up);
-        }
+      for (int j = threadIdx.x; j < R / 2 * NT; j += blockDim.x) {
+        const int r = j / NT, tok = j % NT, out = tile * (R / 2) + r;
+        if (tok >= a.tokens || out >= a.n_out) continue;
+        const float gt = round_bf16(row_sum(r, tok)), up = round_bf16(row_sum(r + R / 2, tok));
+        static_cast<bf16 *>(a.y)[(size_t)tok * a.ldy + out] = __float2bfloat16(gt / (1.f + __expf(-gt)) * up);
       }
     } else {
-      float v = -INFINITY;
-      int row = -1;
-      if ((int)threadIdx.x < R * NT && my_tok < a.tokens) row = tile_row<R, OUT>(tile, my_row, a.n_out);
-      if (row >= 0) {
-        v = row_sum(my_row);
-        const size_t at = (size_t)my_tok * a.ldy + row;
-        if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(v);
-        if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = v;
-        if (OUT == GEMV_OUT_ADD_F32) static_cast<float *>(a.y)[at] = (it == 0 ? y_first : static_cast<float *>(a.y)[at]) + v;
+      // The trip count is the same for every thread: the row stats' fold shuffles across warp 0.
+      for (int j0 = 0; j0 < R * NT; j0 += blockDim.x) {
+        const int j = j0 + (int)threadIdx.x, r = j / NT, tok = j % NT;
+        float v = -INFINITY;
+        int row = -1;
+        if (j < R * NT && tok < a.tokens) row = tile_row<R, OUT>(tile, r, a.n_out);
+        if (row >= 0) {
+          v = row_sum(r, tok);
+          const size_t at = (size_t)tok * a.ldy + row;
+          if (OUT == GEMV_OUT_BF16) static_cast<bf16 *>(a.y)[at] = __float2bfloat16(v);
+          if (OUT == GEMV_OUT_F32) static_cast<float *>(a.y)[at] = v;
+          if (OUT == GEMV_OUT_ADD_F32)
+            static_cast<float *>(a.y)[at] = (it == 0 && j0 == 0 ? y_first : static_cast<float *>(a.y)[at]) + v;
+        }
+        if constexpr (OUT == GEMV_OUT_F32 && R * NT <= 32)  // see LP_GEMV_MAX_TOKENS
+          if (a.row_stats && warp == 0) run.fold<R, NT>(v, row);
       }
-      if (OUT == GEMV_OUT_F32 && a.row_stats && warp == 0) run.fold<R, NT>(v, row);
     }
   }
   if (OUT == GEMV_OUT_F32 && a.row_stats && (int)threadIdx.x < NT && (int)threadIdx.x < a.tokens)
@@ -280,23 +298,49 @@ __global__ __launch_bounds__(kMaxWarps * 32) void gemv_kernel(GemvArgs a) {
 
 typedef void (*GemvKernel)(GemvArgs);
 
-// The (input, output) pairs the forward step uses.
+// The (input, output) pairs the forward step uses: normalized inputs for up to
+// LP_GEMV_MAX_TOKENS tokens, bf16 inputs (normalized by rmsnorm_rows) for more.
 template <int NT, int R>
 GemvKernel pick(GemvInput in, GemvOutput out) {
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_BF16>;
-  if (in == GEMV_IN_EMBED && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_EMBED, GEMV_OUT_BF16>;
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_F32>;
-  if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
+  if constexpr (NT <= LP_GEMV_MAX_TOKENS) {
+    if (in == GEMV_IN_NORM && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_BF16>;
+    if (in == GEMV_IN_EMBED && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_EMBED, GEMV_OUT_BF16>;
+    if (in == GEMV_IN_NORM && out == GEMV_OUT_F32) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_F32>;
+    if (in == GEMV_IN_NORM && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, R, GEMV_IN_NORM, GEMV_OUT_SILU_MUL>;
+  } else {
+    if (in == GEMV_IN_BF16 && out == GEMV_OUT_BF16) return gemv_kernel<NT, R, GEMV_IN_BF16, GEMV_OUT_BF16>;
+    if (in == GEMV_IN_BF16 && out == GEMV_OUT_SILU_MUL) return gemv_kernel<NT, R, GEMV_IN_BF16, GEMV_OUT_SILU_MUL>;
+  }
   if (in == GEMV_IN_BF16 && out == GEMV_OUT_ADD_F32) return gemv_kernel<NT, R, GEMV_IN_BF16, GEMV_OUT_ADD_F32>;
   return nullptr;
 }
 
-static_assert(LP_GEMV_MAX_TOKENS <= 2, "kernels are instantiated for 1 and 2 tokens");
-int padded_tokens(int tokens) { return tokens <= 1 ? 1 : 2; }
+// Token counts the kernels are instantiated for: a batch runs at the next one up. Past two
+// tokens the MMA's N side (8) is the unit, so 3-8 tokens cost one instance, 9-16 another.
+const int kTokenCounts[] = {1, 2, 8, 16};
+static_assert(LP_GEMV_MAX_BATCH == 16, "kTokenCounts ends at LP_GEMV_MAX_BATCH");
+// The LM head's row stats are folded across the lanes of warp 0, one per (row, token) of a tile,
+// so they need R * NT <= 32: two tokens at most.
+static_assert(LP_GEMV_MAX_TOKENS == 2, "row stats are folded for at most two tokens");
+int padded_tokens(int tokens) {
+  for (int nt : kTokenCounts)
+    if (tokens <= nt) return nt;
+  return -1;
+}
+
+template <int R>
+GemvKernel pick_rows(GemvInput in, GemvOutput out, int nt) {
+  switch (nt) {
+    case 1: return pick<1, R>(in, out);
+    case 2: return pick<2, R>(in, out);
+    case 8: return pick<8, R>(in, out);
+    case 16: return pick<16, R>(in, out);
+    default: return nullptr;
+  }
+}
 
 GemvKernel pick_kernel(GemvInput in, GemvOutput out, int nt, int rows) {
-  if (rows == 16) return nt == 1 ? pick<1, 16>(in, out) : pick<2, 16>(in, out);
-  return nt == 1 ? pick<1, 8>(in, out) : pick<2, 8>(in, out);
+  return rows == 16 ? pick_rows<16>(in, out, nt) : pick_rows<8>(in, out, nt);
 }
 
 // How a row of k columns is split: tile rows, warps, and windows per warp.
@@ -324,20 +368,25 @@ size_t norm_smem_bytes(const GemvSplit &s, int nt) {
 
 }  // namespace
 
-bool gemv_fits(int tokens, int k) {
-  if (tokens < 1 || tokens > LP_GEMV_MAX_TOKENS || k < 32 || k % 32 != 0) return false;
+bool gemv_fits(int tokens, int k, GemvInput in) {
+  if (tokens < 1 || tokens > LP_GEMV_MAX_BATCH || k < 32 || k % 32 != 0) return false;
+  if (in != GEMV_IN_BF16 && tokens > LP_GEMV_MAX_TOKENS) return false;
   const GemvSplit s = gemv_split(k);
-  return s.windows <= kMaxWindows && norm_smem_bytes(s, padded_tokens(tokens)) <= (size_t)kMaxSmemBytes;
+  if (s.windows > kMaxWindows) return false;
+  return in == GEMV_IN_BF16 || norm_smem_bytes(s, padded_tokens(tokens)) <= (size_t)kMaxSmemBytes;
 }
+
+bool gemv_head_fits(int rows, int k) { return rows <= LP_GEMV_MAX_TOKENS && gemv_fits(rows, k, GEMV_IN_NORM); }
 
 lp_status gemv_configure(void) {
   const GemvInput ins[] = {GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_NORM, GEMV_IN_BF16, GEMV_IN_EMBED};
   const GemvOutput outs[] = {GEMV_OUT_BF16, GEMV_OUT_F32, GEMV_OUT_SILU_MUL, GEMV_OUT_ADD_F32, GEMV_OUT_BF16};
-  for (int nt = 1; nt <= 2; nt++)
+  for (int nt : kTokenCounts)
     for (int rows : {8, 16})
-      for (int i = 0; i < 5; i++)
-        CUDA_CHECK(cudaFuncSetAttribute(pick_kernel(ins[i], outs[i], nt, rows),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+      for (int i = 0; i < 5; i++) {
+        GemvKernel k = pick_kernel(ins[i], outs[i], nt, rows);
+        if (k) CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+      }
   return LP_OK;
 }
 
@@ -347,8 +396,8 @@ int gemv_grid(GemvOutput out, int n_out, int k, int num_sms) {
 }
 
 lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_sms, cudaStream_t stream) {
-  LP_REQUIRE(a.n_out > 0 && gemv_fits(a.tokens, a.k), "gemv: bad shape n_out=%d k=%d tokens=%d", a.n_out, a.k,
-             a.tokens);
+  LP_REQUIRE(a.n_out > 0 && gemv_fits(a.tokens, a.k, in), "gemv: bad shape n_out=%d k=%d tokens=%d", a.n_out,
+             a.k, a.tokens);
   LP_REQUIRE(in == GEMV_IN_BF16 || a.norm_w, "gemv: normalized input needs a norm weight");
   LP_REQUIRE(in != GEMV_IN_EMBED || (a.row_map && a.first.residual && a.first.cos_sin && a.first.half > 0),
              "gemv: embedding input needs token ids, a residual and a rope table");
@@ -358,7 +407,8 @@ lp_status launch_gemv(GemvInput in, GemvOutput out, const GemvArgs &a, int num_s
   LP_REQUIRE(kernel, "gemv: unsupported input/output pair %d/%d", (int)in, (int)out);
   GemvArgs args = a;
   args.windows = split.windows;
-  LP_REQUIRE(!a.row_stats || out == GEMV_OUT_F32, "gemv: row stats need fp32 outputs");
+  LP_REQUIRE(!a.row_stats || (out == GEMV_OUT_F32 && a.tokens <= LP_GEMV_MAX_TOKENS),
+             "gemv: row stats need fp32 outputs of at most %d tokens", LP_GEMV_MAX_TOKENS);
   const int blocks = gemv_grid(out, a.n_out, a.k, num_sms);
   const size_t smem = in != GEMV_IN_BF16 ? norm_smem_bytes(split, nt) : 0;
   const size_t weight_bytes = (size_t)(out == GEMV_OUT_SILU_MUL ? 2 : 1) * a.n_out * a.k * 2;

@@ -13,9 +13,11 @@ typedef __nv_bfloat16 bf16;
 // Largest number of key splits of one decode sequence (flash-decoding partitions); the splits of
 // a (sequence, kv head) are one thread block cluster, which holds at most 16 CTAs.
 #define LP_MAX_DECODE_SPLITS 16
-// Decode batches up to this many tokens use the fused GEMV kernels instead of cuBLAS; from batch
-// 4 on, cuBLAS is faster.
+// Steps of up to LP_GEMV_MAX_BATCH tokens run the layers' products as GEMVs (gemv.cu) instead of
+// cuBLAS GEMMs; up to LP_GEMV_MAX_TOKENS the GEMVs also normalize their inputs, and the LM head
+// runs as one that leaves row stats for the sampler.
 #define LP_GEMV_MAX_TOKENS 2
+#define LP_GEMV_MAX_BATCH 16
 // Most CTAs sharing one sampled row's max / sum-of-exp pass.
 #define LP_SAMPLE_MAX_PARTS 32
 

@@ -7,11 +7,34 @@
 namespace {
 
 const int kThreads = 256;
+const int kHeldVecs = 4;  // 4-column groups a thread holds in registers: rows up to 4096 wide
 
 // Each thread normalizes the same elements it read, so no barrier is needed between the passes
-// beyond the block reduction.
+// beyond the block reduction. Rows of whole 4-column groups that fit in registers are read once,
+// with every load issued before the reduction (a row is a few loads per thread, so its latency is
+// the kernel's); others are read again.
 __device__ void normalize_row(const float *src, const bf16 *w, float eps, int hidden, bf16 *dst,
                               float *scratch) {
+  if (hidden % 4 == 0 && hidden <= (int)blockDim.x * 4 * kHeldVecs) {
+    float4 v[kHeldVecs];
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < kHeldVecs; j++) {
+      const int g = j * blockDim.x + threadIdx.x;
+      v[j] = 4 * g < hidden ? reinterpret_cast<const float4 *>(src)[g] : make_float4(0.f, 0.f, 0.f, 0.f);
+      ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+    const float inv = rsqrtf(block_sum(ss, scratch) / (float)hidden + eps);
+#pragma unroll
+    for (int j = 0; j < kHeldVecs; j++) {
+      const int g = j * blockDim.x + threadIdx.x;
+      if (4 * g >= hidden) break;
+      const float4 wf = bf16x4_to_f32(reinterpret_cast<const uint2 *>(w)[g]);
+      reinterpret_cast<uint2 *>(dst)[g] = make_uint2(pack_bf16x2(v[j].x * inv * wf.x, v[j].y * inv * wf.y),
+                                                     pack_bf16x2(v[j].z * inv * wf.z, v[j].w * inv * wf.w));
+    }
+    return;
+  }
   float ss = 0.f;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) ss += src[i] * src[i];
   const float inv = rsqrtf(block_sum(ss, scratch) / (float)hidden + eps);
@@ -28,6 +51,7 @@ __global__ void embed_kernel(const bf16 *embed, const int32_t *tokens, int hidde
   const bf16 *src = embed + (size_t)tokens[t] * hidden;
   float *res = residual + (size_t)t * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) res[i] = __bfloat162float(src[i]);
+  __syncthreads();  // normalize_row's threads read other columns than they wrote
   if (norm_w) normalize_row(res, norm_w, eps, hidden, xnorm + (size_t)t * hidden, scratch);
 }
 

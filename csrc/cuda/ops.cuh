@@ -72,8 +72,10 @@ struct GemvArgs {
   int windows;            // set by launch_gemv: weight windows each warp streams along k
   GemvStepStart first;    // GEMV_IN_EMBED only
 };
-// Whether the fused GEMV handles this many tokens of width k.
-bool gemv_fits(int tokens, int k);
+// Whether the fused GEMV handles this many tokens of width k read as `in`.
+bool gemv_fits(int tokens, int k, GemvInput in);
+// Whether the LM head runs as a fused GEMV that leaves row stats for the sampler (GEMV_IN_NORM).
+bool gemv_head_fits(int rows, int k);
 // CTAs launch_gemv runs for n_out outputs of width k.
 int gemv_grid(GemvOutput out, int n_out, int k, int num_sms);
 lp_status gemv_configure(void);

@@ -1,7 +1,7 @@
 // The CUDA forward step against the CPU backend on the same random models: prefill across query
 // tiles, a chunked continuation that reads its prefix from the cache mixed with a decode, decode
-// steps through graphs (batches 1 and 2 -> fused GEMV path, 3 and 12 -> cuBLAS), and the KV the
-// two backends wrote. Tolerances are bf16's: rel. L2 of logits <= 2e-2 per row; greedy tokens
+// steps through graphs (batches 1 to 16 -> fused GEMV path, 24 -> cuBLAS), and the KV the two
+// backends wrote. Tolerances are bf16's: rel. L2 of logits <= 2e-2 per row; greedy tokens
 // agree except at near ties (CPU logit gap under 5% of the logits' RMS). Skips without CUDA.
 import { describe, expect, test } from "bun:test";
 import type { KvCache, NativeModel, StepBatch } from "../../ffi/native.ts";
@@ -177,8 +177,8 @@ describe("CUDA step vs CPU step", () => {
           true,
         ),
       );
-      // Decode steps of all three (a graph of batch 4 serves them; cuBLAS path), then of one and two
-      // (graphs of 1 and 2; fused GEMV path).
+      // Decode steps of all three (a graph of batch 4 serves them; the GEMV's 8-token instance),
+      // then of one and two (graphs of 1 and 2).
       for (const group of [[0, 1, 2], [0, 1, 2], [0], [1, 2], [2], [0, 1]]) {
         for (const s of group) seqs[s]!.push(Math.floor(rand() * V));
         compareStep(`${ctx} decode [${group}]`, V, pair, step(group.map((s) => ({ s, tokens: seqs[s]!.slice(-1) }))));
@@ -201,35 +201,37 @@ describe("CUDA step vs CPU step", () => {
     });
   }
 
-  test("decode batch 12 (cuBLAS path, graph of 16)", () => {
-    const seed = testSeed();
-    const ctx = `batch 12, seed ${seed} (replay: LP_TEST_SEED=${seed})`;
-    const rand = rng(seed ^ 0x12);
-    const opts = { ...VARIANTS[0]!, seed, maxNumTokens: 512, maxNumSeqs: 64 };
-    const cuda = createRandomModel(backends.cuda, opts), cpu = createRandomModel(backends.cpu, opts);
-    const V = cuda.config.vocabSize, bs = 16, batch = 12;
-    const pair = {
-      cuda: [cuda.model, cuda.model.createKvCache(batch * 4, bs)] as [NativeModel, KvCache],
-      cpu: [cpu.model, cpu.model.createKvCache(batch * 4, bs)] as [NativeModel, KvCache],
-    };
-    const tables = Array.from({ length: batch }, (_, s) => [0, 1, 2, 3].map((j) => s * 4 + j));
-    const seqs = tables.map(() => Array.from({ length: 3 + Math.floor(rand() * 30) }, () => Math.floor(rand() * V)));
-    const make = (fresh: boolean) => () =>
-      buildStep(
-        seqs.map((t, s) => ({
-          tokens: fresh ? t : t.slice(-1),
-          cached: fresh ? 0 : t.length - 1,
-          blockTable: tables[s]!,
-        })),
-        bs,
-        { vocab: V },
-      );
-    compareStep(`${ctx} prefill`, V, pair, make(true));
-    for (let i = 0; i < 3; i++) {
-      seqs.forEach((t) => t.push(Math.floor(rand() * V)));
-      compareStep(`${ctx} decode ${i}`, V, pair, make(false));
-    }
-    cuda.model.dispose();
-    cpu.model.dispose();
-  });
+  for (const [batch, path] of [[12, "fused GEMV path, 16-token instance"], [24, "cuBLAS path, graph of 32"]] as const) {
+    test(`decode batch ${batch} (${path})`, () => {
+      const seed = testSeed();
+      const ctx = `batch ${batch}, seed ${seed} (replay: LP_TEST_SEED=${seed})`;
+      const rand = rng(seed ^ batch);
+      const opts = { ...VARIANTS[0]!, seed, maxNumTokens: 512, maxNumSeqs: 64 };
+      const cuda = createRandomModel(backends.cuda, opts), cpu = createRandomModel(backends.cpu, opts);
+      const V = cuda.config.vocabSize, bs = 16;
+      const pair = {
+        cuda: [cuda.model, cuda.model.createKvCache(batch * 4, bs)] as [NativeModel, KvCache],
+        cpu: [cpu.model, cpu.model.createKvCache(batch * 4, bs)] as [NativeModel, KvCache],
+      };
+      const tables = Array.from({ length: batch }, (_, s) => [0, 1, 2, 3].map((j) => s * 4 + j));
+      const seqs = tables.map(() => Array.from({ length: 3 + Math.floor(rand() * 30) }, () => Math.floor(rand() * V)));
+      const make = (fresh: boolean) => () =>
+        buildStep(
+          seqs.map((t, s) => ({
+            tokens: fresh ? t : t.slice(-1),
+            cached: fresh ? 0 : t.length - 1,
+            blockTable: tables[s]!,
+          })),
+          bs,
+          { vocab: V },
+        );
+      compareStep(`${ctx} prefill`, V, pair, make(true));
+      for (let i = 0; i < 3; i++) {
+        seqs.forEach((t) => t.push(Math.floor(rand() * V)));
+        compareStep(`${ctx} decode ${i}`, V, pair, make(false));
+      }
+      cuda.model.dispose();
+      cpu.model.dispose();
+    });
+  }
 });
