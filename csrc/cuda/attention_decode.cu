@@ -68,7 +68,7 @@ __device__ __forceinline__ void store_out(const AttnArgs &a, int tok, int kvh, i
   a.out[(size_t)tok * a.num_heads * D + (size_t)(kvh * G + h) * D + d] = __float2bfloat16(L > 0.f ? O / L : 0.f);
 }
 
-template <int D, int MAXG, int kUnroll, bool PRELOAD, int WARPS>
+template <int D, int MAXG, int kUnroll, bool PRELOAD, int WARPS, bool PIPE>
 __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta m, int splits) {
   constexpr int LANES = D / 8;                    // lanes sharing one token row (16 bytes each)
   constexpr int GROUPS = WARPS * (32 / LANES);    // token rows processed side by side
@@ -182,8 +182,12 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
   }
 
   // Warp-uniform trip count (the shuffles below need every lane), per-group validity.
+  if (PIPE && !preloaded) load_batch(lo, kr, vr);
   for (int base = lo; base < hi; base += BATCH) {
-    if (base != lo || !preloaded) load_batch(base, kr, vr);
+    if (!PIPE && (base != lo || !preloaded)) load_batch(base, kr, vr);
+    // PIPE: the next round's loads are in flight while this round computes.
+    uint4 kn[kUnroll], vn[kUnroll];
+    if (PIPE && base + BATCH < hi) load_batch(base + BATCH, kn, vn);
     bool valid[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
@@ -226,6 +230,10 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[h][e] = fmaf(p, vf[e], acc[h][e]);
       }
+    }
+    if (PIPE) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) kr[u] = kn[u], vr[u] = vn[u];
     }
   }
 
@@ -294,24 +302,31 @@ typedef void (*DecodeKernel)(AttnArgs, StepMeta, int);
 
 // The kernel variants: tokens in flight per lane group, whether the first round of K/V is loaded
 // before the PDL wait (half again as many registers, so only while every CTA has an SM to itself:
-// more CTAs would not all be resident while the previous kernel drains), and the CTA's warps.
-enum class Variant { kNarrow, kWide, kWidePreload, kFewPreload };
+// more CTAs would not all be resident while the previous kernel drains), the CTA's warps, and
+// whether each round's loads are issued before the previous round computes (see pipelined()).
+enum class Variant { kNarrow, kNarrowPipe, kWide, kWidePreload, kFewPreload };
 
 template <int D>
 DecodeKernel pick_group(int group, Variant v) {
   if (group <= 2 && v == Variant::kFewPreload)
-    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, true, kWarpsFew>
-                      : decode_kernel<D, 2, kUnrollWide, true, kWarpsFew>;
+    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, true, kWarpsFew, false>
+                      : decode_kernel<D, 2, kUnrollWide, true, kWarpsFew, false>;
   if (group <= 2 && v == Variant::kWidePreload)
-    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, true, kWarps>
-                      : decode_kernel<D, 2, kUnrollWide, true, kWarps>;
+    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, true, kWarps, false>
+                      : decode_kernel<D, 2, kUnrollWide, true, kWarps, false>;
   if (group <= 2 && v == Variant::kWide)
-    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, false, kWarps>
-                      : decode_kernel<D, 2, kUnrollWide, false, kWarps>;
-  if (group <= 1) return decode_kernel<D, 1, kUnrollNarrow, false, kWarps>;
-  if (group <= 2) return decode_kernel<D, 2, kUnrollNarrow, false, kWarps>;
-  if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow, false, kWarps>;
-  return decode_kernel<D, 8, kUnrollNarrow, false, kWarps>;
+    return group <= 1 ? decode_kernel<D, 1, kUnrollWide, false, kWarps, false>
+                      : decode_kernel<D, 2, kUnrollWide, false, kWarps, false>;
+  if (v == Variant::kNarrowPipe) {
+    if (group <= 1) return decode_kernel<D, 1, kUnrollNarrow, false, kWarps, true>;
+    if (group <= 2) return decode_kernel<D, 2, kUnrollNarrow, false, kWarps, true>;
+    if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow, false, kWarps, true>;
+    return decode_kernel<D, 8, kUnrollNarrow, false, kWarps, true>;
+  }
+  if (group <= 1) return decode_kernel<D, 1, kUnrollNarrow, false, kWarps, false>;
+  if (group <= 2) return decode_kernel<D, 2, kUnrollNarrow, false, kWarps, false>;
+  if (group <= 4) return decode_kernel<D, 4, kUnrollNarrow, false, kWarps, false>;
+  return decode_kernel<D, 8, kUnrollNarrow, false, kWarps, false>;
 }
 
 // See kWarpsFew.
@@ -333,6 +348,55 @@ DecodeKernel pick(int head_dim, int group, Variant v) {
   return head_dim == 64 ? pick_group<64>(group, v) : head_dim == 128 ? pick_group<128>(group, v) : pick_group<256>(group, v);
 }
 
+// CTAs of the narrow variants an SM holds at once (registers and shared memory permitting), per
+// head size (64, 128, 256), group (1, 2, 4, 8) and pipelining; filled by the configure call.
+int g_narrow_resident[3][4][2];
+
+int dim_index(int head_dim) { return head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2; }
+int group_index(int group) { return group <= 1 ? 0 : group <= 2 ? 1 : group <= 4 ? 2 : 3; }
+
+// A grid of at least kManyWaves waves: its last, partial wave is a small part of it.
+const int kManyWaves = 3;
+
+// Clusters of `splits` narrow CTAs (pipelined or not) the device holds at once, per head size,
+// group and split count, looked up on first use (0: not yet). A cluster's CTAs share a GPC, so
+// fewer fit than CTAs per SM times SMs suggests.
+int g_narrow_clusters[3][4][LP_MAX_DECODE_SPLITS + 1][2];
+
+int resident_clusters(int head_dim, int group, int splits, bool piped) {
+  int &n = g_narrow_clusters[dim_index(head_dim)][group_index(group)][splits][piped];
+  if (n > 0) return n;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = (unsigned)splits;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1, 1, splits);
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (cudaOccupancyMaxActiveClusters(&n, pick(head_dim, group, piped ? Variant::kNarrowPipe : Variant::kNarrow),
+                                     &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 1;
+  }
+  return n = n < 1 ? 1 : n;
+}
+
+// The pipelined narrow variant keeps two rounds of K/V loads in flight per CTA, but with the
+// registers that takes fewer of its CTAs fit an SM: it pays where the whole grid is resident at
+// once anyway (more bytes in flight per SM), or where the grid is many waves of either variant,
+// and loses where it would add a wave. Units: clusters (one per pair) when split, else CTAs.
+bool pipelined(long pairs, int splits, int head_dim, int group, int num_sms) {
+  long pipe, plain;
+  if (splits > 1) {
+    pipe = resident_clusters(head_dim, group, splits, true), plain = resident_clusters(head_dim, group, splits, false);
+  } else {
+    const int *resident = g_narrow_resident[dim_index(head_dim)][group_index(group)];
+    pipe = (long)resident[1] * num_sms, plain = (long)resident[0] * num_sms;
+  }
+  return pairs <= pipe || pairs >= kManyWaves * plain;
+}
+
 }  // namespace
 
 bool attention_decode_supported(int head_dim, int group) {
@@ -345,8 +409,17 @@ lp_status attention_decode_configure(void) {
   const int groups[] = {1, 2, 4, 8}, dims[] = {64, 128, 256};
   for (int g : groups)
     for (int d : dims)
-      for (Variant v : {Variant::kNarrow, Variant::kWide, Variant::kWidePreload, Variant::kFewPreload})
+      for (Variant v :
+           {Variant::kNarrow, Variant::kNarrowPipe, Variant::kWide, Variant::kWidePreload, Variant::kFewPreload})
         CUDA_CHECK(cudaFuncSetAttribute(pick(d, g, v), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  for (int g : groups)
+    for (int d : dims)
+      for (int piped = 0; piped < 2; piped++) {
+        int n = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &n, pick(d, g, piped ? Variant::kNarrowPipe : Variant::kNarrow), kWarps * 32, 0));
+        g_narrow_resident[dim_index(d)][group_index(g)][piped] = n < 1 ? 1 : n;
+      }
   return LP_OK;
 }
 
@@ -358,8 +431,10 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
   const int splits = decode_splits(num_decode, a.num_kv_heads, group, num_sms);
   const long pairs = (long)num_decode * a.num_kv_heads, ctas = pairs * splits;
   // Wide: one wave of the 128-thread kernel.
+  const Variant narrow =
+      pipelined(pairs, splits, a.head_dim, group, num_sms) ? Variant::kNarrowPipe : Variant::kNarrow;
   const Variant v = few_pairs(pairs, group, num_sms)               ? Variant::kFewPreload
-                    : group > kWideMaxGroup || ctas > 2L * num_sms ? Variant::kNarrow
+                    : group > kWideMaxGroup || ctas > 2L * num_sms ? narrow
                     : ctas <= num_sms                              ? Variant::kWidePreload
                                                                    : Variant::kWide;
   const int warps = v == Variant::kFewPreload ? kWarpsFew : kWarps;
