@@ -10,7 +10,9 @@
  * - prefill: this request's own prefill on r, only the tokens r does not hold, with the attention
  *   over its cached prefix and the per-sequence cost of a prefill chunk (device_cost.ts); `others`
  *   is every request running or queued on r, each of which waits that long once more (a prefill
- *   chunk shares their steps);
+ *   chunk shares their steps): in full for a request still before its first token (queued, or
+ *   admitted with its prefill unfinished), at decodeWaitWeight for one that decodes (a token gap,
+ *   routing_weights.ts);
  * - reclaim: the prefill of the cached tokens its new blocks would evict, at reclaimTokenWeight
  *   (half may be asked for again);
  * - s_p: r's measured prefill speed against the model (DeviceSpeeds).
@@ -72,12 +74,15 @@ export function projectRouteTime(
   const queued = l.numWaiting + ctx.reservations.pendingRequests(rank);
   // Ahead of it: the queue, and the prefills the rank admitted but has not finished (running by
   // its load, yet holding the device), each priced as an average one of them.
-  const ahead = queued + ctx.prefills.requests(rank);
+  const admitted = ctx.prefills.requests(rank);
+  const ahead = queued + admitted;
   const aheadTokens = l.waitingTokens + ctx.reservations.pendingTokens(rank) + ctx.prefills.tokens(rank);
   const waitMs = ahead > 0 ? pr * ahead * prefillMs(m, aheadTokens / ahead, 0) : 0;
   const cached = ctx.cachedTokens(rank);
   const own = pr * prefillMs(m, q.promptTokens - cached, cached);
-  const others = l.numRunning + queued;
+  // The running requests whose prefill is done decode: a new prefill costs them one token gap.
+  const decoding = Math.max(0, l.numRunning - admitted);
+  const others = ahead + ctx.config.cost.decodeWaitWeight * decoding;
   const externalMs = own * others;
   const reclaimMs = pr * (cost.reclaimPressure * m.prefillTokenMs);
   out.rank = rank;

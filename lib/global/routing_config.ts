@@ -41,6 +41,7 @@ export const DEFAULT_ROUTING_CONFIG: Readonly<RoutingConfig> = Object.freeze({
     missingPrefillWeight: 1,
     reclaimTokenWeight: 0.5,
     decodeReserveBlocks: 1,
+    decodeWaitWeight: 0.5,
   }),
   device: DEFAULT_DEVICE_COST,
   cacheAware: Object.freeze({ balanceAbsThreshold: 64, balanceRelThreshold: 1.5, matchThreshold: 0.3 }),

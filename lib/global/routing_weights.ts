@@ -26,6 +26,15 @@ export interface CostModelConfig {
   reclaimTokenWeight: number;
   /** Blocks reserved beyond the prompt's for the first decode tokens. Default 1. */
   decodeReserveBlocks: number;
+  /**
+   * What a decoding sequence's wait for a new prefill counts, against a first token's wait, in the
+   * lmpool route cost (route_time.ts). The decoder loses one inter-token gap, the waiting request
+   * its first token. Counted in full, a hot prefix's owner with a decode batch priced a hit there
+   * above recomputing the whole prefix on an idle rank, and the recomputing requests made the
+   * first-token tail; not counted, prefills piled into decode batches and output throughput fell.
+   * Default 0.5.
+   */
+  decodeWaitWeight: number;
 }
 
 /** SGLang cache-aware router thresholds. */
