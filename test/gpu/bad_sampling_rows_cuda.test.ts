@@ -6,7 +6,7 @@
 // the same shapes), and the CPU backend skips the same rows. Skips without CUDA.
 import { describe, expect, test } from "bun:test";
 import type { KvCache, NativeModel, StepBatch } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, KERNEL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, type SampleRow, type SeqStep } from "../helpers/step_builder.ts";
 import { openBackends } from "./cuda_backends.ts";
 
@@ -24,15 +24,9 @@ describe("CUDA: bad sampling rows are skipped, the step goes on", () => {
   const seed = testSeed();
   const ctx = `seed ${seed} (replay: LP_TEST_SEED=${seed})`;
   const opts = {
-    arch: "qwen3" as const,
-    tie: true,
+    ...KERNEL_QWEN3,
     seed,
     vocabSize: 1000,
-    hiddenSize: 256,
-    intermediateSize: 512,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
     maxNumTokens: 512,
     maxNumSeqs: 64,
   };

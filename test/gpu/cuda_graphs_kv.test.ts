@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import type { StepBatch } from "../../ffi/native.ts";
 import { rng } from "../helpers/bf16.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, KERNEL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, rowLogits } from "../helpers/step_builder.ts";
 import { openBackends } from "./cuda_backends.ts";
 
@@ -24,15 +24,9 @@ describe("CUDA graphs, KV transfer packing, bench ceilings", () => {
       const ctx = `batch ${batch}, seed ${seed} (replay: LP_TEST_SEED=${seed})`;
       const rand = rng(seed);
       const { config, model } = createRandomModel(cuda, {
-        arch: "qwen3",
-        tie: true,
+        ...KERNEL_QWEN3,
         seed,
         vocabSize: 900,
-        hiddenSize: 256,
-        intermediateSize: 512,
-        numHeads: 4,
-        numKvHeads: 2,
-        headDim: 128,
         maxNumTokens: 2048,
         maxNumSeqs: 64,
       });

@@ -12,7 +12,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type KvCache, type RowControls, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
 import { maskTimesOf } from "../../lib/core/mask_time.ts";
 import { LLM } from "../../lib/engine/llm.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, KERNEL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, type SampleRow, type SeqStep } from "../helpers/step_builder.ts";
 import { tinyModelDir } from "../helpers/tiny_model_dir.ts";
 import { openBackends } from "./cuda_backends.ts";
@@ -28,15 +28,9 @@ describe("CUDA: deferred sampling equals the one-shot step", () => {
   const seed = testSeed();
   const V = 4096, bs = 16, n = 16;
   const { model } = createRandomModel(backends.cuda, {
-    arch: "qwen3",
-    tie: true,
+    ...KERNEL_QWEN3,
     seed,
     vocabSize: V,
-    hiddenSize: 256,
-    intermediateSize: 512,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
     maxNumTokens: 2048,
     maxNumSeqs: 64,
   });

@@ -6,7 +6,7 @@
 // without CUDA.
 import { describe, expect, test } from "bun:test";
 import { type RowControls, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, KERNEL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, rowLogits, type SampleRow, type SeqStep } from "../helpers/step_builder.ts";
 import { openBackends } from "./cuda_backends.ts";
 
@@ -20,15 +20,9 @@ describe("CUDA: scored rows and their ranks", () => {
   const seed = testSeed();
   const V = 32000, K = 4, bs = 16;
   const { model } = createRandomModel(backends.cuda, {
-    arch: "qwen3",
-    tie: true,
+    ...KERNEL_QWEN3,
     seed,
     vocabSize: V,
-    hiddenSize: 256,
-    intermediateSize: 512,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
     maxNumTokens: 512,
     maxNumSeqs: 64,
   });

@@ -12,7 +12,7 @@ import {
   type StepBatch,
   StepControlsWriter,
 } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, KERNEL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, rowLogits, type SampleRow, type SeqStep } from "../helpers/step_builder.ts";
 import { openBackends } from "./cuda_backends.ts";
 
@@ -25,15 +25,9 @@ describe("CUDA: sampling controls on decode graphs and the GEMV head", () => {
   }
   const seed = testSeed();
   const opts = {
-    arch: "qwen3" as const,
-    tie: true,
+    ...KERNEL_QWEN3,
     seed,
     vocabSize: 1000,
-    hiddenSize: 256,
-    intermediateSize: 512,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 128,
     maxNumTokens: 512,
     maxNumSeqs: 64,
   };

@@ -26,6 +26,32 @@ export interface RandomModelOptions {
   maxNumSeqs?: number;
 }
 
+/**
+ * The GPU suites' Qwen3 shape: head size 128 and a hidden size of 256, so the CUDA backend runs its
+ * fast attention kernels and tensor-core GEMVs rather than their fallbacks, on a model still small
+ * enough to build in a moment.
+ */
+export const KERNEL_QWEN3 = {
+  arch: "qwen3",
+  tie: true,
+  hiddenSize: 256,
+  intermediateSize: 512,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 128,
+} as const satisfies Partial<RandomModelOptions>;
+
+/** The native step tests' Qwen3 shape: small enough for the CPU backend in CI, grouped-query heads. */
+export const SMALL_QWEN3 = {
+  arch: "qwen3",
+  tie: true,
+  hiddenSize: 64,
+  intermediateSize: 192,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 16,
+} as const satisfies Partial<RandomModelOptions>;
+
 /** A finalized native model and what built it. */
 export interface RandomModel {
   config: NativeModelConfig;

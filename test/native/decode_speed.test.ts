@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { native } from "../../ffi/native.ts";
 import { rng } from "../helpers/bf16.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, SMALL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, type SampleRow } from "../helpers/step_builder.ts";
 
 const BOUND_MS = 100;
@@ -13,15 +13,9 @@ describe(`decode speed, vocab 151936 hidden 64 (${native().backend} backend)`, (
   const seed = testSeed();
   const rand = rng(seed);
   const { config, model } = createRandomModel(native(), {
-    arch: "qwen3",
-    tie: true,
+    ...SMALL_QWEN3,
     seed,
     vocabSize: 151936,
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 16,
     maxNumTokens: 512,
     maxNumSeqs: 16,
   });

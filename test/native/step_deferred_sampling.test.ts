@@ -8,21 +8,15 @@
 // in CI and on CUDA on the GPU machine (LMPOOL_BACKEND=cuda).
 import { describe, expect, test } from "bun:test";
 import { native, type RowControls, type StepBatch, StepControlsWriter } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, SMALL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep, type SampleRow, type SeqStep } from "../helpers/step_builder.ts";
 
 describe(`deferred sampling (${native().backend} backend)`, () => {
   const seed = testSeed();
   const { config, model } = createRandomModel(native(), {
-    arch: "qwen3",
-    tie: true,
+    ...SMALL_QWEN3,
     seed,
     vocabSize: 512,
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 16,
     maxNumTokens: 256,
     maxNumSeqs: 16,
   });

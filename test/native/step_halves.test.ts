@@ -4,20 +4,14 @@
 // GPU machine (where the launch returns before the device finished).
 import { expect, test } from "bun:test";
 import { native } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, SMALL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep } from "../helpers/step_builder.ts";
 
 test(`a step in two halves equals lp_step (${native().backend} backend)`, () => {
   const { model } = createRandomModel(native(), {
-    arch: "qwen3",
-    tie: true,
+    ...SMALL_QWEN3,
     seed: testSeed(),
     vocabSize: 512,
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 16,
     maxNumTokens: 256,
     maxNumSeqs: 4,
   });

@@ -2,20 +2,14 @@
 // tokens (device events on CUDA, compute time on the CPU), never above the caller's wall time.
 import { expect, test } from "bun:test";
 import { native } from "../../ffi/native.ts";
-import { createRandomModel, testSeed } from "../helpers/random_model.ts";
+import { createRandomModel, SMALL_QWEN3, testSeed } from "../helpers/random_model.ts";
 import { buildStep } from "../helpers/step_builder.ts";
 
 test(`the last step's execution time (${native().backend} backend)`, () => {
   const { model } = createRandomModel(native(), {
-    arch: "qwen3",
-    tie: true,
+    ...SMALL_QWEN3,
     seed: testSeed(),
     vocabSize: 512,
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 16,
     maxNumTokens: 256,
     maxNumSeqs: 4,
   });
