@@ -123,6 +123,8 @@ export async function buildLocalEngine(
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   }
   const tokenizer = ModelTokenizer.fromDir(o.model, { eosTokenIds: spec.eosTokenIds });
+  // Streaming detokenization reads the byte table: built now, not on the first streamed token.
+  if (o.detokenize !== false) tokenizer.tokenBytes;
   const { model: nativeModel } = await loadModel(o.model, native, {
     maxNumTokens: maxNumBatchedTokens,
     maxNumSeqs,

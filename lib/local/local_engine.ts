@@ -7,7 +7,7 @@
  */
 import type { KvCache } from "../../ffi/native.ts";
 import type { BlockDelta, BlockSnapshot } from "../core/block_snapshot.ts";
-import type { RankStats, TextTokenizer } from "../core/engine_api.ts";
+import type { RankStats } from "../core/engine_api.ts";
 import { IterationTokenHistogram } from "../core/iteration_tokens.ts";
 import { MaskTimeHistogram } from "../core/mask_time.ts";
 import type { FinishReason, PromptLogprob, RequestOutput, StreamDelta, TopLogprob } from "../core/outputs.ts";
@@ -18,7 +18,7 @@ import { Scheduler, type SchedulerConfig, type SchedulerOutput, type StepKind, s
 import { chunkPairs } from "./step_budget.ts";
 import { type StepWork, stepWorkOf } from "./step_work.ts";
 import { StepTimings } from "./step_timings.ts";
-import { StopChecker } from "./stop_checker.ts";
+import { type OutputDetokenizer, StopChecker } from "./stop_checker.ts";
 import { DeviceGrammars, type GrammarVocabularySource } from "./sequence_grammar.ts";
 
 /** Configuration of a LocalEngine. */
@@ -27,7 +27,7 @@ export interface LocalEngineOptions extends SchedulerConfig {
   kv: KvCache;
   enablePrefixCaching: boolean;
   /** null: token ids only, no text (stop strings then cannot match). */
-  tokenizer: Pick<TextTokenizer, "decode"> | null;
+  tokenizer: OutputDetokenizer | null;
   eosTokenIds: readonly number[];
   /** Tokens the model samples from (ids at or past it are never banned for min_tokens); unset: no bound. */
   vocabSize?: number;
@@ -93,7 +93,7 @@ export class LocalEngine {
   numFinished = 0;
   numGeneratedTokens = 0;
   readonly #requests = new Map<string, Tracked>();
-  readonly #tokenizer: Pick<TextTokenizer, "decode"> | null;
+  readonly #tokenizer: OutputDetokenizer | null;
   readonly #eos: readonly number[];
   /** A stepAsync is on the device; aborts then wait for it (#deferredAborts). */
   #stepping = false;

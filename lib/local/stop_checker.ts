@@ -15,6 +15,10 @@ import type { FinishReason } from "../core/outputs.ts";
 import type { Sequence } from "../core/sequence.ts";
 import { IncrementalDetokenizer } from "../model/incremental_detokenizer.ts";
 import { StopStringMatcher } from "../model/stop_strings.ts";
+import type { TokenByteTable } from "../model/token_byte_table.ts";
+
+/** What detokenizes a sequence's output: the tokenizer's decode, and its byte table when it has one. */
+export type OutputDetokenizer = Pick<TextTokenizer, "decode"> & { readonly tokenBytes?: TokenByteTable | null };
 
 /** What one new token did. */
 export interface TokenVerdict {
@@ -30,7 +34,7 @@ const CONTEXT_IDS = 4;
 /** Decides when one sequence stops, and produces its text. */
 export class StopChecker {
   readonly #seq: Sequence;
-  readonly #tokenizer: Pick<TextTokenizer, "decode"> | null;
+  readonly #tokenizer: OutputDetokenizer | null;
   readonly #eos: ReadonlySet<number>;
   readonly #stopIds: ReadonlySet<number>;
   readonly #maxModelLen: number;
@@ -43,7 +47,7 @@ export class StopChecker {
   constructor(
     seq: Sequence,
     opts: {
-      tokenizer: Pick<TextTokenizer, "decode"> | null;
+      tokenizer: OutputDetokenizer | null;
       eosTokenIds: readonly number[];
       maxModelLen: number;
       incremental: boolean;
@@ -60,6 +64,7 @@ export class StopChecker {
       ? new IncrementalDetokenizer(opts.tokenizer!, {
         skipSpecialTokens: seq.params.skipSpecialTokens,
         contextIds: seq.promptTokenIds.slice(-CONTEXT_IDS),
+        bytes: opts.tokenizer!.tokenBytes,
       })
       : null;
     this.#matcher = incremental && stops.length > 0 ? new StopStringMatcher(stops) : null;

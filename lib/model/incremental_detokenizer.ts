@@ -4,9 +4,12 @@
  * token, and with the new ones) and emits the difference, holding back while the window's text
  * ends in U+FFFD (an incomplete UTF-8 sequence that a later token may complete). Decoding a window
  * rather than single tokens also keeps tokenizers whose text depends on the previous token right.
+ * A byte-level tokenizer's table (token_byte_table.ts) replaces the window: each token's bytes go
+ * through one streaming UTF-8 decoder, which holds back an incomplete character the same way.
  * @module
  */
 import type { TextTokenizer } from "../core/engine_api.ts";
+import type { TokenByteTable } from "./token_byte_table.ts";
 
 const REPLACEMENT = "\uFFFD";
 
@@ -15,6 +18,8 @@ export interface IncrementalDetokenizerOptions {
   skipSpecialTokens?: boolean;
   /** Last few prompt ids: context for the first window (their text is not emitted). */
   contextIds?: readonly number[];
+  /** The tokenizer's byte table, when it has one: constant work a token instead of two decodes. */
+  bytes?: TokenByteTable | null;
 }
 
 /** Turns a stream of token ids into text deltas whose concatenation is the full decode. */
@@ -26,11 +31,18 @@ export class IncrementalDetokenizer {
   #prefixOffset: number;
   #readOffset: number;
   #text = "";
+  readonly #table: TokenByteTable | null;
+  readonly #utf8: TextDecoder | null;
 
   constructor(tokenizer: Pick<TextTokenizer, "decode">, options: IncrementalDetokenizerOptions = {}) {
     this.#tokenizer = tokenizer;
     this.#skipSpecial = options.skipSpecialTokens ?? false;
-    this.#ids = [...(options.contextIds ?? [])];
+    this.#table = options.bytes ?? null;
+    this.#utf8 = this.#table ? new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }) : null;
+    // The byte path keeps no window: the context only primes the decoder (a character the prompt
+    // left incomplete), and its text is not emitted.
+    this.#ids = this.#table ? [] : [...(options.contextIds ?? [])];
+    if (this.#table) { for (const id of options.contextIds ?? []) this.#pushBytes(id); }
     this.#prefixOffset = 0;
     this.#readOffset = this.#ids.length;
   }
@@ -42,19 +54,39 @@ export class IncrementalDetokenizer {
 
   /** Adds one token; returns the text that became final ("" while held back). */
   push(id: number): string {
+    if (this.#table) return this.#emit(this.#pushBytes(id));
     this.#ids.push(id);
     return this.#advance(false);
   }
 
   /** Adds several tokens; returns the text that became final. */
   pushMany(ids: readonly number[]): string {
+    if (this.#table) {
+      let delta = "";
+      for (const id of ids) delta += this.#pushBytes(id);
+      return this.#emit(delta);
+    }
     for (const id of ids) this.#ids.push(id);
     return this.#advance(false);
   }
 
   /** End of stream: returns whatever is held back (an incomplete character decodes as U+FFFD). */
   flush(): string {
+    if (this.#utf8) return this.#emit(this.#utf8.decode());
     return this.#advance(true);
+  }
+
+  /** The byte path: the text token `id` completes (an added token first ends the byte run before it). */
+  #pushBytes(id: number): string {
+    const table = this.#table!, utf8 = this.#utf8!;
+    if (table.isSilent(id, this.#skipSpecial)) return "";
+    const added = table.addedText(id, this.#skipSpecial);
+    return added === null ? utf8.decode(table.bytesOf(id), { stream: true }) : utf8.decode() + added;
+  }
+
+  #emit(delta: string): string {
+    this.#text += delta;
+    return delta;
   }
 
   #advance(final: boolean): string {

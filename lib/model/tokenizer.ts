@@ -9,6 +9,7 @@ import { ModelFormatError } from "../core/errors.ts";
 import type { ChatMessage, TextTokenizer } from "../core/engine_api.ts";
 import { pathExists, readText } from "../runtime/files.ts";
 import { ChatTemplate, chatTemplateFromConfig, type ChatTemplateOptions, specialTokenText } from "./chat_template.ts";
+import { TokenByteTable } from "./token_byte_table.ts";
 
 /** Options of ModelTokenizer. */
 export interface ModelTokenizerOptions {
@@ -28,9 +29,14 @@ export class ModelTokenizer implements TextTokenizer {
   readonly #tokenizer: Tokenizer;
   readonly #chatTemplate: ChatTemplate | null;
   readonly #source: string;
+  readonly #json: Record<string, unknown>;
+  readonly #config: Record<string, unknown>;
+  #tokenBytes: TokenByteTable | null | undefined;
 
   constructor(tokenizerJson: object, tokenizerConfig: Record<string, unknown>, options: ModelTokenizerOptions = {}) {
     this.#source = options.source ?? "tokenizer";
+    this.#json = tokenizerJson as Record<string, unknown>;
+    this.#config = tokenizerConfig;
     try {
       this.#tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
     } catch (e) {
@@ -73,6 +79,21 @@ export class ModelTokenizer implements TextTokenizer {
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
     if (ids.length === 0) return "";
     return this.#tokenizer.decode(ids as number[], { skip_special_tokens: options.skipSpecialTokens ?? false });
+  }
+
+  /**
+   * Each token's UTF-8 bytes when this tokenizer's decode is their concatenation (byte-level BPE),
+   * else null; built on first use, since only streaming detokenization needs it.
+   */
+  get tokenBytes(): TokenByteTable | null {
+    if (this.#tokenBytes === undefined) {
+      this.#tokenBytes = TokenByteTable.build(
+        this.#json,
+        this.#config,
+        (ids, o) => this.decode(ids, o),
+      );
+    }
+    return this.#tokenBytes;
   }
 
   /** The id of a token string, or undefined. */

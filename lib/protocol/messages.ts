@@ -29,6 +29,7 @@ import {
   StatsRequestMessage,
   TokenDeltaMessage,
 } from "./runtime_messages.ts";
+import { RUNTIME_FAST_CHECKS } from "./runtime_fast_checks.ts";
 
 /** The runtime's own messages, keyed by `type`. */
 const RUNTIME_SCHEMAS = {
@@ -80,7 +81,7 @@ export type Message = { [T in MessageType]: MessageOf<T> }[MessageType];
 export type FastCheck = (fields: Record<string, unknown>) => boolean;
 
 const schemas = new Map<string, z.ZodType>(Object.entries(RUNTIME_SCHEMAS));
-const fastChecks = new Map<string, FastCheck>();
+const fastChecks = new Map<string, FastCheck>(Object.entries(RUNTIME_FAST_CHECKS));
 
 /**
  * Adds a family of message types (at module load of the layer that owns them), with optional fast

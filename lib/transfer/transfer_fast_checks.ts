@@ -8,34 +8,22 @@
  * schema check costs far more than in a hot loop.
  * @module
  */
-import { isCountListElement } from "../protocol/envelope.ts";
+import {
+  count,
+  countList,
+  ENVELOPE,
+  finite,
+  isObject,
+  nonNegative,
+  oneOf,
+  optional,
+  shape,
+  str,
+} from "../protocol/fast_check.ts";
 import type { FastCheck } from "../protocol/messages.ts";
 
-type Fields = Record<string, unknown>;
-
-const count = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
-const finite = (v: unknown) => typeof v === "number" && Number.isFinite(v);
 const planId = (v: unknown) => typeof v === "string" && v.length > 0;
-const str = (v: unknown) => typeof v === "string";
-const optional = (check: (v: unknown) => boolean) => (v: unknown) => v === undefined || check(v);
-const countList = (v: unknown) => Array.isArray(v) && v.every(isCountListElement);
-const oneOf = (...values: string[]) => (v: unknown) => typeof v === "string" && values.includes(v);
-
-const ENVELOPE = { type: str, id: optional(count), replyTo: optional(count) };
-
-/** A check of an object whose every key is in `fields` and passes its check (absent keys read as undefined). */
-function shape(fields: Record<string, (v: unknown) => boolean>): FastCheck {
-  const keys = Object.keys(fields);
-  return (m) => {
-    for (const k in m) if (!Object.hasOwn(fields, k)) return false;
-    for (const k of keys) if (!fields[k]!(m[k])) return false;
-    return true;
-  };
-}
-
-const isObject = (v: unknown): v is Fields => typeof v === "object" && v !== null && !Array.isArray(v);
 const block = shape({ hash: str, parent: str, srcBlock: count, generation: count });
-const nonNegative = (v: unknown) => finite(v) && (v as number) >= 0;
 
 /** Fast checks by message type (the caller has checked `type` itself). */
 export const TRANSFER_FAST_CHECKS: Readonly<Record<string, FastCheck>> = {

@@ -1,13 +1,24 @@
-// Streaming detokenization equals the full decode, and never emits half a character.
+// Streaming detokenization equals the full decode, and never emits half a character: through the
+// tokenizer's window decode, and through its byte table.
 import { expect, test } from "bun:test";
 import { IncrementalDetokenizer } from "../../../lib/model/incremental_detokenizer.ts";
+import type { TokenByteTable } from "../../../lib/model/token_byte_table.ts";
 import { rng } from "../../helpers/bf16.ts";
 import { tinyTokenizer } from "../../helpers/tiny_model_dir.ts";
 
 const tok = await tinyTokenizer();
+const PATHS = [["window", null], ["byte table", tok.tokenBytes]] as const;
 
-function stream(ids: readonly number[], skipSpecialTokens = false): { deltas: string[]; text: string } {
-  const d = new IncrementalDetokenizer(tok, { skipSpecialTokens });
+test("the tokenizer has a byte table (its decode is byte-level)", () => {
+  expect(tok.tokenBytes).not.toBeNull();
+});
+
+function stream(
+  ids: readonly number[],
+  skipSpecialTokens = false,
+  bytes: TokenByteTable | null = null,
+): { deltas: string[]; text: string } {
+  const d = new IncrementalDetokenizer(tok, { skipSpecialTokens, bytes });
   const deltas = ids.map((id) => d.push(id));
   deltas.push(d.flush());
   expect(d.text).toBe(deltas.join(""));
@@ -22,11 +33,11 @@ test("the multi-byte pool really holds partial characters", () => {
   expect(multibytePool.some((id) => tok.decode([id]).includes("\uFFFD"))).toBe(true);
 });
 
-test("streaming valid text emits each character whole, as soon as it is complete", () => {
+test.each(PATHS)("%s: streaming valid text emits each character whole, as soon as it is complete", (_, bytes) => {
   const texts = [MULTIBYTE, "Hello 世界! 🎉 done", "<|im_start|>assistant\n🎉🎉<|im_end|>", "naïve 日本 🇯🇵 end"];
   for (const text of texts) {
     const ids = tok.encode(text);
-    const { deltas } = stream(ids);
+    const { deltas } = stream(ids, false, bytes);
     expect(deltas.join("")).toBe(text);
     expect(deltas.some((d) => d.includes("\uFFFD"))).toBe(false);
     expect(deltas.at(-1)).toBe(""); // nothing left for flush: the last character completed
@@ -39,7 +50,10 @@ test("streaming valid text emits each character whole, as soon as it is complete
   }
 });
 
-test("random token streams (partial bytes, specials, unknown ids) concatenate to the full decode", () => {
+test.each(PATHS)("%s: random token streams (partial bytes, specials, unknown ids) concatenate to the full decode", (
+  _,
+  bytes,
+) => {
   const r = rng(2024);
   for (let trial = 0; trial < 150; trial++) {
     const n = 1 + Math.floor(r() * 40);
@@ -51,15 +65,15 @@ test("random token streams (partial bytes, specials, unknown ids) concatenate to
       return Math.floor(r() * 151643);
     });
     const skip = trial % 3 === 0;
-    const { text } = stream(ids, skip);
+    const { text } = stream(ids, skip, bytes);
     expect(text).toBe(tok.decode(ids, { skipSpecialTokens: skip }));
   }
 });
 
-test("context ids give the first window context without being emitted", () => {
+test.each(PATHS)("%s: context ids give the first window context without being emitted", (_, bytes) => {
   const prompt = tok.encode("Say hi:");
   const out = tok.encode(" 🎉 hi");
-  const d = new IncrementalDetokenizer(tok, { contextIds: prompt.slice(-3) });
+  const d = new IncrementalDetokenizer(tok, { contextIds: prompt.slice(-3), bytes });
   const text = out.map((id) => d.push(id)).join("") + d.flush();
   expect(text).toBe(" 🎉 hi");
   expect(d.pushMany([])).toBe("");

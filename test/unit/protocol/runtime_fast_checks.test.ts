@@ -1,0 +1,74 @@
+// The hand-written checks of the per-step runtime messages (lib/protocol/runtime_fast_checks.ts)
+// may only vouch for what the zod schemas accept unchanged: the samples pass them, and no mutation
+// passes them unless its schema accepts it too without stripping a field.
+import { expect, test } from "bun:test";
+import { validateMessage } from "../../../lib/protocol/message_codec.ts";
+import { messageSchema, type MessageType } from "../../../lib/protocol/messages.ts";
+import { RUNTIME_FAST_CHECKS } from "../../../lib/protocol/runtime_fast_checks.ts";
+
+type Fields = Record<string, unknown>;
+const BAD_VALUES: unknown[] = [undefined, null, -1, 1.5, NaN, Infinity, 2 ** 60, "", "x", true, [], [1, -1], [0.5], {}];
+
+const samples: Fields[] = [
+  {
+    type: "token_delta",
+    items: [{ requestId: "r1", tokenIds: [4, 5], text: "ab" }, { requestId: "r2", tokenIds: [], text: "" }],
+  },
+  { type: "token_delta", id: 3, items: [] },
+  { type: "heartbeat", seq: 7, sentAt: 1796319222770.3, busyMs: 4.5 },
+  { type: "heartbeat", seq: 0, sentAt: 0 },
+];
+
+/** Copies of `m` with one field (top level, or of its first item) replaced, deleted or added. */
+function mutations(m: Fields): Fields[] {
+  const out: Fields[] = [];
+  for (const k of Object.keys(m)) {
+    if (k === "type") continue;
+    const { [k]: _, ...without } = m;
+    out.push(without);
+    for (const v of BAD_VALUES) out.push({ ...m, [k]: v });
+  }
+  out.push({ ...m, extra: 1 });
+  const item = (m.items as Fields[] | undefined)?.[0];
+  if (item) {
+    for (const k of Object.keys(item)) {
+      const { [k]: _, ...without } = item;
+      out.push({ ...m, items: [without] });
+      for (const v of BAD_VALUES) out.push({ ...m, items: [{ ...item, [k]: v }] });
+    }
+    out.push({ ...m, items: [{ ...item, logprobs: [-0.5, -1] }] }, { ...m, items: [item, null] });
+  }
+  return out;
+}
+
+test("every sample passes its fast check", () => {
+  for (const m of samples) expect(RUNTIME_FAST_CHECKS[m.type as string]!(m)).toBe(true);
+});
+
+test("a mutation the fast check accepts is one its schema accepts unchanged", () => {
+  let accepted = 0, rejected = 0;
+  for (const m of samples) {
+    for (const v of mutations(m)) {
+      if (!RUNTIME_FAST_CHECKS[m.type as string]!(v)) {
+        rejected++;
+        continue;
+      }
+      accepted++;
+      const parsed = messageSchema(m.type as MessageType).safeParse(v);
+      expect({ message: v, ok: parsed.success }).toEqual({ message: v, ok: true });
+      expect(parsed.data).toEqual(v as never);
+    }
+  }
+  expect(accepted).toBeGreaterThan(3);
+  expect(rejected).toBeGreaterThan(accepted);
+});
+
+test("what the fast check refuses still gets the schema's verdict", () => {
+  const withLogprobs = validateMessage({
+    type: "token_delta",
+    items: [{ requestId: "r1", tokenIds: [4], text: "a", logprobs: [-0.25] }],
+  });
+  expect(withLogprobs.ok).toBe(true);
+  const bad = validateMessage({ type: "token_delta", items: [{ requestId: "r1", tokenIds: [4, -2], text: "a" }] });
+  expect(!bad.ok && bad.error.details.field).toBe("items.0.tokenIds.1");
+});
