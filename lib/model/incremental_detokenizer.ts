@@ -16,7 +16,7 @@ const REPLACEMENT = "\uFFFD";
 /** Options of IncrementalDetokenizer. */
 export interface IncrementalDetokenizerOptions {
   skipSpecialTokens?: boolean;
-  /** Last few prompt ids: context for the first window (their text is not emitted). */
+  /** Last few prompt ids: context for the first window (their text is not emitted; unused with `bytes`). */
   contextIds?: readonly number[];
   /** The tokenizer's byte table, when it has one: constant work a token instead of two decodes. */
   bytes?: TokenByteTable | null;
@@ -39,10 +39,9 @@ export class IncrementalDetokenizer {
     this.#skipSpecial = options.skipSpecialTokens ?? false;
     this.#table = options.bytes ?? null;
     this.#utf8 = this.#table ? new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }) : null;
-    // The byte path keeps no window: the context only primes the decoder (a character the prompt
-    // left incomplete), and its text is not emitted.
+    // The byte path needs no context: a byte-level token's text does not depend on the tokens
+    // before it, and bytes of a character the prompt left incomplete are not the output's.
     this.#ids = this.#table ? [] : [...(options.contextIds ?? [])];
-    if (this.#table) { for (const id of options.contextIds ?? []) this.#pushBytes(id); }
     this.#prefixOffset = 0;
     this.#readOffset = this.#ids.length;
   }

@@ -78,3 +78,10 @@ test.each(PATHS)("%s: context ids give the first window context without being em
   expect(text).toBe(" 🎉 hi");
   expect(d.pushMany([])).toBe("");
 });
+
+test.each(PATHS)("%s: a prompt ending inside a character leaves no trace in the output", (_, bytes) => {
+  const partial = multibytePool.find((id) => tok.decode([id]).includes("\uFFFD"))!;
+  const d = new IncrementalDetokenizer(tok, { contextIds: [partial], bytes });
+  const text = tok.encode("hi 🎉").map((id) => d.push(id)).join("") + d.flush();
+  expect(text).toBe("hi 🎉");
+});
