@@ -4,10 +4,14 @@
  * route hits, and demand visible at ingress (routed requests not yet finished), decaying with a
  * half-life. A hot chain becomes a candidate as the deepest resident leaf with all its resident
  * ancestors; it is placed on a direct partner of its owner only if every gate passes: destination
- * absence, source/target load skew, cooldown, pair idleness, target capacity (free blocks, never
- * evicting the target's cache for a speculative copy) and the cost ratio, where the benefit counts
- * at most one avoidable cold prefill (the destination self-warms after its first miss) and the cost
- * leaves out the phase waits of busy ranks (no request waits for the copy). Each chain
+ * absence, source/target load skew, cooldown, pair idleness, target capacity and the cost ratio.
+ * Target capacity: free blocks beyond the target's reserve (targetReserveShare) for the whole
+ * resident chain the target lacks, not only for the blocks copied: a copy of a chain's head makes
+ * the target a second home of the chain, whose requests then prefill the rest there, and a
+ * speculative copy must never evict the target's own cache, neither by itself nor through the
+ * prefill it draws (chains of one plan count together, shared blocks once). In the cost ratio the
+ * benefit counts at most one avoidable cold prefill (the destination self-warms after its first
+ * miss) and the cost leaves out the phase waits of busy ranks (no request waits for the copy). Each chain
  * contributes at most backgroundCopyMaxBlocks blocks; candidates of one directed pair are
  * deduplicated and coalesced into one plan of at most backgroundCopyBatchMaxBlocks.
  * @module
@@ -164,6 +168,8 @@ export interface PlacementCandidate {
 /** Candidate placements of `hot` chains, at most one plan per directed pair. */
 export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): PlacementCandidate[] {
   const { blocks, config } = env;
+  const reserveOf = (rank: number) =>
+    Math.ceil(config.targetReserveShare * (blocks.table(rank)?.capacity.numBlocks ?? 0));
   const batches = new Map<
     string,
     {
@@ -171,6 +177,8 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
       dst: number;
       blocks: PlannedBlock[];
       hashes: Set<BlockHash>;
+      /** Blocks the destination holds once it serves every chain of the batch: each one's whole resident part. */
+      served: Set<BlockHash>;
       savedMs: number;
       leases: PlacementCandidate["leases"];
     }
@@ -197,7 +205,13 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
         if (qs - qd < config.minLoadSkewTokens || qs < config.minLoadSkewRatio * qd) continue;
         const key = `${src}->${dst}`;
         const batch = batches.get(key) ??
-          { src, dst, blocks: [], hashes: new Set<BlockHash>(), savedMs: 0, leases: [] };
+          { src, dst, blocks: [], hashes: new Set<BlockHash>(), served: new Set<BlockHash>(), savedMs: 0, leases: [] };
+        // The copy makes dst a second home of the chain (its lease and the route cost both draw the
+        // chain's requests there), and those requests prefill the rest of the resident chain there:
+        // with room for the copied head only, that prefill evicts dst's own cache, whose re-prefill
+        // costs more than the one cold prefill of the head the copy saves.
+        const served = resident.slice(have).filter((h) => !batch.served.has(h));
+        if (env.netFree(dst) - reserveOf(dst) < batch.served.size + served.length) continue;
         const table = blocks.table(src)!;
         const add: PlannedBlock[] = [];
         let valid = true;
@@ -212,6 +226,7 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
         }
         if (!valid || batch.blocks.length + add.length > config.backgroundCopyBatchMaxBlocks) continue;
         for (const b of add) batch.hashes.add(b.hash), batch.blocks.push(b);
+        for (const h of served) batch.served.add(h);
         // At most one avoidable cold prefill of the copied blocks.
         batch.savedMs += env.cost.savedPrefillMs(dst, (end - have) * env.blockSize(dst));
         batch.leases.push({ hash: resident[end - 1]!, depth: end });
@@ -223,8 +238,6 @@ export function planPlacements(env: PlacementEnv, hot: readonly HotChain[]): Pla
   const out: PlacementCandidate[] = [];
   for (const b of batches.values()) {
     if (b.blocks.length === 0 || b.blocks.length < config.minBatchBlocks) continue;
-    const reserve = Math.ceil(config.targetReserveShare * (blocks.table(b.dst)?.capacity.numBlocks ?? 0));
-    if (env.netFree(b.dst) < b.blocks.length + reserve) continue;
     const est = env.cost.estimate(b.src, b.dst, b.blocks.length, env.blockBytes(b.src));
     // No request waits for a background copy: busy ranks' phase waits only delay its publish (the
     // deadline covers that) and use no GPU or link time, so the gate prices the transfer alone.

@@ -1,7 +1,7 @@
 // Background placement: hotness (accesses, route hits, ingress demand, decay), each gate of a
-// candidate (destination absence, load skew, cooldown, pair idleness, target capacity, cost), the
-// per-chain cap of 8 and the per-pair batch cap of 128 with deduplication, and leases honoured by
-// routing.
+// candidate (destination absence, load skew, cooldown, pair idleness, target capacity for the whole
+// resident chain, cost), the per-chain cap of 8 and the per-pair batch cap of 128 with deduplication,
+// and leases honoured by routing.
 import { describe, expect, test } from "bun:test";
 import type { BlockHash } from "../../../../lib/core/block_hash.ts";
 import { VirtualClock } from "../../../../lib/core/virtual_clock.ts";
@@ -130,13 +130,48 @@ describe("background candidates", () => {
     w.cooling.clear();
     w.busy.add("0-1");
     expect(planPlacements(w.env, hot(HOT))).toEqual([]);
-    // The target keeps room for its own next prompts: 0.8% of its 1000 blocks is 8, 8 + 8 > 15.
+    // The target keeps room for its own next prompts (0.8% of its 1000 blocks is 8) beyond the whole
+    // 20-block chain the copy of its head draws there: 20 + 8 > 27.
     const reserve = { config: { targetReserveShare: 0.008 } };
-    expect(planPlacements(world({ dstFree: 15, ...reserve }).env, hot(HOT))).toEqual([]);
-    expect(planPlacements(world({ dstFree: 16, ...reserve }).env, hot(HOT))).toHaveLength(1);
-    expect(planPlacements(world({ dstFree: 8 }).env, hot(HOT))).toHaveLength(1); // no reserve
+    expect(planPlacements(world({ dstFree: 27, ...reserve }).env, hot(HOT))).toEqual([]);
+    expect(planPlacements(world({ dstFree: 28, ...reserve }).env, hot(HOT))).toHaveLength(1);
+    expect(planPlacements(world({ dstFree: 20 }).env, hot(HOT))).toHaveLength(1); // no reserve
     expect(planPlacements(world({ blockBytes: 1e8 }).env, hot(HOT))).toEqual([]); // 2.16 ms at 370 GB/s > 2.56 ms / 2
     expect(planPlacements(world({ blockBytes: 1e8, config: { mode: "force" } }).env, hot(HOT))).toHaveLength(1);
+  });
+
+  test("the target needs free room for the whole resident chain it lacks, not only the copied head", () => {
+    // 8 of the 20 blocks are copied, but the chain's requests then prefill the other 12 there too.
+    expect(planPlacements(world({ dstFree: 19 }).env, hot(HOT))).toEqual([]);
+    const [c] = planPlacements(world({ dstFree: 20 }).env, hot(HOT));
+    expect(c!.plan.blocks).toHaveLength(8);
+    // Blocks the target already holds need no room: it lacks 14 of the 20.
+    expect(planPlacements(world({ dstEntries: 6, dstFree: 13 }).env, hot(HOT))).toEqual([]);
+    expect(planPlacements(world({ dstEntries: 6, dstFree: 14 }).env, hot(HOT))[0]!.plan.blocks).toHaveLength(8);
+    // Chains of one plan count together, blocks they share once: a 24-block chain sharing HOT's
+    // first 16 blocks adds 8, so the two need 28; with 27 free only the first one goes.
+    const branch = hashesOf(promptTokens(1, 16 * 16, 77, 8 * 16));
+    expect(branch.slice(0, 16)).toEqual(HOT.slice(0, 16));
+    const leasesWith = (free: number) => {
+      const s = new GlobalScheduler({ topology: new NvlinkTopology(2, [[0, 1]]) });
+      s.applySnapshot(
+        snapshot(0, {
+          entries: [...chainEntries(HOT, 0), ...chainEntries(branch, 100).slice(16)],
+          load: { ...IDLE, numWaiting: 1, waitingTokens: 4000 },
+        }),
+      );
+      s.applySnapshot(snapshot(1, { free }));
+      const { env } = world();
+      const e: PlacementEnv = {
+        ...env,
+        blocks: s.blocks,
+        queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
+        netFree: (r) => s.blocks.table(r)!.capacity.numFree,
+      };
+      return planPlacements(e, hot(HOT, branch)).flatMap((c) => c.leases.map((l) => l.depth));
+    };
+    expect(leasesWith(27)).toEqual([8]);
+    expect(leasesWith(28)).toEqual([8, 8]);
   });
 
   test("busy ranks' phase waits are on the plan's estimate but not in its gate (no request waits for it)", () => {
