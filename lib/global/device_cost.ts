@@ -4,11 +4,14 @@
  * each rank's measured speed against it. A prefill of n > 0 tokens after c cached ones costs
  * prefillSeqMs + n * prefillTokenMs + chunkPairs(c, n) * prefillPairMs (the profile's prefillSeqMs,
  * tokenMs and pairMs). Workers report cumulative timings of their pure prefill steps with those
- * steps' tokens and pairs; the ratio of measured to modelled time, per rank, scales the model (so a
- * GPU slower or faster than its calibration, or one time-sliced between two ranks, is priced as it
- * runs). The reports carry no count of the sequences or steps, so the ratio is taken against the
- * token and pair terms alone and also carries the per-step and per-sequence time of those steps;
- * it is a common scale of every term, which the choice between ranks of one speed does not see.
+ * steps' count, sequences, tokens and pairs; the ratio of measured to modelled time, per rank, scales
+ * the model (so a GPU slower or faster than its calibration, or one time-sliced between two ranks, is
+ * priced as it runs). The modelled time of those steps includes each step's fixed time (stepMs:
+ * launches, the weights' read floor) and each sequence's prefillSeqMs: a prefix hit's step is almost
+ * all of that, so a ratio taken against tokens and pairs alone reads the share of hits in a rank's
+ * steps, not its speed (two ranks of one GPU model would differ by twofold and a route would follow
+ * the mix). Workers that report no step or sequence counts are measured against tokens and pairs
+ * alone; the ratio then also carries their per-step and per-sequence time.
  * @module
  */
 import { chunkPairs } from "../core/attention_pairs.ts";
@@ -24,6 +27,11 @@ export interface DeviceCostModel {
    * prefix hit's few tokens it is most of the hit's prefill.
    */
   prefillSeqMs: number;
+  /**
+   * Per step, whatever it computes (launches, the weights' read floor, sampling setup): what a pure
+   * prefill step measures beyond its sequences' work, which the speed ratio must not read as speed.
+   */
+  stepMs: number;
 }
 
 /**
@@ -35,6 +43,7 @@ export const DEFAULT_DEVICE_COST: Readonly<DeviceCostModel> = Object.freeze({
   prefillTokenMs: 0.0015,
   prefillPairMs: 1.28e-6,
   prefillSeqMs: 0.54,
+  stepMs: 0.81,
 });
 
 /** Modelled prefill time of `tokens` tokens after `cached` ones, ms (unscaled). */
@@ -45,6 +54,9 @@ export function prefillMs(m: DeviceCostModel, tokens: number, cached: number): n
 
 /** The cumulative prefill-step timings a worker reports (stats counters). */
 const PREFILL_KEYS = ["prefill_ms", "prefill_tokens", "prefill_pairs"] as const;
+/** The prefill steps' count and sequences, where the worker reports them (0 where it does not). */
+const PREFILL_SHAPE_KEYS = ["prefill_steps", "prefill_seqs"] as const;
+type PrefillKey = (typeof PREFILL_KEYS)[number] | (typeof PREFILL_SHAPE_KEYS)[number];
 
 /** Ratios of measured to modelled step time beyond which a report is taken as noise, not speed. */
 const MIN_RATIO = 0.25;
@@ -88,14 +100,15 @@ export class DeviceSpeeds {
   observe(rank: number, counters: Record<string, number>): void {
     if (!PREFILL_KEYS.every((k) => typeof counters[k] === "number")) return;
     const last = this.#last.get(rank);
-    const delta = (k: (typeof PREFILL_KEYS)[number]) => counters[k]! - (last?.[k] ?? 0);
-    if (PREFILL_KEYS.some((k) => delta(k) < 0)) {
+    const delta = (k: PrefillKey) => (counters[k] ?? 0) - (last?.[k] ?? 0);
+    if ([...PREFILL_KEYS, ...PREFILL_SHAPE_KEYS].some((k) => delta(k) < 0)) {
       this.#last.set(rank, { ...counters });
       return;
     }
     const m = this.model;
-    // Pairs price the attention, tokens the GEMMs.
-    const modelled = delta("prefill_tokens") * m.prefillTokenMs + delta("prefill_pairs") * m.prefillPairMs;
+    // Steps price the fixed time, sequences their chunks' own, pairs the attention, tokens the GEMMs.
+    const modelled = delta("prefill_steps") * m.stepMs + delta("prefill_seqs") * m.prefillSeqMs +
+      delta("prefill_tokens") * m.prefillTokenMs + delta("prefill_pairs") * m.prefillPairMs;
     const measured = delta("prefill_ms");
     if (!(modelled >= MIN_MODELLED_MS)) return;
     this.#last.set(rank, { ...counters });

@@ -40,13 +40,15 @@ export function stepWorkOf(out: SchedulerOutput): StepWork {
 
 /**
  * Cumulative work and time of a worker's pure prefill and pure decode steps, as stats counters
- * (prefill_ms, prefill_tokens, prefill_pairs; decode_ms, decode_steps, decode_seqs,
- * decode_context). The control plane compares them with its device cost model to learn how fast
+ * (prefill_ms, prefill_steps, prefill_seqs, prefill_tokens, prefill_pairs; decode_ms, decode_steps,
+ * decode_seqs, decode_context). The control plane compares them with its device cost model to learn how fast
  * each rank really runs (lib/global/device_cost.ts). Mixed steps are left out: their time cannot
  * be split between the two kinds.
  */
 export class StepWorkTotals {
   prefillMs = 0;
+  prefillSteps = 0;
+  prefillSeqs = 0;
   prefillTokens = 0;
   prefillPairs = 0;
   decodeMs = 0;
@@ -58,6 +60,8 @@ export class StepWorkTotals {
   add(work: StepWork, ms: number): void {
     if (work.decodeSeqs === 0 && work.prefillSeqs > 0) {
       this.prefillMs += ms;
+      this.prefillSteps++;
+      this.prefillSeqs += work.prefillSeqs;
       this.prefillTokens += work.prefillTokens;
       this.prefillPairs += work.prefillPairs;
     } else if (work.prefillSeqs === 0 && work.decodeSeqs > 0) {
@@ -72,6 +76,8 @@ export class StepWorkTotals {
   counters(): Record<string, number> {
     return {
       prefill_ms: this.prefillMs,
+      prefill_steps: this.prefillSteps,
+      prefill_seqs: this.prefillSeqs,
       prefill_tokens: this.prefillTokens,
       prefill_pairs: this.prefillPairs,
       decode_ms: this.decodeMs,

@@ -125,6 +125,29 @@ test("a cold request goes to the rank measured faster, and to the smaller decode
   expect(t.route(query(promptTokens(31, 500))).rank).toBe(1);
 });
 
+test("a rank's speed is its steps' time against their whole model, not the share of prefix hits in them", () => {
+  // Two ranks of one speed: rank 0 prefilled 100 prefix hits (8 tokens each, one per step), rank 1
+  // 10 cold prompts of 1000 tokens. Each step's fixed time and each sequence's own time are priced,
+  // so both read as the model's speed; against tokens and pairs alone the hits' rank read as ~50x slower.
+  const s = cluster(2);
+  const m = s.config.device;
+  const timed = (steps: number, tokens: number) => ({
+    prefill_ms: steps * (m.stepMs + m.prefillSeqMs) + tokens * m.prefillTokenMs,
+    prefill_steps: steps,
+    prefill_seqs: steps,
+    prefill_tokens: tokens,
+    prefill_pairs: 0,
+  });
+  s.observeWorkerStats(0, timed(100, 800));
+  s.observeWorkerStats(1, timed(10, 10_000));
+  expect(s.speeds.prefillRatio(0)).toBeCloseTo(1, 6);
+  expect(s.speeds.prefillRatio(1)).toBeCloseTo(1, 6);
+  // Workers that report no step or sequence counts are still measured, against tokens and pairs.
+  const t = cluster(1);
+  t.observeWorkerStats(0, { prefill_ms: 2 * 50_000 * m.prefillTokenMs, prefill_tokens: 50_000, prefill_pairs: 0 });
+  expect(t.speeds.prefillRatio(0)).toBeCloseTo(2, 6);
+});
+
 test("candidates are the ingress rank and its NVLink partners only", () => {
   const topology = NvlinkTopology.fromPairs("0-1,2-3", 4);
   const s = cluster(4, { topology });
