@@ -65,6 +65,16 @@ describe("hotness", () => {
 
 const HOT = hashesOf(promptTokens(1, 20 * 16)); // 20 blocks
 
+/** world()'s environment over another scheduler's blocks, queues and free blocks. */
+function envOver(s: GlobalScheduler): PlacementEnv {
+  return {
+    ...world().env,
+    blocks: s.blocks,
+    queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
+    netFree: (r) => s.blocks.table(r)!.capacity.numFree,
+  };
+}
+
 function world(
   o: {
     dstEntries?: number;
@@ -161,13 +171,7 @@ describe("background candidates", () => {
         }),
       );
       s.applySnapshot(snapshot(1, { free }));
-      const { env } = world();
-      const e: PlacementEnv = {
-        ...env,
-        blocks: s.blocks,
-        queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
-        netFree: (r) => s.blocks.table(r)!.capacity.numFree,
-      };
+      const e = envOver(s);
       return planPlacements(e, hot(HOT, branch)).flatMap((c) => c.leases.map((l) => l.depth));
     };
     expect(leasesWith(27)).toEqual([8]);
@@ -193,13 +197,7 @@ describe("background candidates", () => {
       }),
     );
     s.applySnapshot(snapshot(1, {}));
-    const { env } = world();
-    const e: PlacementEnv = {
-      ...env,
-      blocks: s.blocks,
-      queueWork: (r) => s.blocks.table(r)!.load.waitingTokens,
-      netFree: (r) => s.blocks.table(r)!.capacity.numFree,
-    };
+    const e = envOver(s);
     const sharedTail = hashesOf(promptTokens(100, 6 * 16, 55, 32)); // the first 6 blocks of chains[0], then its own 2
     expect(sharedTail.slice(0, 6)).toEqual(chains[0]!.slice(0, 6));
     s.applySnapshot(
