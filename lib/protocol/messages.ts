@@ -30,6 +30,7 @@ import {
   TokenDeltaMessage,
 } from "./runtime_messages.ts";
 import { RUNTIME_FAST_CHECKS } from "./runtime_fast_checks.ts";
+import type { FastCheck } from "./fast_check.ts";
 
 /** The runtime's own messages, keyed by `type`. */
 const RUNTIME_SCHEMAS = {
@@ -73,12 +74,7 @@ export type MessageOf<T extends MessageType> = z.infer<MessageSchemas[T]>;
 /** Any protocol message. */
 export type Message = { [T in MessageType]: MessageOf<T> }[MessageType];
 
-/**
- * A hand-written check of a hot message that only ever says "certainly valid": a message it
- * accepts is one the type's schema accepts unchanged; anything else goes on to the schema, which
- * also writes the error.
- */
-export type FastCheck = (fields: Record<string, unknown>) => boolean;
+export type { FastCheck } from "./fast_check.ts";
 
 const schemas = new Map<string, z.ZodType>(Object.entries(RUNTIME_SCHEMAS));
 const fastChecks = new Map<string, FastCheck>(Object.entries(RUNTIME_FAST_CHECKS));

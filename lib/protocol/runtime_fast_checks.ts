@@ -4,8 +4,18 @@
  * field at both ends of the hop, and the heartbeats. Items carrying logprobs go to the schema.
  * @module
  */
-import { arrayOf, count, countList, ENVELOPE, finite, nonNegative, optional, shape, str } from "./fast_check.ts";
-import type { FastCheck } from "./messages.ts";
+import {
+  arrayOf,
+  count,
+  countList,
+  ENVELOPE,
+  type FastCheck,
+  finite,
+  nonNegative,
+  optional,
+  shape,
+  str,
+} from "./fast_check.ts";
 
 const tokenDeltaItem = shape({ requestId: str, tokenIds: countList, text: str });
 
