@@ -1,8 +1,7 @@
-// A fast message check may only vouch for what its zod schema accepts unchanged: this runs every
-// mutation of every sample through the check and, where it accepts, through the schema too.
+// Whether a fast message check only vouches for what its zod schema accepts unchanged: the
+// mutations to try, and the loop that runs each through the check and, where it accepts, the schema.
 import { expect } from "bun:test";
-import type { FastCheck } from "../../lib/protocol/messages.ts";
-import { messageSchema, type MessageType } from "../../lib/protocol/messages.ts";
+import { type FastCheck, messageSchema, type MessageType } from "../../lib/protocol/messages.ts";
 
 type Fields = Record<string, unknown>;
 
@@ -26,4 +25,16 @@ export function fastCheckVerdicts(
     }
   }
   return { accepted, rejected };
+}
+
+/** Copies of `m` with one of its fields (but `type`) left out, or replaced by each of `badValues`. */
+export function oneFieldMutations(m: Fields, badValues: readonly unknown[]): Fields[] {
+  const out: Fields[] = [];
+  for (const k of Object.keys(m)) {
+    if (k === "type") continue;
+    const { [k]: _, ...without } = m;
+    out.push(without);
+    for (const v of badValues) out.push({ ...m, [k]: v });
+  }
+  return out;
 }

@@ -3,7 +3,7 @@
 // passes them unless its schema accepts it too without stripping a field.
 import { expect, test } from "bun:test";
 import { validateMessage } from "../../../lib/protocol/message_codec.ts";
-import { fastCheckVerdicts } from "../../helpers/fast_check_soundness.ts";
+import { fastCheckVerdicts, oneFieldMutations } from "../../helpers/fast_check_soundness.ts";
 import { RUNTIME_FAST_CHECKS } from "../../../lib/protocol/runtime_fast_checks.ts";
 
 type Fields = Record<string, unknown>;
@@ -21,21 +21,10 @@ const samples: Fields[] = [
 
 /** Copies of `m` with one field (top level, or of its first item) replaced, deleted or added. */
 function mutations(m: Fields): Fields[] {
-  const out: Fields[] = [];
-  for (const k of Object.keys(m)) {
-    if (k === "type") continue;
-    const { [k]: _, ...without } = m;
-    out.push(without);
-    for (const v of BAD_VALUES) out.push({ ...m, [k]: v });
-  }
-  out.push({ ...m, extra: 1 });
+  const out = [...oneFieldMutations(m, BAD_VALUES), { ...m, extra: 1 }];
   const item = (m.items as Fields[] | undefined)?.[0];
   if (item) {
-    for (const k of Object.keys(item)) {
-      const { [k]: _, ...without } = item;
-      out.push({ ...m, items: [without] });
-      for (const v of BAD_VALUES) out.push({ ...m, items: [{ ...item, [k]: v }] });
-    }
+    for (const v of oneFieldMutations(item, BAD_VALUES)) out.push({ ...m, items: [v] });
     out.push({ ...m, items: [{ ...item, logprobs: [-0.5, -1] }] }, { ...m, items: [item, null] });
   }
   return out;

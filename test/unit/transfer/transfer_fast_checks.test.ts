@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import { transferSampleMessages } from "../../../lib/transfer/codec_warmup.ts";
 import { validateMessage } from "../../../lib/protocol/message_codec.ts";
-import { fastCheckVerdicts } from "../../helpers/fast_check_soundness.ts";
+import { fastCheckVerdicts, oneFieldMutations } from "../../helpers/fast_check_soundness.ts";
 import { TRANSFER_FAST_CHECKS } from "../../../lib/transfer/transfer_fast_checks.ts";
 
 type Fields = Record<string, unknown>;
@@ -29,22 +29,11 @@ const BAD_VALUES: unknown[] = [
 
 /** Copies of `m` with one field (top level, or of its first block) replaced, deleted or added. */
 function mutations(m: Fields): Fields[] {
-  const out: Fields[] = [];
-  for (const k of Object.keys(m)) {
-    if (k === "type") continue;
-    const { [k]: _, ...without } = m;
-    out.push(without);
-    for (const v of BAD_VALUES) out.push({ ...m, [k]: v });
-  }
-  out.push({ ...m, extra: 1 });
+  const out = [...oneFieldMutations(m, BAD_VALUES), { ...m, extra: 1 }];
   const blocks = m.blocks as Fields[] | undefined;
   if (blocks) {
     const b = blocks[0]!;
-    for (const k of Object.keys(b)) {
-      const { [k]: _, ...without } = b;
-      out.push({ ...m, blocks: [without] });
-      for (const v of BAD_VALUES) out.push({ ...m, blocks: [{ ...b, [k]: v }] });
-    }
+    for (const v of oneFieldMutations(b, BAD_VALUES)) out.push({ ...m, blocks: [v] });
     out.push({ ...m, blocks: [{ ...b, extra: 1 }] }, { ...m, blocks: [] }, { ...m, blocks: [b, null] });
   }
   return out;
