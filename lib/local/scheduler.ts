@@ -239,8 +239,13 @@ export class Scheduler {
         if (!this.config.enableChunkedPrefill && remaining > budget) break;
         let n = allowance(remaining, start);
         if (n > 0) n = fitPromptRows(seq, start, n, rowsLeft());
+        // A new prefill starts with at least a block (or all it has left) unless the step is empty:
+        // its prefix is looked up once, at admission, so one admitted on a step's last few tokens
+        // never finds the blocks a request ahead of it is computing, and each admitted sequence
+        // adds its own launches and sampling to every step for a few tokens.
+        if (n > 0 && scheduled.length > 0 && n < Math.min(remaining, this.blocks.blockSize)) n = 0;
         if (n === 0) {
-          i++; // a long prompt while the long share is spent: shorter ones behind it may go
+          i++; // a long prompt while the long share (or the step) is spent: shorter ones behind it may go
           continue;
         }
         if (!this.blocks.allocateSlots(seq, n, cached)) break;

@@ -89,6 +89,30 @@ describe("step cost cap", () => {
     expect(out.scheduled.find((s) => s.seq === p)!.numNewTokens).toBe(sched.stepBudget!.floorTokens);
   });
 
+  test("a step's last few tokens admit no new prompt: queued prompts of one prefix find it cached once it is computed", () => {
+    // A fresh worker's budget is small (64 tokens) and grows with what it measures: a step has a few
+    // tokens left after the first prompt's chunk, which would admit every prompt behind it with a
+    // crumb, before the first has computed the prefix they share (a prefix is looked up once).
+    const sched = setup();
+    const fast = (s: StepShape) => 0.5 + 0.001 * s.tokens + 1e-7 * s.pairs;
+    const shared = range(640);
+    const a = makeSeq([...shared, ...range(40, 70000)], BS, { id: "a", params: { maxTokens: 1 } });
+    const b = makeSeq([...shared, ...range(40, 80000)], BS, { id: "b", params: { maxTokens: 1 } });
+    const c = makeSeq(range(200, 90000), BS, { id: "c", params: { maxTokens: 1 } });
+    // A short request first, so the budget has measured a step (as after an engine's warm-up).
+    sched.add(makeSeq(range(40, 5000), BS, { id: "w", params: { maxTokens: 2 } }));
+    while (sched.hasUnfinished) step(sched, fast);
+    for (const q of [a, b, c]) sched.add(q);
+    const first = step(sched, fast).out;
+    // Only a full block or a whole (short) prompt starts a new prefill beside the first one.
+    for (const x of first.scheduled.slice(1)) {
+      expect(x.numNewTokens).toBeGreaterThanOrEqual(Math.min(BS, x.seq.numPromptTokens));
+    }
+    while (sched.hasUnfinished) step(sched, fast);
+    expect(b.numCachedTokens).toBeGreaterThanOrEqual(BS); // admitted after a's first chunk was computed
+    expect([a.numOutputTokens, b.numOutputTokens, c.numOutputTokens]).toEqual([1, 1, 1]);
+  });
+
   test("a bad stepTargetMs is a RangeError naming it; without chunked prefill it is off and may not be set", () => {
     expect(() => setup({ stepTargetMs: -1 })).toThrow(
       "stepTargetMs must be a non-negative number of ms (0: no cost cap), got -1",
