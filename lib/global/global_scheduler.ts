@@ -11,6 +11,7 @@ import { CapacityError } from "../core/errors.ts";
 import { AdmittedPrefills } from "./admitted_prefills.ts";
 import { type ApplyResult, GlobalBlockManager } from "./global_block_manager.ts";
 import { DeviceSpeeds } from "./device_cost.ts";
+import { PendingPrefixes } from "./pending_prefixes.ts";
 import { createPolicy } from "./policies/policy_registry.ts";
 import type { RoutingPolicy } from "./policies/routing_policy.ts";
 import type { RouteAdvisor } from "./route_advisor.ts";
@@ -61,6 +62,8 @@ export class GlobalScheduler {
   readonly reservations = new RouteReservations();
   /** Prefills the ranks admitted and have not finished (routing waits behind them). */
   readonly prefills = new AdmittedPrefills();
+  /** Routed prompts not yet prefilled: blocks each rank is about to hold (the lmpool cost reads them). */
+  readonly pending = new PendingPrefixes();
   readonly policy: RoutingPolicy;
   readonly topology: NvlinkTopology | undefined;
   /** Each rank's measured step speed, from its workers' stats (the lmpool policy prices routes with it). */
@@ -97,6 +100,7 @@ export class GlobalScheduler {
     if (now - this.#lastExpiry >= this.config.reservationTtlMs / 10) {
       this.#lastExpiry = now;
       this.#count("reservations_expired", this.reservations.expire(now, this.config.reservationTtlMs));
+      this.pending.expire(now, this.config.reservationTtlMs);
     }
     if (this.blocks.healthyRanks().length === 0) throw new NoHealthyRankError(query.requestId);
     const ctx = new RoutingContext(
@@ -107,6 +111,7 @@ export class GlobalScheduler {
       this.config,
       this.speeds,
       this.prefills,
+      this.pending,
     );
     const picked = this.policy.choose(ctx);
     const choice = this.routeAdvisor?.advise(ctx, picked) ?? picked;
@@ -126,10 +131,11 @@ export class GlobalScheduler {
       query.requestId,
       choice.rank,
       cost.newBlocks,
-      query.promptTokens - ctx.cachedTokens(choice.rank),
+      query.promptTokens - ctx.expectedCachedTokens(choice.rank),
       now,
       query.blockHashes.at(-1),
     );
+    this.pending.add(query.requestId, choice.rank, query.blockHashes, now);
     const c = this.#perRoute;
     c.routes++;
     c.matched_blocks += matched;
@@ -170,6 +176,7 @@ export class GlobalScheduler {
   /** The request ended (or was never dispatched): drop its reservation. Idempotent. */
   release(requestId: string): boolean {
     this.prefills.end(requestId);
+    this.pending.end(requestId);
     return this.reservations.release(requestId);
   }
 
@@ -184,6 +191,7 @@ export class GlobalScheduler {
     this.speeds.forget(rank);
     this.#count("ranks_dropped", 1);
     this.prefills.dropRank(rank);
+    this.pending.dropRank(rank);
     return this.reservations.dropRank(rank);
   }
 
@@ -214,7 +222,10 @@ export class GlobalScheduler {
       this.reservations.markAllocated(rank, reflected.allocated);
     }
     const table = this.blocks.table(rank);
-    if (table) this.prefills.settle(rank, (h) => table.entries.has(h));
+    if (table) {
+      this.prefills.settle(rank, (h) => table.entries.has(h));
+      this.pending.settle(rank, (h) => table.entries.has(h));
+    }
   }
 
   #count(key: string, n: number): void {

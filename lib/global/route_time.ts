@@ -7,8 +7,10 @@
  * - wait: the prefill ahead of this request on r: its queue (waiting and routed-but-unreported
  *   prompt tokens) and the prefills r admitted but has not finished (admitted_prefills.ts: its
  *   load counts them as running, yet they hold the device), each priced as an average one of them;
- * - prefill: this request's own prefill on r, only the tokens r does not hold, with the attention
- *   over its cached prefix and the per-sequence cost of a prefill chunk (device_cost.ts); `others`
+ * - prefill: this request's own prefill on r, only the tokens r will not hold when it runs there (its
+ *   published prefix, or the blocks of prompts routed to r ahead of it and not yet prefilled:
+ *   pending_prefixes.ts), with the attention over its cached prefix and the per-sequence cost of a
+ *   prefill chunk (device_cost.ts); `others`
  *   is every request running or queued on r, each of which waits that long once more (a prefill
  *   chunk shares their steps): in full for a request still before its first token (queued, or
  *   admitted with its prefill unfinished), at decodeWaitWeight for one that decodes (a token gap,
@@ -78,7 +80,7 @@ export function projectRouteTime(
   const ahead = queued + admitted;
   const aheadTokens = l.waitingTokens + ctx.reservations.pendingTokens(rank) + ctx.prefills.tokens(rank);
   const waitMs = ahead > 0 ? pr * ahead * prefillMs(m, aheadTokens / ahead, 0) : 0;
-  const cached = ctx.cachedTokens(rank);
+  const cached = ctx.expectedCachedTokens(rank);
   const own = pr * prefillMs(m, q.promptTokens - cached, cached);
   // The running requests whose prefill is done decode: a new prefill costs them one token gap.
   const decoding = Math.max(0, l.numRunning - admitted);

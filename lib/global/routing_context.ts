@@ -11,6 +11,7 @@ import type { RankCapacity, RankLoad } from "../core/block_snapshot.ts";
 import type { GlobalBlockManager, PrefixMatch } from "./global_block_manager.ts";
 import type { RouteReservations } from "./route_reservations.ts";
 import type { RoutingWeights } from "./routing_weights.ts";
+import { PendingPrefixes } from "./pending_prefixes.ts";
 import type { NvlinkTopology } from "./topology.ts";
 
 /** A route query: the prompt's complete-block hashes and sizes. */
@@ -33,6 +34,7 @@ export interface RouteChoice {
 
 const UNMEASURED = new DeviceSpeeds();
 const NONE_ADMITTED = new AdmittedPrefills();
+const NONE_PENDING = new PendingPrefixes();
 
 /** Read-only routing state for one query. */
 export class RoutingContext {
@@ -51,6 +53,8 @@ export class RoutingContext {
     readonly speeds: DeviceSpeeds = UNMEASURED,
     /** Prefills the ranks admitted and have not finished (default: none known). */
     readonly prefills: AdmittedPrefills = NONE_ADMITTED,
+    /** Prompts routed to each rank and not yet prefilled (default: none known). */
+    readonly pending: PendingPrefixes = NONE_PENDING,
   ) {}
 
   /** Ranks with a live page-table slice, ascending. */
@@ -138,6 +142,22 @@ export class RoutingContext {
   cachedTokens(rank: number): number {
     const bs = this.capacity(rank).blockSize;
     return Math.max(0, Math.min(this.matchedBlocks(rank) * bs, this.query.promptTokens - 1));
+  }
+
+  /**
+   * Prompt tokens cached on `rank` by the time this request's prefill runs there: its published
+   * match, or the leading blocks of prompts routed there ahead of it and not yet prefilled
+   * (pending_prefixes.ts), whichever is longer.
+   */
+  expectedCachedTokens(rank: number): number {
+    const bs = this.capacity(rank).blockSize;
+    return Math.max(0, Math.min(this.expectedMatchedBlocks(rank) * bs, this.query.promptTokens - 1));
+  }
+
+  /** Leading blocks of the query on `rank` once the prompts routed there ahead of it are prefilled. */
+  expectedMatchedBlocks(rank: number): number {
+    const q = this.query;
+    return Math.max(this.matchedBlocks(rank), this.pending.match(rank, q.blockHashes, q.requestId));
   }
 
   // One walk down the query's hash chain fills the match of every healthy rank.

@@ -90,7 +90,8 @@ export function planPrefixCopy(env: PlannerEnv, rank: number, feasible: boolean)
   const bs = ctx.capacity(rank).blockSize;
   // The last prompt token is always computed: a block holding it is never a hit.
   const usable = Math.min(q.blockHashes.length, Math.floor(Math.max(0, q.promptTokens - 1) / bs));
-  const have = Math.min(ctx.match(rank).blocks, usable);
+  // Blocks a prompt routed there ahead of this one is about to compute need no copy either.
+  const have = Math.min(ctx.expectedMatchedBlocks(rank), usable);
   if (have >= usable) {
     return skip("no_shortage", `rank ${rank} already holds ${have} of ${usable} usable prefix blocks`);
   }
