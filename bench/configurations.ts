@@ -116,7 +116,8 @@ function createMultiGpu(name: Exclude<ConfigurationName, "single-gpu">, ctx: Eng
     routing: { policy: s.policy },
     // Start-up chatter would drown the benchmark's own lines; failures still surface as errors.
     log: null,
-    transfers: wantsTransfer ? { ...options, mode: ctx.transferMode ?? "auto", ...s.transfer } : "off",
+    // What --transfer-options sets (a switch included) wins over the configuration's defaults.
+    transfers: wantsTransfer ? { ...s.transfer, mode: ctx.transferMode ?? "auto", ...options } : "off",
     ...(wantsTransfer ? { transferTuning: tuning } : {}),
   });
 }

@@ -18,12 +18,14 @@ import { buildConfigurations, CONFIGURATION_NAMES, type EngineContext } from "./
 import { describeArrival } from "./driver/arrival.ts";
 import { LADDER_WORKLOAD } from "./driver/ladder_arrival.ts";
 import { runConfiguration } from "./driver/repetitions.ts";
+import type { RequestRecord } from "./driver/request_record.ts";
 import { describeGpus, gpusOption, intOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { readModelConfig, resolveModelDir } from "./model_dir.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult, type TransferLatencyPoint } from "./report/schema.ts";
 import { rungRows } from "./report/rung_table.ts";
+import { writeRequestLog } from "./report/request_log.ts";
 import { scenarioSection } from "./report/summary_md.ts";
 import { createResultsDir, writeArtifacts } from "./report/write_artifacts.ts";
 import { profileTrace, type TraceProfile } from "./trace_profile.ts";
@@ -133,6 +135,7 @@ const HELP = `usage: bun bench e2e [options]
   --transfer-mode MODE    auto (cost-gated, default) | force (every candidate plan: checks the mechanisms)
   --transfer-options JSON transfer settings of the transfer configurations, e.g. '{"offloadIntoColderCache":true}'
   --transfer-json PATH    transfer latency to chart: \`bun bench transfer\`'s profile JSON, or points [{pair, blocks, bytes, latencyMs}]
+  --save-requests         also write each run's per-request records (JSON lines) under <out>/requests/
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
 
 async function traceProfileOf(w: Workload, blockSize: number, modelDir: string): Promise<TraceProfile> {
@@ -165,6 +168,7 @@ export async function runE2E(
       "transfer-mode": { type: "string" },
       "transfer-options": { type: "string" },
       out: { type: "string" },
+      "save-requests": { type: "boolean" },
     },
     strict: true,
     allowPositionals: false,
@@ -272,6 +276,12 @@ export async function runE2E(
         repetitions,
         run: { arrival, ...(maxInFlight ? { maxInFlight } : {}) },
         log,
+        ...(a["save-requests"]
+          ? {
+            onRun: (rep: number, records: readonly RequestRecord[]) =>
+              writeRequestLog(dir, w.name, config.name, rep, records),
+          }
+          : {}),
       });
       scenario.configurations.push(result);
       if (scenario.ladder) scenario.ladder.rows.push(...rungRows(result, scenario.ladder.rungs));

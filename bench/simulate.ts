@@ -18,6 +18,7 @@ import { intOption, numberOption } from "./cli_options.ts";
 import type { BenchEntry } from "./entry.ts";
 import { collectMetadata } from "./report/metadata.ts";
 import { type BenchResults, RESULTS_SCHEMA, type ScenarioResult } from "./report/schema.ts";
+import { writeRequestLog } from "./report/request_log.ts";
 import { scenarioSection } from "./report/summary_md.ts";
 import { createResultsDir, toJson, writeArtifacts } from "./report/write_artifacts.ts";
 import { DEFAULT_DEVICE_LOCAL_COPY, LINK_KINDS, type LinkKind } from "./simulator/cluster_layout.ts";
@@ -33,6 +34,7 @@ import { NO_PERTURBATION, parsePerturbation } from "./simulator/step_timer.ts";
 import { profileTrace } from "./trace_profile.ts";
 import { jsonObjectOption, selectWorkloads, WORKLOAD_FLAG_OPTIONS } from "./workload_flags.ts";
 import { describeArrival } from "./driver/arrival.ts";
+import type { RequestRecord } from "./driver/request_record.ts";
 import { rungRows } from "./report/rung_table.ts";
 import { WORKLOAD_NAMES } from "./workloads/registry.ts";
 
@@ -82,6 +84,7 @@ const HELP = `usage: bun bench simulate [options]
   --transfer-mode MODE    auto | force (default auto)
   --transfer-options JSON transfer settings of the transfer configurations
   --model NAME            model preset whose context and vocabulary bound the workloads (default qwen3-0.6b)
+  --save-requests         also write each seed's per-request records (JSON lines) under <out>/requests/
   --out DIR               results directory (default bench/results/<UTC timestamp>)`;
 
 /** Runs the simulator with command-line `argv`; returns the results and where they went (null for --help). */
@@ -114,6 +117,7 @@ export async function runSimulate(
       "transfer-options": { type: "string" },
       model: { type: "string" },
       out: { type: "string" },
+      "save-requests": { type: "boolean" },
     },
     strict: true,
     allowPositionals: false,
@@ -263,6 +267,12 @@ export async function runSimulate(
         transferMode,
         transferOptions,
         log,
+        ...(a["save-requests"]
+          ? {
+            onRun: (config: string, seed: number, records: readonly RequestRecord[]) =>
+              writeRequestLog(dir, gpuList.length > 1 ? `${first.name}-${gpus}gpu` : first.name, config, seed, records),
+          }
+          : {}),
       };
       const traceProfile = first.requests.every((r) => r.promptTokenIds)
         ? profileTrace(first.requests, blockSize)

@@ -9,6 +9,7 @@ import { type ConfidenceInterval, studentTInterval } from "../stats/interval.ts"
 import type { Workload } from "../workloads/types.ts";
 import { aggregateRun, type RunMetrics, scalarMetrics } from "./aggregate.ts";
 import { ConfigurationUnavailableError, type EngineConfiguration } from "./configuration.ts";
+import type { RequestRecord } from "./request_record.ts";
 import { type RunOptions, runWorkload } from "./run_workload.ts";
 import { meanVllmBenchServeKeys, type VllmBenchServeKeys } from "./vllm_bench_serve.ts";
 
@@ -42,6 +43,8 @@ export interface RepetitionOptions {
   /** Send one short untimed request first so kernels and graphs are ready (default true). */
   warmup?: boolean;
   log?: (line: string) => void;
+  /** Called with each repetition's per-request records (index from 0), e.g. to save them. */
+  onRun?: (repetition: number, records: readonly RequestRecord[]) => void;
 }
 
 async function warmUp(engine: GenerationEngine): Promise<void> {
@@ -93,6 +96,7 @@ export async function runConfiguration(
       if (options.warmup ?? true) await warmUp(engine);
       const run = await runWorkload(engine, workload, { ...options.run, requestIdPrefix: `${config.name}-r${rep}-` });
       const metrics = aggregateRun(run);
+      options.onRun?.(rep, run.records);
       const complete = metrics.failed === 0;
       result.repetitions.push({
         index: rep,

@@ -8,6 +8,7 @@
 import type { WorkloadArrival } from "../driver/ladder_arrival.ts";
 import { aggregateRun } from "../driver/aggregate.ts";
 import { type ConfigurationResult, summarizeRepetitions } from "../driver/repetitions.ts";
+import type { RequestRecord } from "../driver/request_record.ts";
 import type { SchedulerConfig } from "../../lib/local/scheduler.ts";
 import { splitTransferSettings } from "../../lib/transfer/control/transfer_tuning.ts";
 import type { EngineProfile } from "../calibration/engine_profile.ts";
@@ -38,6 +39,8 @@ export interface SimulationSettings {
   transferMode: "auto" | "force";
   transferOptions: Record<string, unknown>;
   log: (line: string) => void;
+  /** Called with each seed's per-request records, e.g. to save them. */
+  onRun?: (configuration: string, seed: number, records: readonly RequestRecord[]) => void;
 }
 
 /** One simulated run's own figures (beyond the driver's metrics). */
@@ -101,7 +104,8 @@ export async function simulateConfiguration(
         rankGpus: layout.rankGpus,
         topology: layout.topology,
         routing: { policy: setting.policy },
-        transfers: wantsTransfer ? { ...options, ...tuning, mode: s.transferMode, ...setting.transfer } : "off",
+        // What --transfer-options sets (a switch included) wins over the configuration's defaults.
+        transfers: wantsTransfer ? { ...setting.transfer, mode: s.transferMode, ...options, ...tuning } : "off",
         numBlocks: s.numBlocks,
         blockSize: s.blockSize,
         kvBlockBytes: s.profile.model.kvBytesPerToken * s.blockSize,
@@ -113,6 +117,7 @@ export async function simulateConfiguration(
       },
     });
     const metrics = aggregateRun(run);
+    s.onRun?.(name, seed, run.records);
     const complete = metrics.failed === 0 && run.audit.length === 0;
     result.repetitions.push({
       index,

@@ -67,6 +67,36 @@ describe("bun bench simulate", () => {
     }
   }, 120_000);
 
+  test("--save-requests writes every request of every seed, with the figures its metrics came from", async () => {
+    const { results, dir } = await simulate([
+      "--workload",
+      "locality",
+      "--scales",
+      "1",
+      "--configs",
+      "round-robin,lmpool",
+      "--seeds",
+      "2",
+      "--save-requests",
+    ]);
+    try {
+      const s = results.scenarios[0]!;
+      for (const c of s.configurations) {
+        for (const seed of [0, 1]) {
+          const lines = readFileSync(join(dir, "requests", s.workload.name, `${c.name}-${seed}.jsonl`), "utf8")
+            .trim().split("\n").map((l) => JSON.parse(l) as { id: string; ttftMs: number; rank: number });
+          expect(lines.length).toBe(s.workload.requests);
+          expect(new Set(lines.map((r) => r.id)).size).toBe(lines.length);
+          const mean = lines.reduce((a, r) => a + r.ttftMs, 0) / lines.length;
+          expect(mean).toBeCloseTo(c.repetitions[seed]!.metrics!.ttftMs.mean, 6);
+          expect(lines.every((r) => r.rank === 0 || r.rank === 1)).toBe(true);
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test("a quick 64-GPU Mooncake simulation conserves requests and blocks, deterministically", async () => {
     const args = [
       "--quick",
