@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import { AdmittedPrefills } from "../../../lib/global/admitted_prefills.ts";
 import { GlobalScheduler } from "../../../lib/global/global_scheduler.ts";
-import { chainEntries, hashesOf, IDLE, promptTokens, snapshot } from "./page_table_fixture.ts";
+import { chainEntries, deltaBase, hashesOf, IDLE, promptTokens, snapshot } from "./page_table_fixture.ts";
 
 test("AdmittedPrefills keeps per-rank totals exact through admit, settle, end and dropRank", () => {
   const p = new AdmittedPrefills();
@@ -25,14 +25,6 @@ test("AdmittedPrefills keeps per-rank totals exact through admit, settle, end an
   expect(() => p.admit("x", 0, -1, "h")).toThrow(RangeError);
 });
 
-const base = (rank: number) => ({
-  rank,
-  epoch: 1,
-  capacity: { numBlocks: 1000, blockSize: 16, numFree: 1000, numReclaimable: 0 },
-  added: [],
-  removed: [],
-  touched: [],
-});
 const running = { numRunning: 1, numWaiting: 0, runningTokens: 1600, waitingTokens: 0 };
 
 test("an admitted prefill holds its rank until the prompt's last block is published", () => {
@@ -43,7 +35,10 @@ test("an admitted prefill holds its rank until the prompt's last block is publis
   const first = s.route({ requestId: "cold", blockHashes: hashesOf(prompt), promptTokens: 1600, maxTokens: 8 });
   const r = first.rank, other = 1 - r;
   // The idle rank reports the admission as its step starts: running, nothing waiting, nothing published.
-  s.applyDelta({ ...base(r), baseVersion: 1, version: 2, load: running }, { queued: ["cold"], allocated: ["cold"] });
+  s.applyDelta({ ...deltaBase(r), baseVersion: 1, version: 2, load: running }, {
+    queued: ["cold"],
+    allocated: ["cold"],
+  });
   expect(s.reservations.size).toBe(0);
   expect([s.prefills.tokens(r), s.prefills.requests(r)]).toEqual([1600, 1]);
   // The other rank runs one decoding sequence: by load the two look alike, yet only one is prefilling.
@@ -53,7 +48,7 @@ test("an admitted prefill holds its rank until the prompt's last block is publis
   // The step publishes the prompt's blocks: the prefill is done and no longer waited for.
   const hashes = hashesOf(prompt);
   s.applyDelta({
-    ...base(r),
+    ...deltaBase(r),
     baseVersion: 2,
     version: 3,
     load: running,
@@ -71,7 +66,7 @@ test("an admitted prefill ends with its request and with its rank", () => {
   };
   s.route(q("a", 1));
   s.route(q("b", 2));
-  s.applyDelta({ ...base(0), baseVersion: 1, version: 2, load: IDLE }, { allocated: ["a", "b"] });
+  s.applyDelta({ ...deltaBase(0), baseVersion: 1, version: 2, load: IDLE }, { allocated: ["a", "b"] });
   expect(s.prefills.requests(0)).toBe(2);
   s.release("a");
   expect([s.prefills.tokens(0), s.prefills.requests(0)]).toEqual([320, 1]);
@@ -80,6 +75,6 @@ test("an admitted prefill ends with its request and with its rank", () => {
   // A prompt shorter than a block has no block to wait for: it is not followed.
   s.applySnapshot(snapshot(0, { epoch: 2 }));
   s.route({ requestId: "short", blockHashes: [], promptTokens: 10, maxTokens: 8 });
-  s.applyDelta({ ...base(0), epoch: 2, baseVersion: 1, version: 2, load: IDLE }, { allocated: ["short"] });
+  s.applyDelta({ ...deltaBase(0), epoch: 2, baseVersion: 1, version: 2, load: IDLE }, { allocated: ["short"] });
   expect(s.prefills.size).toBe(0);
 });

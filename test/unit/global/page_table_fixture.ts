@@ -54,3 +54,15 @@ export function snapshot(
     entries,
   };
 }
+
+/** The fields of a delta of `rank` (epoch 1, 1000 free blocks) that add, remove and touch nothing. */
+export function deltaBase(rank: number) {
+  return {
+    rank,
+    epoch: 1,
+    capacity: { numBlocks: 1000, blockSize: BLOCK, numFree: 1000, numReclaimable: 0 },
+    added: [],
+    removed: [],
+    touched: [],
+  };
+}

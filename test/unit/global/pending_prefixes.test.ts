@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import { GlobalScheduler } from "../../../lib/global/global_scheduler.ts";
 import { PendingPrefixes } from "../../../lib/global/pending_prefixes.ts";
-import { chainEntries, hashesOf, IDLE, promptTokens, snapshot } from "./page_table_fixture.ts";
+import { chainEntries, deltaBase, hashesOf, IDLE, promptTokens, snapshot } from "./page_table_fixture.ts";
 
 test("PendingPrefixes matches leading blocks per rank and forgets through settle, end, dropRank and expire", () => {
   const p = new PendingPrefixes();
@@ -35,15 +35,6 @@ test("PendingPrefixes matches leading blocks per rank and forgets through settle
   expect(p.size).toBe(0);
 });
 
-const base = (rank: number) => ({
-  rank,
-  epoch: 1,
-  capacity: { numBlocks: 1000, blockSize: 16, numFree: 1000, numReclaimable: 0 },
-  added: [],
-  removed: [],
-  touched: [],
-});
-
 test("simultaneous requests of one cold prefix follow the first to its rank, which they find cached there", () => {
   const s = new GlobalScheduler();
   s.applySnapshot(snapshot(0));
@@ -72,7 +63,7 @@ test("simultaneous requests of one cold prefix follow the first to its rank, whi
   expect(s.pending.size).toBe(1);
   // Publishing the last block of "c" settles it.
   s.applyDelta({
-    ...base(other),
+    ...deltaBase(other),
     baseVersion: 1,
     version: 2,
     load: IDLE,
