@@ -7,23 +7,40 @@
  * each prefilling the prefix anew. A prompt stops being pending when the rank publishes its last
  * complete block (the page table then holds it), when the request ends, when the rank dies, or
  * after the reservation TTL (a request the control plane lost track of).
+ *
+ * Block hashes are chained (equal hashes at position i mean equal prefixes up to i), so the blocks
+ * two prompts share are found by a binary search for the last position where they agree. Prompts
+ * are indexed per rank by their first block: adding and ending one is O(1), and a query compares
+ * itself only with the pending prompts that start like it, in O(log length) each.
  * @module
  */
 import type { BlockHash } from "../core/block_hash.ts";
 
 interface PendingPrompt {
+  requestId: string;
   rank: number;
   hashes: readonly BlockHash[];
   createdAt: number;
 }
 
-/** Per-rank counts of the block hashes of routed, unfinished prompts. */
+/** Leading blocks `a` and `b` share: chained hashes agree up to some position, then never again. */
+function sharedBlocks(a: readonly BlockHash[], b: readonly BlockHash[]): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** Routed, unfinished prompts per rank, indexed by their first block. */
 export class PendingPrefixes {
   // Insertion order is creation order, so expiry scans only the expired head.
   readonly #byRequest = new Map<string, PendingPrompt>();
-  readonly #byRank = new Map<number, Map<BlockHash, number>>();
-  // Per rank: the request ids, so a report settles only its own rank's prompts.
-  readonly #idsByRank = new Map<number, Set<string>>();
+  // Per rank: first block hash -> the prompts starting with it.
+  readonly #byRank = new Map<number, Map<BlockHash, Set<PendingPrompt>>>();
 
   /** Routed prompts still pending. */
   get size(): number {
@@ -34,13 +51,13 @@ export class PendingPrefixes {
   add(requestId: string, rank: number, hashes: readonly BlockHash[], now: number): void {
     this.end(requestId);
     if (hashes.length === 0) return;
-    this.#byRequest.set(requestId, { rank, hashes, createdAt: now });
-    let counts = this.#byRank.get(rank);
-    if (!counts) this.#byRank.set(rank, counts = new Map());
-    let ids = this.#idsByRank.get(rank);
-    if (!ids) this.#idsByRank.set(rank, ids = new Set());
-    ids.add(requestId);
-    for (const h of hashes) counts.set(h, (counts.get(h) ?? 0) + 1);
+    const p: PendingPrompt = { requestId, rank, hashes, createdAt: now };
+    this.#byRequest.set(requestId, p);
+    let byFirst = this.#byRank.get(rank);
+    if (!byFirst) this.#byRank.set(rank, byFirst = new Map());
+    let same = byFirst.get(hashes[0]!);
+    if (!same) byFirst.set(hashes[0]!, same = new Set());
+    same.add(p);
   }
 
   /**
@@ -48,23 +65,25 @@ export class PendingPrefixes {
    * `except` (the one asking: its own prompt is no prefix ahead of it) not counted.
    */
   match(rank: number, hashes: readonly BlockHash[], except?: string): number {
-    const counts = this.#byRank.get(rank);
-    if (!counts) return 0;
-    const own = except === undefined ? undefined : this.#byRequest.get(except);
-    const mine = own?.rank === rank ? own.hashes : [];
-    let n = 0;
-    for (; n < hashes.length; n++) {
-      const h = hashes[n]!;
-      if ((counts.get(h) ?? 0) <= (mine[n] === h ? 1 : 0)) break;
+    if (hashes.length === 0) return 0;
+    const same = this.#byRank.get(rank)?.get(hashes[0]!);
+    if (!same) return 0;
+    let best = 0;
+    for (const p of same) {
+      if (p.requestId === except) continue;
+      const n = sharedBlocks(p.hashes, hashes);
+      if (n > best) best = n;
     }
-    return n;
+    return best;
   }
 
   /** Ends the prompts pending on `rank` whose last block `published` says the rank now holds. */
   settle(rank: number, published: (hash: BlockHash) => boolean): void {
-    const ids = this.#idsByRank.get(rank);
-    if (!ids) return;
-    for (const id of ids) if (published(this.#byRequest.get(id)!.hashes.at(-1)!)) this.end(id);
+    const byFirst = this.#byRank.get(rank);
+    if (!byFirst) return;
+    for (const same of byFirst.values()) {
+      for (const p of same) if (published(p.hashes.at(-1)!)) this.end(p.requestId);
+    }
   }
 
   /** Ends one prompt (prefilled, ended or never dispatched). Idempotent. */
@@ -72,20 +91,18 @@ export class PendingPrefixes {
     const p = this.#byRequest.get(requestId);
     if (!p) return;
     this.#byRequest.delete(requestId);
-    this.#idsByRank.get(p.rank)!.delete(requestId);
-    const counts = this.#byRank.get(p.rank)!;
-    for (const h of p.hashes) {
-      const n = counts.get(h)! - 1;
-      if (n === 0) counts.delete(h);
-      else counts.set(h, n);
-    }
+    const byFirst = this.#byRank.get(p.rank)!;
+    const same = byFirst.get(p.hashes[0]!)!;
+    same.delete(p);
+    if (same.size === 0) byFirst.delete(p.hashes[0]!);
   }
 
   /** The rank died: its pending prompts go. */
   dropRank(rank: number): void {
-    for (const id of [...(this.#idsByRank.get(rank) ?? [])]) this.end(id);
+    for (const same of this.#byRank.get(rank)?.values() ?? []) {
+      for (const p of same) this.#byRequest.delete(p.requestId);
+    }
     this.#byRank.delete(rank);
-    this.#idsByRank.delete(rank);
   }
 
   /** Ends prompts routed before `now - ttlMs`. */
