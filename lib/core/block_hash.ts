@@ -40,3 +40,18 @@ export function prefixBlockHashes(tokenIds: ArrayLike<number>, blockSize: number
   }
   return out;
 }
+
+/**
+ * Leading blocks two hash chains share. A hash covers its whole prefix, so chains agree up to some
+ * position and never again after it: a binary search for the last agreeing position finds it.
+ */
+export function sharedBlocks(a: readonly BlockHash[], b: readonly BlockHash[]): number {
+  let lo = 0;
+  let hi = Math.min(a.length, b.length);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (a[mid - 1] === b[mid - 1]) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}

@@ -14,25 +14,13 @@
  * itself only with the pending prompts that start like it, in O(log length) each.
  * @module
  */
-import type { BlockHash } from "../core/block_hash.ts";
+import { type BlockHash, sharedBlocks } from "../core/block_hash.ts";
 
 interface PendingPrompt {
   requestId: string;
   rank: number;
   hashes: readonly BlockHash[];
   createdAt: number;
-}
-
-/** Leading blocks `a` and `b` share: chained hashes agree up to some position, then never again. */
-function sharedBlocks(a: readonly BlockHash[], b: readonly BlockHash[]): number {
-  let lo = 0;
-  let hi = Math.min(a.length, b.length);
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (a[mid - 1] === b[mid - 1]) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 /** Routed, unfinished prompts per rank, indexed by their first block. */

@@ -24,6 +24,7 @@
  * progress however slow a step is.
  * @module
  */
+import { sharedBlocks } from "../core/block_hash.ts";
 import type { RankLoad } from "../core/block_snapshot.ts";
 import { CapacityError } from "../core/errors.ts";
 import type { FinishReason, TopLogprob } from "../core/outputs.ts";
@@ -234,6 +235,10 @@ export class Scheduler {
       for (let i = 0; i < this.waiting.length && budget > 0 && rowsLeft() > 0;) {
         const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
+        if (this.#awaitsSharedPrefill(seq, cached.length)) {
+          i++;
+          continue;
+        }
         const start = cached.length * this.blocks.blockSize;
         const remaining = seq.numTokens - start;
         if (!this.config.enableChunkedPrefill && remaining > budget) break;
@@ -257,6 +262,25 @@ export class Scheduler {
       }
     }
     return { scheduled, numTokens, preempted };
+  }
+
+  /**
+   * True when a prefill under way computes leading blocks of `seq`'s prompt that the cache does not
+   * hold yet: `seq` then waits for them (its prefix is looked up once, at admission) instead of
+   * computing them a second time beside it. Requests of one prefix that arrive together thus
+   * prefill it once, as the lmpool router expects of a prompt it routes behind another of the same
+   * prefix. Only prefilling sequences can hold such blocks back: a decoding one has published its
+   * prompt's.
+   */
+  #awaitsSharedPrefill(seq: Sequence, cachedBlocks: number): boolean {
+    if (!this.blocks.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return false;
+    const usable = Math.min(Math.floor((seq.numTokens - 1) / this.blocks.blockSize), seq.blockHashes.length);
+    if (cachedBlocks >= usable) return false;
+    for (const r of this.running) {
+      if (r.numComputedTokens >= r.numPromptTokens) continue;
+      if (Math.min(sharedBlocks(seq.blockHashes, r.blockHashes), usable) > cachedBlocks) return true;
+    }
+    return false;
   }
 
   /**

@@ -161,6 +161,29 @@ describe("prefix caching", () => {
     expect(shape(step(sched))).toEqual([["b", 2]]);
     expect(b.numCachedTokens).toBe(12);
   });
+
+  test("prompts of one prefix that arrive together prefill it once: the later waits for the blocks under way", () => {
+    const { sched } = setup(64);
+    // 24 shared tokens (6 blocks), then each its own; the budget (64) would take all three at once.
+    const shared = range(24);
+    const a = makeSeq([...shared, ...range(5, 100)], BS, { id: "a", params: { maxTokens: 1 } });
+    const b = makeSeq([...shared, ...range(6, 200)], BS, { id: "b", params: { maxTokens: 1 } });
+    const c = makeSeq(range(10, 300), BS, { id: "c", params: { maxTokens: 1 } });
+    for (const x of [a, b, c]) sched.add(x);
+    // b shares blocks a is computing: it waits a step; c, unrelated, goes beside a.
+    expect(shape(step(sched))).toEqual([["a", 29], ["c", 10]]);
+    expect(shape(step(sched))).toEqual([["b", 6]]);
+    expect(b.numCachedTokens).toBe(24);
+    // A prompt asking for prompt logprobs reads no cache, so it has nothing to wait for.
+    const d = makeSeq([...range(30, 400), ...range(4, 500)], BS, { id: "d", params: { maxTokens: 1 } });
+    const e = makeSeq([...range(30, 400), ...range(4, 600)], BS, {
+      id: "e",
+      params: { maxTokens: 1, promptLogprobs: 0 },
+    });
+    sched.add(d);
+    sched.add(e);
+    expect(shape(step(sched)).map(([id]) => id)).toEqual(["d", "e"]);
+  });
 });
 
 describe("preemption", () => {
