@@ -3,7 +3,11 @@
  * running sequence its next tokens (a decode token, or the next chunk of an unfinished prefill),
  * preempting the youngest running sequences by recompute when blocks run out, then admits waiting
  * sequences first-come first-served into the remaining token budget (the last one possibly as a
- * partial chunk). Requests that can never fit are rejected on arrival with a CapacityError.
+ * partial chunk). A new prefill starts with at least a block of tokens (or all it has left) unless
+ * the step is otherwise empty, and a prompt that shares leading blocks with a prefill under way
+ * waits for them: a prompt's cached prefix is looked up once, at admission, so either way it would
+ * compute blocks another prompt is computing. Requests that can never fit are rejected on arrival
+ * with a CapacityError.
  *
  * Optionally (`longPrefillChunk` > 0), long prefills yield to short work: while sequences decode
  * or a waiting prompt is short (at most `longPrefillChunk` tokens left to prefill), the prefills
@@ -232,10 +236,12 @@ export class Scheduler {
     }
 
     if (preempted.length === 0) {
+      // Sequences whose prompt is not fully computed: their blocks may be what a waiting prompt shares.
+      const prefilling = this.running.filter((r) => r.numComputedTokens < r.numPromptTokens);
       for (let i = 0; i < this.waiting.length && budget > 0 && rowsLeft() > 0;) {
         const seq = this.waiting[i]!;
         const cached = this.blocks.lookupPrefix(seq);
-        if (this.#awaitsSharedPrefill(seq, cached.length)) {
+        if (this.#awaitsSharedPrefill(seq, cached.length, prefilling)) {
           i++;
           continue;
         }
@@ -257,6 +263,7 @@ export class Scheduler {
         this.waiting.splice(i, 1);
         seq.status = "running";
         this.running.push(seq);
+        prefilling.push(seq);
         take(seq, n);
         took(remaining, start, n);
       }
@@ -269,15 +276,15 @@ export class Scheduler {
    * hold yet: `seq` then waits for them (its prefix is looked up once, at admission) instead of
    * computing them a second time beside it. Requests of one prefix that arrive together thus
    * prefill it once, as the lmpool router expects of a prompt it routes behind another of the same
-   * prefix. Only prefilling sequences can hold such blocks back: a decoding one has published its
-   * prompt's.
+   * prefix. Only `prefilling` sequences can hold such blocks back: a decoding one has published
+   * its prompt's.
    */
-  #awaitsSharedPrefill(seq: Sequence, cachedBlocks: number): boolean {
+  #awaitsSharedPrefill(seq: Sequence, cachedBlocks: number, prefilling: readonly Sequence[]): boolean {
+    if (prefilling.length === 0) return false;
     if (!this.blocks.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return false;
     const usable = Math.min(Math.floor((seq.numTokens - 1) / this.blocks.blockSize), seq.blockHashes.length);
     if (cachedBlocks >= usable) return false;
-    for (const r of this.running) {
-      if (r.numComputedTokens >= r.numPromptTokens) continue;
+    for (const r of prefilling) {
       if (Math.min(sharedBlocks(seq.blockHashes, r.blockHashes), usable) > cachedBlocks) return true;
     }
     return false;
