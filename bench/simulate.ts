@@ -235,6 +235,7 @@ export async function runSimulate(
       const load = Object.entries(scaled).map(([k, v]) => `${k} ${v}`).join(", ") || "as given";
       const firstRun = sel.build(spec, modelJson);
       const first = firstRun.workload;
+      const scenarioName = gpuList.length > 1 ? `${first.name} @ ${gpus} GPUs` : first.name;
       const runFor = (seed: number) => (seed === sel.seed ? firstRun : sel.build(spec, modelJson, seed));
       const blockSize = a["block-size"] === undefined
         ? first.settings.blockSize ?? 256
@@ -270,7 +271,7 @@ export async function runSimulate(
         ...(a["save-requests"]
           ? {
             onRun: (config: string, seed: number, records: readonly RequestRecord[]) =>
-              writeRequestLog(dir, gpuList.length > 1 ? `${first.name}-${gpus}gpu` : first.name, config, seed, records),
+              writeRequestLog(dir, scenarioName, config, seed, records),
           }
           : {}),
       };
@@ -283,7 +284,7 @@ export async function runSimulate(
       );
       const scenario: ScenarioResult = {
         workload: {
-          name: gpuList.length > 1 ? `${first.name} @ ${gpus} GPUs` : first.name,
+          name: scenarioName,
           description: first.description,
           seed: first.seed,
           params: first.params,

@@ -6,7 +6,7 @@
  * @module
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { RequestRecord } from "../driver/request_record.ts";
 
 /** Where the records of `configuration`'s run `run` (a repetition or a seed) of `workload` go. */
@@ -24,7 +24,7 @@ export function writeRequestLog(
   records: readonly RequestRecord[],
 ): string {
   const path = requestLogPath(dir, workload, configuration, run);
-  mkdirSync(join(path, ".."), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true });
   const lines = records.map(({ itlMs: _gaps, ...rest }) => JSON.stringify(rest));
   writeFileSync(path, lines.length ? `${lines.join("\n")}\n` : "");
   return path;

@@ -140,8 +140,7 @@ export class RoutingContext {
 
   /** Prompt tokens a rank's prefix match saves (one token is always computed). */
   cachedTokens(rank: number): number {
-    const bs = this.capacity(rank).blockSize;
-    return Math.max(0, Math.min(this.matchedBlocks(rank) * bs, this.query.promptTokens - 1));
+    return this.#tokensOf(rank, this.matchedBlocks(rank));
   }
 
   /**
@@ -150,14 +149,18 @@ export class RoutingContext {
    * (pending_prefixes.ts), whichever is longer.
    */
   expectedCachedTokens(rank: number): number {
-    const bs = this.capacity(rank).blockSize;
-    return Math.max(0, Math.min(this.expectedMatchedBlocks(rank) * bs, this.query.promptTokens - 1));
+    return this.#tokensOf(rank, this.expectedMatchedBlocks(rank));
   }
 
   /** Leading blocks of the query on `rank` once the prompts routed there ahead of it are prefilled. */
   expectedMatchedBlocks(rank: number): number {
     const q = this.query;
     return Math.max(this.matchedBlocks(rank), this.pending.match(rank, q.blockHashes, q.requestId));
+  }
+
+  // Prompt tokens `blocks` leading blocks on `rank` save (one token is always computed).
+  #tokensOf(rank: number, blocks: number): number {
+    return Math.max(0, Math.min(blocks * this.capacity(rank).blockSize, this.query.promptTokens - 1));
   }
 
   // One walk down the query's hash chain fills the match of every healthy rank.

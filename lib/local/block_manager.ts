@@ -116,13 +116,21 @@ export class BlockManager {
   // ---- sequences ---------------------------------------------------------------------------
 
   /**
+   * Leading blocks of the sequence a cache hit may cover: complete blocks short of its last token
+   * (whose logits are needed), none when prefix caching is off or it asks for prompt logprobs.
+   */
+  cacheableBlocks(seq: Sequence): number {
+    if (!this.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return 0;
+    return Math.min(Math.floor((seq.numTokens - 1) / this.blockSize), seq.blockHashes.length);
+  }
+
+  /**
    * Ready cached blocks matching the sequence's leading complete blocks. At least the last token is
    * left to compute, since its logits are needed. A sequence asking for prompt logprobs reads no
    * cached block (vLLM's skip_reading_prefix_cache): its every prompt position must be computed.
    */
   lookupPrefix(seq: Sequence): number[] {
-    if (!this.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return [];
-    const max = Math.min(Math.floor((seq.numTokens - 1) / this.blockSize), seq.blockHashes.length);
+    const max = this.cacheableBlocks(seq);
     const out: number[] = [];
     for (let i = 0; i < max; i++) {
       const b = this.#cache.blockOf(seq.blockHashes[i]!);

@@ -281,8 +281,7 @@ export class Scheduler {
    */
   #awaitsSharedPrefill(seq: Sequence, cachedBlocks: number, prefilling: readonly Sequence[]): boolean {
     if (prefilling.length === 0) return false;
-    if (!this.blocks.enablePrefixCaching || seq.params.promptLogprobs !== undefined) return false;
-    const usable = Math.min(Math.floor((seq.numTokens - 1) / this.blocks.blockSize), seq.blockHashes.length);
+    const usable = this.blocks.cacheableBlocks(seq);
     if (cachedBlocks >= usable) return false;
     for (const r of prefilling) {
       if (Math.min(sharedBlocks(seq.blockHashes, r.blockHashes), usable) > cachedBlocks) return true;
