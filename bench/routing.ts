@@ -27,18 +27,18 @@ const BLOCK_SIZE = 16;
 const BLOCKS_PER_RANK = 12_500;
 
 /** What lmpool routing must reach at a number of ranks. */
-interface RoutingTarget {
+export interface RoutingTarget {
   routesPerS: number;
   p99Us: number;
 }
 
 /** Up to 8 ranks the control plane of one host; beyond, a simulated cluster of up to 64 GPUs. */
-function targetFor(ranks: number): RoutingTarget {
+export function targetFor(ranks: number): RoutingTarget {
   return ranks <= 8 ? { routesPerS: 100_000, p99Us: 50 } : { routesPerS: 20_000, p99Us: 200 };
 }
 
 /** One prefix tree: a shared trunk and branches (conversations) hanging off it. */
-interface PrefixTree {
+export interface PrefixTree {
   trunk: BlockHash[];
   branches: BlockHash[][];
 }
@@ -54,7 +54,8 @@ function chain(parent: BlockHash, n: number, rand: () => number): BlockHash[] {
   return out;
 }
 
-function buildWorld(ranks: number, rand: () => number): { trees: PrefixTree[]; snapshots: BlockSnapshot[] } {
+/** `ranks` snapshots of BLOCKS_PER_RANK published blocks each, laid out as prefix trees held by 1-3 ranks. */
+export function buildWorld(ranks: number, rand: () => number): { trees: PrefixTree[]; snapshots: BlockSnapshot[] } {
   const perRank: BlockEntry[][] = Array.from({ length: ranks }, () => []);
   const present: Set<BlockHash>[] = Array.from({ length: ranks }, () => new Set());
   const trees: PrefixTree[] = [];
@@ -125,7 +126,7 @@ function buildWorld(ranks: number, rand: () => number): { trees: PrefixTree[]; s
 }
 
 /** Queries: mostly a tree's trunk (full or partial) + a branch prefix + fresh blocks; some cold. */
-function buildQueries(ranks: number, trees: PrefixTree[], n: number, rand: () => number): RouteQuery[] {
+export function buildQueries(ranks: number, trees: PrefixTree[], n: number, rand: () => number): RouteQuery[] {
   const out: RouteQuery[] = [];
   for (let i = 0; i < n; i++) {
     let hashes: BlockHash[];
@@ -154,7 +155,8 @@ function buildQueries(ranks: number, trees: PrefixTree[], n: number, rand: () =>
   return out;
 }
 
-interface Measured {
+/** One policy's routing speed over a query list. */
+export interface Measured {
   policy: PolicyName;
   routesPerS: number;
   p50Us: number;
@@ -165,7 +167,13 @@ interface Measured {
   hitRate: number;
 }
 
-function measure(policy: PolicyName, snapshots: BlockSnapshot[], queries: RouteQuery[], warmup: number): Measured {
+/** Routes `queries` through a fresh Global Scheduler over `snapshots` (every pair linked), after `warmup` routes. */
+export function measure(
+  policy: PolicyName,
+  snapshots: BlockSnapshot[],
+  queries: RouteQuery[],
+  warmup: number,
+): Measured {
   const ranks = snapshots.length;
   const pairs: [number, number][] = [];
   for (let a = 0; a < ranks; a++) for (let b = a + 1; b < ranks; b++) pairs.push([a, b]);
