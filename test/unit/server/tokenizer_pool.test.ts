@@ -160,26 +160,33 @@ describe("a 3 MB prompt through the app", () => {
     const app = createApp({ engine, tokenizer: pooledPromptTokenizer(inline, pool), maxRequestBytes: 8 * 1024 * 1024 });
     const prompt = "hello world, this is a test. ".repeat(110_000);
     expect(prompt.length).toBeGreaterThan(3_000_000);
+    // The client shares this thread: its bodies are built before the clock runs, and the clock
+    // stops while it reads a reply, so what is timed is the server's share of the thread.
+    const tokenizeBody = JSON.stringify({ prompt });
+    const chatBody = JSON.stringify({ messages: [{ role: "user", content: prompt }], max_tokens: 1 });
     let worstGapMs = 0;
     let last = performance.now();
+    let clientBusy = false;
     const timer = setInterval(() => {
       const now = performance.now();
-      worstGapMs = Math.max(worstGapMs, now - last);
+      if (!clientBusy) worstGapMs = Math.max(worstGapMs, now - last);
       last = now;
     }, 10);
+    const asClient = async <T>(work: () => Promise<T>): Promise<T> => {
+      clientBusy = true;
+      try {
+        return await work();
+      } finally {
+        last = performance.now();
+        clientBusy = false;
+      }
+    };
     try {
-      const res = await app.fetch(
-        new Request("http://x/tokenize", { method: "POST", body: JSON.stringify({ prompt }) }),
-      );
+      const res = await app.fetch(new Request("http://x/tokenize", { method: "POST", body: tokenizeBody }));
       expect(res.status).toBe(200);
-      const body: Json = await res.json();
+      const body: Json = await asClient(() => res.json());
       expect(body.count).toBeGreaterThan(500_000);
-      const chat = await app.fetch(
-        new Request("http://x/v1/chat/completions", {
-          method: "POST",
-          body: JSON.stringify({ messages: [{ role: "user", content: prompt }], max_tokens: 1 }),
-        }),
-      );
+      const chat = await app.fetch(new Request("http://x/v1/chat/completions", { method: "POST", body: chatBody }));
       expect(chat.status).toBe(200);
       expect(engine.requests.at(-1)!.promptTokenIds.length).toBeGreaterThan(500_000);
     } finally {
