@@ -31,37 +31,6 @@ const float kNoScore = -1e30f;   // finite "minus infinity": exp2 of differences
 
 const size_t kMaxPrefetchBytes = 16u << 20;  // K/V pulled into L2 ahead of use, all CTAs together
 
-// The fused prologue for one head: lane li of a LANES-lane group holds elements [8 li, 8 li + 8).
-// RMS-normalizes them (times w, rounded to bf16 as rope.cu stores them) when `norm`, then
-// rotates each with its rotate_half partner (lane li ^ LANES/2 holds it) and rounds to bf16.
-// `w`: this lane's 8 norm weights (read before the wait), used when `norm`.
-template <int LANES>
-__device__ __forceinline__ void head_norm_rope(float (&x)[8], int li, bool norm, const uint4 &w, float eps,
-                                               const float2 (&c)[8]) {
-  constexpr int HALF_LANES = LANES / 2;
-  if (norm) {
-    float wf[8];
-    bf16x8_to_f32(w, wf);
-    float ss = 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; e++) ss += x[e] * x[e];
-#pragma unroll
-    for (int o = HALF_LANES; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    const float inv = rsqrtf(ss / (float)(LANES * 8) + eps);
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = round_bf16(x[e] * inv * wf[e]);
-  }
-  const bool first = li < HALF_LANES;
-  float partner[8];
-#pragma unroll
-  for (int e = 0; e < 8; e++) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], HALF_LANES);
-#pragma unroll
-  for (int e = 0; e < 8; e++) {
-    const float2 r = first ? rope_rotate(x[e], partner[e], c[e]) : rope_rotate(partner[e], x[e], c[e]);
-    x[e] = round_bf16(first ? r.x : r.y);
-  }
-}
-
 // Output element d of query head h of kv head kvh's group: O / L, normalized (0 for no keys).
 template <int D>
 __device__ __forceinline__ void store_out(const AttnArgs &a, int tok, int kvh, int G, int h, int d, float O, float L) {
@@ -158,7 +127,7 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
     for (int e = 0; e < 8; e++) q[h][e] = 0.f, acc[h][e] = 0.f;
     if (h < G) {
       bf16x8_to_f32(q_raw[h], q[h]);
-      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, q_norm, q_norm_w, a.eps, c);
+      if (a.fused_prologue) head_norm_rope<LANES>(q[h], li, q_norm, q_norm_w, a.eps, c, 0xffffffffu);
 #pragma unroll
       for (int e = 0; e < 8; e++) q[h][e] *= a.scale * kLog2e;
     }
@@ -170,7 +139,7 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
   if (owns_new) {
     float kf[8];
     bf16x8_to_f32(k_raw, kf);
-    head_norm_rope<LANES>(kf, li, k_norm, k_norm_w, a.eps, c);
+    head_norm_rope<LANES>(kf, li, k_norm, k_norm_w, a.eps, c, 0xffffffffu);
     k_new = f32_to_bf16x8(kf);
     v_new = v_raw;
     const int slot = m.slots[tok];

@@ -1,6 +1,8 @@
 // Per-token attention prologue in one kernel: Qwen3's per-head q/k RMSNorm, rotary embedding in
 // Hugging Face's rotate_half layout (element i pairs with i + head_dim/2), and the write of this
-// step's K and V into the paged cache at slot_mapping[t].
+// step's K and V into the paged cache at slot_mapping[t]. For head sizes of 64, 128 and 256 a group
+// of head_dim / 8 lanes takes one head row with one 16-byte load per lane (the prologue the decode
+// attention kernel fuses); other sizes take the general kernel, one warp per head.
 #include <math.h>
 
 #include "device_util.cuh"
@@ -10,7 +12,8 @@
 
 namespace {
 
-const int kWarps = 4;  // one warp per head; grid (token, head group)
+const int kWarps = 4;  // general kernel: one warp per head; grid (token, head group)
+const int kVecThreads = 256;  // head-size-specific kernel: 256 / (head_dim / 8) head rows a block
 
 // Computed once per step, read by every layer.
 __global__ void rope_table_kernel(const int32_t *positions, const float *inv_freq, int tokens, int half,
@@ -73,6 +76,46 @@ __global__ void qk_norm_rope_kv_kernel(RopeArgs a) {
   }
 }
 
+// One head row per group of LANES = D / 8 lanes: the rows of all tokens and heads (q, k, v) are
+// numbered token-major and taken in order, so consecutive groups read consecutive memory.
+template <int D>
+__global__ __launch_bounds__(kVecThreads) void qk_norm_rope_kv_vec_kernel(RopeArgs a) {
+  constexpr int LANES = D / 8, GROUPS = kVecThreads / LANES;
+  pdl_trigger();
+  const int lane = threadIdx.x & 31, li = lane % LANES;
+  const unsigned group_lanes = LANES == 32 ? 0xffffffffu : ((1u << LANES) - 1u) << (lane / LANES * LANES);
+  const int H = a.num_heads, KV = a.num_kv_heads, units = H + 2 * KV, kv_dim = KV * D;
+  const long row = (long)blockIdx.x * GROUPS + threadIdx.x / LANES;
+  const int t = (int)(row / units), u = (int)(row % units);
+  const bool is_q = u < H, is_v = u >= H + KV;
+  // The norm weights are constants: read before the wait.
+  const bool norm = a.q_norm != nullptr;
+  const uint4 w = norm && !is_v ? *reinterpret_cast<const uint4 *>((is_q ? a.q_norm : a.k_norm) + li * 8)
+                                : make_uint4(0, 0, 0, 0);
+  pdl_wait();
+  if (row >= (long)a.tokens * units) return;
+  bf16 *src = a.qkv + (size_t)row * D + li * 8;  // rows of H + 2 KV heads: row t * units + u
+  const int slot = a.slots[t];
+  if (!is_q && slot < 0) return;  // a padding token's K and V are not cached (the whole group agrees)
+  const uint4 raw = *reinterpret_cast<const uint4 *>(src);
+  if (is_v) {
+    *reinterpret_cast<uint4 *>(a.v_cache + (size_t)slot * kv_dim + (size_t)(u - H - KV) * D + li * 8) = raw;
+    return;
+  }
+  float2 c[8];
+  const float4 *cs4 = reinterpret_cast<const float4 *>(a.cos_sin + (size_t)t * (D / 2) + (li % (LANES / 2)) * 8);
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    const float4 v = cs4[e];
+    c[2 * e] = make_float2(v.x, v.y), c[2 * e + 1] = make_float2(v.z, v.w);
+  }
+  float x[8];
+  bf16x8_to_f32(raw, x);
+  head_norm_rope<LANES>(x, li, norm, w, a.eps, c, group_lanes);
+  bf16 *dst = is_q ? src : a.k_cache + (size_t)slot * kv_dim + (size_t)(u - H) * D + li * 8;
+  *reinterpret_cast<uint4 *>(dst) = f32_to_bf16x8(x);
+}
+
 }  // namespace
 
 lp_status launch_rope_table(const int32_t *positions, const float *inv_freq, int tokens, int half,
@@ -89,6 +132,14 @@ lp_status launch_qk_norm_rope_kv(const RopeArgs &a, cudaStream_t stream) {
   LP_REQUIRE(a.head_dim % 2 == 0 && a.head_dim <= 64 * kMaxPairsPerLane, "rope: head_dim=%d unsupported",
              a.head_dim);
   LP_REQUIRE((a.q_norm == nullptr) == (a.k_norm == nullptr), "rope: q_norm and k_norm go together");
+  const long rows = (long)a.tokens * (a.num_heads + 2 * a.num_kv_heads);
+  auto vec = [&](auto kernel, int lanes) {
+    const long groups = kVecThreads / lanes;
+    return launch_kernel(kernel, (unsigned)((rows + groups - 1) / groups), kVecThreads, 0, stream, a);
+  };
+  if (a.head_dim == 64) return vec(qk_norm_rope_kv_vec_kernel<64>, 8);
+  if (a.head_dim == 128) return vec(qk_norm_rope_kv_vec_kernel<128>, 16);
+  if (a.head_dim == 256) return vec(qk_norm_rope_kv_vec_kernel<256>, 32);
   const dim3 grid(a.tokens, (a.num_heads + 2 * a.num_kv_heads + kWarps - 1) / kWarps);
   return launch_kernel(qk_norm_rope_kv_kernel, grid, kWarps * 32, 0, stream, a);
 }
