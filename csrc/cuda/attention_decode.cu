@@ -5,7 +5,10 @@
 // shared memory and, after one cluster barrier, the cluster merges them in split order by reading
 // its peers' shared memory, so partials never round-trip through global memory and no CTA waits
 // for a last one to finish. The split count depends only on the batch size, so a graph captured
-// for a batch size serves every context length.
+// for a batch size serves every context length. The kv heads of a sequence are adjacent in the
+// grid's launch order, so the CTAs that read the rows of the same tokens (the cache is laid out
+// slot, kv head, dim) run side by side: at large batches that streams the cache faster than
+// launching the sequences of one head together.
 #include <cooperative_groups.h>
 
 #include "device_util.cuh"
@@ -45,7 +48,7 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
   __shared__ float s_ml[GROUPS][MAXG][2];
   __shared__ float s_fin[MAXG][2];  // this split's (max, sum) per head, read by the cluster
 
-  const int di = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const int kvh = blockIdx.x, di = blockIdx.y, split = blockIdx.z;
   const int seq = m.decode_seqs[di];
   const int G = a.num_heads / a.num_kv_heads;
   const int cl = m.context_lens[seq], tok = m.query_start[seq];
@@ -397,6 +400,7 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
   const int group = a.num_heads / a.num_kv_heads;
   LP_REQUIRE(num_decode > 0 && attention_decode_supported(a.head_dim, group),
              "decode attention: unsupported num_decode=%d head_dim=%d group=%d", num_decode, a.head_dim, group);
+  LP_REQUIRE(num_decode <= 65535, "decode attention: %d sequences exceed the grid's y limit", num_decode);
   const int splits = decode_splits(num_decode, a.num_kv_heads, group, num_sms);
   const long pairs = (long)num_decode * a.num_kv_heads, ctas = pairs * splits;
   // Wide: one wave of the 128-thread kernel.
@@ -407,7 +411,7 @@ lp_status launch_attention_decode(const AttnArgs &a, const StepMeta &m, int num_
                     : ctas <= num_sms                              ? Variant::kWidePreload
                                                                    : Variant::kWide;
   const int warps = v == Variant::kFewPreload ? kWarpsFew : kWarps;
-  LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, v), dim3(num_decode, a.num_kv_heads, splits), warps * 32,
+  LP_TRY(launch_kernel_clustered(pick(a.head_dim, group, v), dim3(a.num_kv_heads, num_decode, splits), warps * 32,
                                  dim3(1, 1, splits), 0, stream, a, m, splits));
   return LP_OK;
 }
