@@ -217,13 +217,13 @@ describe(`sampling controls (${native().backend} backend)`, () => {
   for (const [what, bad] of BAD) {
     test(`${what} fails its row only`, () => {
       const good = { row: { temperature: 0.9, seed: 11n }, controls: { topLogprobs: 2, minP: 0.1 } };
-      const withBad = (controls: RowControls | null) =>
-        run([good, { row: { temperature: 1, seed: 1n }, controls }, { row: {}, controls: null }]);
-      // The same rows with the bad one's controls left out: on CUDA the LM head of up to two rows
-      // is a GEMV and of more a GEMM, whose logits may differ in the last bit, so a batch of
+      const threeRows = (middle: RowControls | null) =>
+        run([good, { row: { temperature: 1, seed: 1n }, controls: middle }, { row: {}, controls: null }]);
+      // The reference is the same rows without the bad controls: on CUDA the LM head of up to two
+      // rows is a GEMV and of more a GEMM, whose logits may differ in the last bit, so a batch of
       // another size is no reference for an exact comparison.
-      const alone = withBad(null);
-      const b = withBad(bad);
+      const alone = threeRows(null);
+      const b = threeRows(bad);
       expect(b.outTokens[1]).toBe(-1);
       expect(Number.isNaN(b.outLogprobs[1]!)).toBe(true);
       expect(b.outTokens[0]).toBe(alone.outTokens[0]!);
