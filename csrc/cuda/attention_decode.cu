@@ -114,14 +114,7 @@ __global__ __launch_bounds__(WARPS * 32) void decode_kernel(AttnArgs a, StepMeta
     v_raw = *reinterpret_cast<const uint4 *>(kp + (size_t)a.num_kv_heads * D);
   }
   float2 c[8];
-  if (a.fused_prologue) {
-    const float4 *cs4 = reinterpret_cast<const float4 *>(a.cos_sin + (size_t)tok * (D / 2) + (li % (LANES / 2)) * 8);
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const float4 v = cs4[e];
-      c[2 * e] = make_float2(v.x, v.y), c[2 * e + 1] = make_float2(v.z, v.w);
-    }
-  }
+  if (a.fused_prologue) load_rope_pairs<LANES>(a.cos_sin, tok, li, c);
   float q[MAXG][8], acc[MAXG][8], mx[MAXG], l[MAXG];
 #pragma unroll
   for (int h = 0; h < MAXG; h++) {

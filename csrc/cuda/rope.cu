@@ -103,12 +103,7 @@ __global__ __launch_bounds__(kVecThreads) void qk_norm_rope_kv_vec_kernel(RopeAr
     return;
   }
   float2 c[8];
-  const float4 *cs4 = reinterpret_cast<const float4 *>(a.cos_sin + (size_t)t * (D / 2) + (li % (LANES / 2)) * 8);
-#pragma unroll
-  for (int e = 0; e < 4; e++) {
-    const float4 v = cs4[e];
-    c[2 * e] = make_float2(v.x, v.y), c[2 * e + 1] = make_float2(v.z, v.w);
-  }
+  load_rope_pairs<LANES>(a.cos_sin, t, li, c);
   float x[8];
   bf16x8_to_f32(raw, x);
   head_norm_rope<LANES>(x, li, norm, w, a.eps, c, group_lanes);

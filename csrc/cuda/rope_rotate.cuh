@@ -1,7 +1,8 @@
-// The rotary pair rotation and the per-head norm + rotation shared by the per-token prologue
-// kernel (rope.cu) and the decode attention kernel that fuses the prologue for pure decode steps,
-// with the arithmetic pinned (explicit fma / mul) so both round identically; and the rope table's
-// entries, which rope.cu or the step's first GEMV (gemv.cu) computes.
+// The rotary pair rotation and the per-head norm + rotation (with its loads of the rope table)
+// shared by the per-token prologue kernel (rope.cu) and the decode attention kernel that fuses the
+// prologue for pure decode steps, with the arithmetic pinned (explicit fma / mul) so both round
+// identically; and the rope table's entries, which rope.cu or the step's first GEMV (gemv.cu)
+// computes.
 #ifndef LP_CUDA_ROPE_ROTATE_CUH
 #define LP_CUDA_ROPE_ROTATE_CUH
 #include "device_util.cuh"
@@ -19,6 +20,18 @@ __device__ __forceinline__ float2 rope_table_entry(const int32_t *positions, con
 __device__ __forceinline__ float2 rope_rotate(float x1, float x2, float2 cos_sin) {
   return make_float2(__fmaf_rn(x1, cos_sin.x, -__fmul_rn(x2, cos_sin.y)),
                      __fmaf_rn(x2, cos_sin.x, __fmul_rn(x1, cos_sin.y)));
+}
+
+// The (cos, sin) of the 8 rotation pairs lane li of a LANES-lane group holds in head_norm_rope,
+// for token t of the rope table: pairs [8 (li % (LANES / 2)), + 8), four 16-byte loads.
+template <int LANES>
+__device__ __forceinline__ void load_rope_pairs(const float2 *cos_sin, int t, int li, float2 (&c)[8]) {
+  const float4 *cs4 = reinterpret_cast<const float4 *>(cos_sin + (size_t)t * (LANES * 4) + (li % (LANES / 2)) * 8);
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    const float4 v = cs4[e];
+    c[2 * e] = make_float2(v.x, v.y), c[2 * e + 1] = make_float2(v.z, v.w);
+  }
 }
 
 // The attention prologue for one head: lane li of a LANES-lane group holds elements
